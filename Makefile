@@ -1,0 +1,41 @@
+# payops — the README's commands. Each target sets itself up on a fresh machine.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export PREFECT_HOME ?= $(CURDIR)/.prefect-home
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: demo test lint bench serve browser-deps clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	@$(PY) -m deployments.demo
+
+test: $(STAMP) browser-deps
+	@$(PY) -m pytest -q
+
+lint: $(STAMP)
+	@$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	@$(PY) benchmarks/intake.py
+	@$(PY) benchmarks/payouts_e2e.py
+
+serve: $(STAMP)
+	@$(VENV)/bin/payops serve --sandbox
+
+# Debian's chromium for the console's browser test (never a downloaded browser).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	  else echo "chromium missing: sudo apt-get install chromium"; fi; }
+
+clean:
+	rm -rf $(VENV) .prefect-home reports uploads .pytest_cache
