@@ -1,0 +1,183 @@
+"""The `payops` command line: run flows locally, serve the emulator, write the template.
+
+Exit codes of flow commands: 0 run completed (failed payouts are a result, not an error), 2 invalid input and
+nothing sent, 3 not approved, 1 any other error. Operators never see a traceback: errors are one clear line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Payout operations on the Payments Service.")
+
+EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
+OUTCOME_EXIT = {
+    "completed": EXIT_OK,
+    "dry_run": EXIT_OK,
+    "invalid_input": EXIT_INVALID,
+    "preflight_failed": EXIT_INVALID,
+    "not_approved": EXIT_NOT_APPROVED,
+}
+
+
+def _quiet_prefect(json_only: bool) -> None:
+    """Prefect settings for a local run: no analytics; with --json, only warnings on stderr."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if json_only:
+        os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def human_summary(s: dict[str, Any]) -> str:
+    """The short summary an operator reads at the end of a run."""
+    lines = [
+        f"run {s['label']}: {s['outcome']}",
+        f"  rows: {s['rows_total']} ({s['rows_valid']} valid, {s['rows_invalid']} invalid)   "
+        f"batches: {s.get('batches', 0)}",
+    ]
+    if s.get("payouts_by_status"):
+        lines.append("  payouts: " + ", ".join(f"{k} {v}" for k, v in s["payouts_by_status"].items()))
+    if s.get("refused_items"):
+        lines.append(f"  refused by the service: {s['refused_items']} {s.get('refused_by_code', {})}")
+    if s.get("replayed_payouts"):
+        lines.append(f"  already sent by an earlier run with this label (replayed): {s['replayed_payouts']}")
+    if s.get("awaiting_review"):
+        lines.append(f"  awaiting review (in_review/held): {len(s['awaiting_review'])}")
+    if s.get("not_final") and s.get("deadline_reached"):
+        lines.append(f"  not final at the poll deadline: {len(s['not_final'])}")
+    lines.append(f"  amount: {s['amount_total']}   fees: {s.get('fee_total', '0.00')}   "
+                 f"time: {s.get('duration_s', 0)}s")
+    for e in s.get("errors", [])[:20]:
+        lines.append(f"  row {e['row']}, column {e['column']}: {e['message']}")
+    if len(s.get("errors", [])) > 20:
+        lines.append(f"  ... and {len(s['errors']) - 20} more errors (see the validation report)")
+    for p in (s.get("preflight") or {}).get("problems", []):
+        lines.append(f"  pre-flight: {p}")
+    for kind, path in (s.get("report_files") or {}).items():
+        lines.append(f"  report {kind}: {path}")
+    return "\n".join(lines)
+
+
+@app.command()
+def payouts(
+    file: str = typer.Argument(..., help="Payout sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
+    label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
+    report_dir: str = typer.Option("reports", help="Where LABEL.xlsx, LABEL.csv and LABEL.json go"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and pre-flight only; send nothing"),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Send the valid rows, report the rest"),
+    require_approval: bool = typer.Option(False, "--require-approval", help="Pause for approval before sending"),
+    approval_threshold: str | None = typer.Option(None, help="Require approval when the total is at least this"),
+    approval_timeout: int = typer.Option(3600, help="Seconds to wait for approval before rejecting"),
+    poll_deadline: float = typer.Option(900, help="Seconds to poll for final statuses"),
+    credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
+    no_name_check: bool = typer.Option(False, "--no-name-check", help="Skip the payee name lookups"),
+    json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
+) -> None:
+    """Pay a payout sheet: validate, pre-flight, send in batches of 100, poll to final, report."""
+    _quiet_prefect(json_out)
+    try:
+        threshold = Decimal(approval_threshold) if approval_threshold else None
+    except InvalidOperation:
+        _fail(f"--approval-threshold must be a decimal amount, got {approval_threshold!r}", EXIT_INVALID)
+    from flows.payouts import PayoutRunParams, payout_spreadsheet
+    from tasks.intake import IntakeError
+
+    params = PayoutRunParams(
+        source=file, label=label, dry_run=dry_run, on_invalid_rows="skip" if skip_invalid else "refuse",
+        require_approval=require_approval, approval_threshold=threshold, approval_timeout_s=approval_timeout,
+        poll_deadline_s=poll_deadline, report_dir=report_dir, credentials_block=credentials_block,
+        check_names=not no_name_check,
+    )
+    try:
+        summary = asyncio.run(payout_spreadsheet(params))
+    except IntakeError as exc:
+        _fail(str(exc), EXIT_INVALID)
+    except KeyboardInterrupt:
+        _fail("interrupted: re-run with the same label to finish; nothing is sent twice")
+    except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
+        _fail(f"{type(exc).__name__}: {exc}")
+    if json_out:
+        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+    else:
+        typer.echo(human_summary(summary))
+    raise typer.Exit(OUTCOME_EXIT.get(summary["outcome"], EXIT_ERROR))
+
+
+@app.command()
+def sandbox(
+    host: str = typer.Option("127.0.0.1", help="Address to bind"),
+    port: int = typer.Option(8800, help="Port to bind"),
+    env_file: Path | None = typer.Option(None, help="Also write the client settings as export lines here"),
+    seed: Path | None = typer.Option(None, help="JSON file of businesses to load"),
+    rate_limit: float | None = typer.Option(None, help="Requests per second per credential (default: off)"),
+    fault_rate: float = typer.Option(0.0, help="Fraction of API requests answered 5xx"),
+    token_ttl: int = typer.Option(300, help="Access token lifetime in seconds"),
+    delivery_delay: float = typer.Option(2.0, help="Seconds for a payout to reach its final status"),
+    allow_local_webhooks: bool = typer.Option(False, help="Allow webhook endpoints on 127.0.0.1 (local work)"),
+) -> None:
+    """Serve the Payments Service emulator and print the settings a client needs."""
+    from sandbox.cli import run_sandbox
+
+    run_sandbox(host=host, port=port, env_file=env_file, seed=seed, rate_limit=rate_limit, fault_rate=fault_rate,
+                token_ttl=token_ttl, delivery_delay=delivery_delay, allow_local_webhooks=allow_local_webhooks)
+
+
+@app.command()
+def template(file: Path = typer.Argument(..., help="Where to write the .xlsx template")) -> None:
+    """Write a payout sheet template with dropdowns and a text-formatted destination column."""
+    from tasks.intake import write_template
+
+    if file.suffix.lower() != ".xlsx":
+        _fail(f"the template is an .xlsx file; got {file.name!r}", EXIT_INVALID)
+    typer.echo(f"template written: {write_template(file)}")
+
+
+@app.command()
+def approve(
+    flow_run_id: str = typer.Argument(..., help="The paused payout flow run"),
+    reject: bool = typer.Option(False, "--reject", help="Reject instead of approving"),
+    comment: str = typer.Option("", help="Why"),
+) -> None:
+    """Approve (or reject) a payout run waiting for approval on a Prefect server."""
+    from prefect.flow_runs import resume_flow_run
+
+    try:
+        asyncio.run(resume_flow_run(flow_run_id, run_input={"approve": not reject, "comment": comment}))
+    except Exception as exc:  # noqa: BLE001 - one clear line for the operator
+        _fail(f"could not resume {flow_run_id}: {exc}")
+    typer.echo(f"{'rejected' if reject else 'approved'}: {flow_run_id}")
+
+
+# More commands live in their own modules: each has `register(app: typer.Typer) -> None`, listed here.
+EXTENSIONS: list[str] = [
+]
+
+
+def _register_extensions() -> None:
+    import importlib
+
+    for module in EXTENSIONS:
+        importlib.import_module(module).register(app)
+
+
+_register_extensions()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""`make demo`: the main job on the embedded default.
+
+Starts the emulator (`payops sandbox`) on a free 127.0.0.1 port, pays examples/payouts-demo.xlsx with the
+payout flow on Prefect's temporary server, waits until every payout is final, writes the reports, prints a short
+summary and stops the emulator.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+SHEET = ROOT / "examples" / "payouts-demo.xlsx"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    env = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("export ") and "=" in line:
+            key, value = line[len("export "):].split("=", 1)
+            env[key] = value.strip().strip("'\"")
+    return env
+
+
+def start_sandbox(port: int, env_file: Path) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "deployments.cli", "sandbox", "--host", "127.0.0.1", "--port", str(port),
+           "--env-file", str(env_file), "--delivery-delay", "1.5"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the emulator exited: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
+        try:
+            if env_file.exists() and httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the emulator did not start within 30 s")
+
+
+def main() -> int:
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_HOME", str(ROOT / ".prefect-home"))
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        env_file = Path(tmp) / "sandbox.env"
+        print(f"starting the Payments Service emulator on 127.0.0.1:{port} ...", flush=True)
+        proc = start_sandbox(port, env_file)
+        try:
+            os.environ.update(read_env_file(env_file))
+            from deployments.cli import human_summary
+            from flows.payouts import PayoutRunParams, payout_spreadsheet
+
+            print(f"paying {SHEET.relative_to(ROOT)} (Prefect temporary server starts first) ...", flush=True)
+            import asyncio
+
+            summary = asyncio.run(payout_spreadsheet(PayoutRunParams(
+                source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)))
+            print(human_summary(summary))
+            not_final = summary.get("not_final") or []
+            if summary["outcome"] != "completed" or not_final:
+                print(f"demo incomplete: outcome {summary['outcome']}, {len(not_final)} payouts not final")
+                return 1
+            return 0
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

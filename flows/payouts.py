@@ -1,0 +1,273 @@
+"""Flow `payout-spreadsheet`: a payout sheet paid exactly once, polled to final, reported."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact
+from prefect.flow_runs import pause_flow_run
+from prefect.input import RunInput
+from pydantic import BaseModel, Field
+
+from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts
+from tasks.batching import build_batches
+from tasks.credentials import load_settings
+from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
+from tasks.labels import content_label, money
+from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
+from tasks.preflight import Preflight, preflight_task
+from tasks.reports import RowOutcome, report_filename, write_reports
+from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
+from tasks.submission import BatchResult, submit_batch_task
+
+
+class PayoutRunParams(BaseModel):
+    """Parameters of a payout run (rendered as a form in the Prefect UI)."""
+
+    source: str = Field(description="Sheet to pay: local path or fsspec URL (.xlsx, .xlsm, .csv)")
+    label: str | None = Field(
+        None, description="Run label. Default: a fingerprint of the sheet's content, so the same sheet replays."
+    )
+    dry_run: bool = Field(False, description="Validate and pre-flight only; send nothing")
+    on_invalid_rows: Literal["refuse", "skip"] = Field(
+        "refuse", description="refuse: any invalid row refuses the whole sheet; skip: pay the valid rows"
+    )
+    require_approval: bool = Field(False, description="Always pause for approval before sending")
+    approval_threshold: Decimal | None = Field(
+        None, description="Pause for approval when the sheet's total amount is at least this"
+    )
+    approval_timeout_s: int = Field(3600, ge=10, description="An approval not given within this is a rejection")
+    poll_deadline_s: float = Field(900, gt=0, description="Stop polling after this; unfinished payouts are reported")
+    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
+    check_names: bool = Field(True, description="Look up account holder names when the sheet has payee names")
+    block_on_name_mismatch: bool = Field(False, description="Refuse the run when a payee name mismatches")
+    allow_preflight_problems: bool = Field(
+        False, description="Send even if pre-flight finds the balance or limits short (items may be refused)"
+    )
+    credentials_block: str | None = Field(None, description="PaymentsCredentials block name; default: env vars")
+    max_concurrent_batches: int = Field(4, ge=1, le=32)
+    rate_limit_per_s: float = Field(
+        50, gt=0, description="Requests per second when no `payments-api` global concurrency limit exists"
+    )
+    default_country_code: str = Field("233", pattern=r"^\d{1,3}$")
+
+
+class Approval(RunInput):
+    """What an approver answers when a run pauses."""
+
+    approve: bool = Field(description="Send the payouts")
+    comment: str = Field("", max_length=500)
+
+
+def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approval: bool) -> str:
+    lines = [f"# Pre-flight for `{label}`", ""]
+    lines.append(markdown_table(
+        ["currency", "payouts", "amount", "fees", "needed", "available", "daily left", "monthly left",
+         "per transaction"],
+        [[c.currency, c.count, c.amount, c.fees, c.needed, c.available, c.daily_remaining, c.monthly_remaining,
+          c.per_transaction] for c in pf.currencies.values()],
+    ))
+    if pf.problems:
+        lines += ["", "## Problems", ""] + [f"- {p}" for p in pf.problems]
+    if pf.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in pf.notes]
+    flagged = [n for n in pf.names if n.verdict != "match"]
+    if flagged:
+        lines += ["", "## Payee names", "", markdown_table(
+            ["row", "number", "sheet name", "holder name", "verdict"],
+            [[n.row, n.destination, n.sheet_name, n.holder_name, n.verdict] for n in flagged[:200]],
+        )]
+    if approval:
+        lines += ["", "**Approval required**: nothing is sent until this run is approved."]
+    return "\n".join(lines)
+
+
+def _canonical(rows: list[PayoutRow]) -> list[tuple[object, ...]]:
+    return [(r.row, r.reference, r.amount, r.currency, r.provider, r.destination_type, r.destination, r.note)
+            for r in rows]
+
+
+def _outcomes(
+    intake: IntakeResult, batches: list[Any], results: list[BatchResult], states: dict[str, PayoutState]
+) -> dict[int, RowOutcome]:
+    out: dict[int, RowOutcome] = {}
+    for e in intake.errors:
+        o = out.setdefault(e.row, RowOutcome(e.row, submission="invalid", error_code="invalid_input"))
+        msg = f"{e.column}: {e.message}"
+        o.error_message = msg if not o.error_message else f"{o.error_message}; {msg}"
+    batch_of = {r: b.reference for b in batches for r in b.rows}
+    for res in results:
+        for item in res.items:
+            o = RowOutcome(item.row, reference=item.reference, batch=batch_of.get(item.row))
+            if item.accepted:
+                o.submission = "accepted"
+                s = states.get(item.reference)
+                o.status = s.status if s else item.status
+                o.fee = (s.fee if s and s.fee else None) or item.fee
+                o.failure_reason = s.failure_reason if s else None
+                o.completed_at = s.completed_at if s else None
+            else:
+                o.submission, o.error_code, o.error_message = "refused", item.code, item.message
+            out[item.row] = o
+    return out
+
+
+async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
+    logger = get_run_logger()
+    try:
+        answer = await pause_flow_run(wait_for_input=Approval, timeout=timeout_s, key=f"approve-{label}")
+    except Exception as exc:  # noqa: BLE001 - Prefect raises on timeout; a timeout is a rejection
+        logger.warning("approval not given (%s): nothing sent", type(exc).__name__)
+        return False, f"no approval within {timeout_s}s"
+    return answer.approve, answer.comment
+
+
+@flow(name="payout-spreadsheet", log_prints=False)
+async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
+    """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
+    logger = get_run_logger()
+    started_wall = datetime.now(UTC)
+    t0 = time.perf_counter()
+    phases: dict[str, float] = {}
+    api_calls: Counter[str] = Counter()
+
+    def phase(name: str, since: float) -> float:
+        now = time.perf_counter()
+        phases[name] = round(now - since, 3)
+        return now
+
+    options = IntakeOptions(default_country_code=params.default_country_code)
+    intake: IntakeResult = await asyncio.to_thread(read_sheet_task, params.source, options)
+    t = phase("read_validate", t0)
+    label = params.label or content_label(_canonical(intake.rows))
+    summary: dict[str, Any] = {
+        "label": label,
+        "source": params.source,
+        "outcome": "completed",
+        "rows_total": intake.rows_total,
+        "rows_valid": len(intake.rows),
+        "rows_invalid": intake.rows_invalid,
+        "errors": [{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
+        "warnings": [{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
+        "batches": 0,
+        "payouts_by_status": {},
+        "amount_total": money(sum((r.amount for r in intake.rows), Decimal(0))),
+        "fee_total": "0.00",
+    }
+
+    def finish(outcome: str) -> dict[str, Any]:
+        summary["outcome"] = outcome
+        summary["api_calls"] = dict(sorted(api_calls.items()))
+        summary["phase_durations_s"] = phases
+        summary["duration_s"] = round(time.perf_counter() - t0, 3)
+        return summary
+
+    refused = bool(intake.errors) and params.on_invalid_rows == "refuse"
+    if refused or params.dry_run and not intake.rows:
+        path = f"{params.report_dir.rstrip('/')}/{report_filename(label)}-validation.xlsx"
+        summary["report_files"] = {"validation": await asyncio.to_thread(write_validation_report_task, intake, path)}
+        if refused:
+            logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
+            return finish("invalid_input")
+
+    settings = load_settings(params.credentials_block)
+    pf = None
+    if intake.rows:
+        pf = await preflight_task(settings, intake.rows, params.check_names, params.block_on_name_mismatch,
+                                  params.rate_limit_per_s)
+        api_calls.update(pf.api_calls)
+        summary["fee_total"] = money(pf.fee_total)
+        summary["preflight"] = {"problems": pf.problems, "notes": pf.notes,
+                                "name_checks": Counter(n.verdict for n in pf.names)}
+        needs_approval = params.require_approval or (
+            params.approval_threshold is not None and pf.amount_total >= params.approval_threshold)
+        await acreate_markdown_artifact(
+            key=artifact_key(label, "preflight"), markdown=_preflight_markdown(label, pf, intake.rows, needs_approval),
+            description=f"Pre-flight of payout run {label}",
+        )
+        t = phase("preflight", t)
+    if params.dry_run:
+        if "report_files" not in summary:
+            path = f"{params.report_dir.rstrip('/')}/{report_filename(label)}-validation.xlsx"
+            summary["report_files"] = {
+                "validation": await asyncio.to_thread(write_validation_report_task, intake, path)}
+        return finish("dry_run")
+    if pf is None:
+        logger.error("no valid rows: nothing to send")
+        return finish("invalid_input")
+    if pf.problems and not params.allow_preflight_problems:
+        for p in pf.problems:
+            logger.error("pre-flight: %s", p)
+        return finish("preflight_failed")
+    if needs_approval:
+        approved, comment = await _approve(label, params.approval_timeout_s)
+        summary["approval"] = {"approved": approved, "comment": comment}
+        t = phase("approval", t)
+        if not approved:
+            logger.warning("run %s not approved: nothing sent", label)
+            return finish("not_approved")
+
+    batches = build_batches(intake.rows, label)
+    summary["batches"] = len(batches)
+    sem = asyncio.Semaphore(params.max_concurrent_batches)
+
+    async def send(batch):
+        async with sem:
+            return await submit_batch_task(settings, batch, params.rate_limit_per_s)
+
+    results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
+    for r in results:
+        api_calls.update(r.api_calls)
+    summary["rate_limit"] = results[0].limiter if results else {}
+    t = phase("submit", t)
+
+    states: dict[str, PayoutState] = {}
+    replayed = 0
+    for r in results:
+        for item in r.items:
+            if item.accepted:
+                states[item.reference] = PayoutState(item.reference, item.status or "accepted", fee=item.fee)
+                if item.created_at and datetime.fromisoformat(item.created_at) < started_wall:
+                    replayed += 1
+    created = [datetime.fromisoformat(i.created_at) for r in results for i in r.items if i.created_at]
+    since = min(created) if created else started_wall
+    poll = await poll_payouts_task(settings, states, since, params.poll_deadline_s, params.rate_limit_per_s, label)
+    api_calls.update(poll.api_calls)
+    states = poll.states
+    t = phase("poll", t)
+
+    outcomes = _outcomes(intake, batches, results, states)
+    by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
+    refused_items = [o for o in outcomes.values() if o.submission == "refused"]
+    summary.update({
+        "payouts_by_status": dict(sorted(by_status.items())),
+        "refused_items": len(refused_items),
+        "refused_by_code": dict(Counter(o.error_code for o in refused_items)),
+        "replayed_payouts": replayed,
+        "awaiting_review": sorted(r for r, s in states.items() if s.status in AWAITING_REVIEW),
+        "not_final": sorted(r for r, s in states.items() if not s.final),
+        "deadline_reached": poll.deadline_reached,
+        "poll_rounds": poll.rounds,
+        "poll_calls_per_round": poll.calls_per_round,
+    })
+    fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]
+    if fees:
+        summary["fee_total"] = money(sum(fees, Decimal(0)))
+    reference_column = next((c for c in intake.columns if c.strip().lower() in {"reference", "ref"}), None)
+    finish("completed")
+    paths = await asyncio.to_thread(
+        write_reports, params.report_dir, label, intake.columns, intake.table, outcomes, summary, reference_column)
+    phase("report", t)
+    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    attention = [[o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
+                 for o in outcomes.values()
+                 if o.submission != "accepted" or o.status in {"failed", "refunded", "in_review", "held"}]
+    await publish_run_artifacts(label, summary, attention)
+    logger.info("run %s done: %s; reports %s", label, dict(by_status), paths)
+    return summary

@@ -1,0 +1,61 @@
+"""Chunk validated rows into payout batches of at most 100, with stable references and keys."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks.intake import PayoutRow
+from tasks.labels import batch_idempotency_key, batch_reference, money, row_reference
+
+MAX_BATCH = 100
+
+
+@dataclass(frozen=True)
+class PayoutBatch:
+    """One `POST /v1/payout-batches` request, fully determined by the label and the rows."""
+
+    index: int
+    reference: str
+    idempotency_key: str
+    items: list[dict[str, Any]]
+    rows: list[int] = field(default_factory=list)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return {"reference": self.reference, "items": self.items}
+
+
+def payout_item(row: PayoutRow, label: str) -> dict[str, Any]:
+    """Wire body of one payout item (camelCase, money as decimal strings)."""
+    item: dict[str, Any] = {
+        "reference": row.reference or row_reference(label, row.row),
+        "amount": money(row.amount),
+        "currency": row.currency,
+        "provider": row.provider,
+        "destination": {"type": row.destination_type, "value": row.destination},
+    }
+    if row.note:
+        item["note"] = row.note
+    return item
+
+
+def canonical_json(body: dict[str, Any]) -> bytes:
+    """The one serialisation used for hashing and sending: sorted keys, no spaces."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def build_batches(rows: Sequence[PayoutRow], label: str, size: int = MAX_BATCH) -> list[PayoutBatch]:
+    """Consecutive valid rows in chunks of at most `size` (a pure function of rows and label)."""
+    if not 1 <= size <= MAX_BATCH:
+        raise ValueError(f"batch size must be 1..{MAX_BATCH}, got {size}")
+    batches: list[PayoutBatch] = []
+    for index, start in enumerate(range(0, len(rows), size)):
+        chunk = rows[start : start + size]
+        items = [payout_item(r, label) for r in chunk]
+        ref = batch_reference(label, index)
+        key = batch_idempotency_key(label, index, canonical_json({"reference": ref, "items": items}))
+        batches.append(PayoutBatch(index, ref, key, items, [r.row for r in chunk]))
+    return batches

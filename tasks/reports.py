@@ -1,0 +1,177 @@
+"""Run reports: xlsx (results, summary, resubmit), csv and the JSON summary, to a folder or fsspec URL."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import fsspec
+from openpyxl import Workbook
+from openpyxl.styles import Font, PatternFill
+from openpyxl.utils import get_column_letter
+
+RESULT_COLUMNS = [
+    "Reference (sent)", "Batch", "Submission", "Payout status", "Fee", "Failure reason", "Error code",
+    "Error message", "Completed at",
+]
+_RISKY = ("=", "+", "-", "@", "\t", "\r")
+_RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
+_UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class RowOutcome:
+    """What happened to one sheet row."""
+
+    row: int
+    reference: str | None = None
+    batch: str | None = None
+    submission: str = "not sent"  # accepted, refused, invalid, not sent
+    status: str | None = None
+    fee: str | None = None
+    failure_reason: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    completed_at: str | None = None
+
+    @property
+    def needs_resubmit(self) -> bool:
+        return self.submission == "refused" or self.status in {"failed", "refunded"}
+
+    def cells(self) -> list[str | None]:
+        return [self.reference, self.batch, self.submission, self.status, self.fee, self.failure_reason,
+                self.error_code, self.error_message, self.completed_at]
+
+
+def neutralise(value: Any) -> Any:
+    """Defuse spreadsheet formula injection: text starting with = + - @ is prefixed with a quote."""
+    if isinstance(value, str) and value.startswith(_RISKY):
+        return "'" + value
+    return value
+
+
+def report_filename(label: str) -> str:
+    return _UNSAFE_FILE.sub("-", label).strip("-.") or "run"
+
+
+def resubmit_reference(reference: str) -> str:
+    """A fresh, deterministic reference for paying a failed row again: `-rs1`, then `-rs2`, ..."""
+    m = _RESUBMIT_TAG.search(reference)
+    n = int(m.group(1)) + 1 if m else 1
+    base = reference[: m.start()] if m else reference
+    tag = f"-rs{n}"
+    return base[: 64 - len(tag)] + tag
+
+
+def _result_headers(columns: Sequence[str]) -> list[str]:
+    taken = set(RESULT_COLUMNS)
+    return [f"{c} (sheet)" if c in taken else c for c in columns] + RESULT_COLUMNS
+
+
+def results_rows(
+    columns: Sequence[str], table: Sequence[Mapping[str, str]], outcomes: Mapping[int, RowOutcome]
+) -> list[list[Any]]:
+    rows = []
+    for rec in table:
+        o = outcomes.get(int(rec["__row__"]), RowOutcome(int(rec["__row__"])))
+        rows.append([neutralise(rec.get(c, "")) for c in columns] + [neutralise(v) for v in o.cells()])
+    return rows
+
+
+def resubmit_rows(
+    columns: Sequence[str], table: Sequence[Mapping[str, str]], outcomes: Mapping[int, RowOutcome],
+    reference_column: str | None,
+) -> tuple[list[str], list[list[Any]]]:
+    """Failed and refused rows with fresh references, in the sheet's own columns, ready to upload again."""
+    headers = list(columns) if reference_column else ["reference", *columns]
+    rows = []
+    for rec in table:
+        o = outcomes.get(int(rec["__row__"]))
+        if o is None or not o.needs_resubmit or not o.reference:
+            continue
+        fresh = resubmit_reference(o.reference)
+        values = [fresh if c == reference_column else rec.get(c, "") for c in columns]
+        rows.append([neutralise(v) for v in (values if reference_column else [fresh, *values])])
+    return headers, rows
+
+
+def _sheet(wb: Workbook, title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], first: bool = False):
+    ws = wb.active if first else wb.create_sheet(title)
+    ws.title = title
+    ws.append(list(headers))
+    for cell in ws[1]:
+        cell.font = Font(bold=True)
+    for row in rows:
+        ws.append(list(row))
+    for i, h in enumerate(headers, start=1):
+        ws.column_dimensions[get_column_letter(i)].width = min(40, max(10, len(str(h)) + 2))
+    ws.freeze_panes = "A2"
+    return ws
+
+
+def summary_pairs(summary: Mapping[str, Any]) -> list[list[Any]]:
+    pairs: list[list[Any]] = []
+    for key, value in summary.items():
+        if key in {"errors", "warnings", "row_outcomes"}:
+            pairs.append([key, len(value)])
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                pairs.append([f"{key}.{k}", json.dumps(v) if isinstance(v, dict | list) else v])
+        elif isinstance(value, list):
+            pairs.append([key, ", ".join(map(str, value))])
+        else:
+            pairs.append([key, value])
+    return [[neutralise(k), neutralise(v)] for k, v in pairs]
+
+
+def write_reports(
+    report_dir: str,
+    label: str,
+    columns: Sequence[str],
+    table: Sequence[Mapping[str, str]],
+    outcomes: Mapping[int, RowOutcome],
+    summary: dict[str, Any],
+    reference_column: str | None,
+) -> dict[str, str]:
+    """Write LABEL.xlsx, LABEL.csv and LABEL.json under `report_dir` (a folder or an fsspec URL)."""
+    base = report_dir.rstrip("/") + "/" + report_filename(label)
+    paths = {"xlsx": base + ".xlsx", "csv": base + ".csv", "json": base + ".json"}
+    fs, root = fsspec.core.url_to_fs(report_dir)
+    fs.makedirs(root, exist_ok=True)
+    summary["report_files"] = paths
+
+    headers = _result_headers(columns)
+    rows = results_rows(columns, table, outcomes)
+    wb = Workbook()
+    ws = _sheet(wb, "results", headers, rows, first=True)
+    bad = PatternFill("solid", fgColor="FFF2CC")
+    status_col = headers.index("Payout status")
+    sub_col = headers.index("Submission")
+    for r, row in enumerate(rows, start=2):
+        if row[status_col] in {"failed", "refunded"} or row[sub_col] in {"refused", "invalid"}:
+            for c in range(1, len(headers) + 1):
+                ws.cell(r, c).fill = bad
+    _sheet(wb, "summary", ["field", "value"], summary_pairs(summary))
+    rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
+    _sheet(wb, "resubmit", rh, rr)
+    with fsspec.open(paths["xlsx"], "wb") as fh:
+        wb.save(fh)
+
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(headers)
+    writer.writerows(rows)
+    with fsspec.open(paths["csv"], "w", encoding="utf-8", newline="") as fh:
+        fh.write(buf.getvalue())
+    with fsspec.open(paths["json"], "w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=2, default=str)
+    return paths
+
+
+def outcome_dicts(outcomes: Mapping[int, RowOutcome]) -> list[dict[str, Any]]:
+    return [asdict(o) for o in outcomes.values()]
