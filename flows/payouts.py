@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
+from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from pydantic import BaseModel, Field
@@ -22,7 +23,7 @@ from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
 from tasks.labels import content_label, money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, preflight_task
-from tasks.reports import RowOutcome, report_filename, write_reports
+from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
 from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
@@ -32,7 +33,8 @@ class PayoutRunParams(BaseModel):
 
     source: str = Field(description="Sheet to pay: local path or fsspec URL (.xlsx, .xlsm, .csv)")
     label: str | None = Field(
-        None, description="Run label. Default: a fingerprint of the sheet's content, so the same sheet replays."
+        None,
+        description="Run label. Default: a fingerprint of the sheet's content, so the same sheet replays.",
     )
     dry_run: bool = Field(False, description="Validate and pre-flight only; send nothing")
     on_invalid_rows: Literal["refuse", "skip"] = Field(
@@ -42,15 +44,21 @@ class PayoutRunParams(BaseModel):
     approval_threshold: Decimal | None = Field(
         None, description="Pause for approval when the sheet's total amount is at least this"
     )
-    approval_timeout_s: int = Field(3600, ge=10, description="An approval not given within this is a rejection")
-    poll_deadline_s: float = Field(900, gt=0, description="Stop polling after this; unfinished payouts are reported")
+    approval_timeout_s: int = Field(
+        3600, ge=10, description="An approval not given within this is a rejection"
+    )
+    poll_deadline_s: float = Field(
+        900, gt=0, description="Stop polling after this; unfinished payouts are reported"
+    )
     report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
     check_names: bool = Field(True, description="Look up account holder names when the sheet has payee names")
     block_on_name_mismatch: bool = Field(False, description="Refuse the run when a payee name mismatches")
     allow_preflight_problems: bool = Field(
         False, description="Send even if pre-flight finds the balance or limits short (items may be refused)"
     )
-    credentials_block: str | None = Field(None, description="PaymentsCredentials block name; default: env vars")
+    credentials_block: str | None = Field(
+        None, description="PaymentsCredentials block name; default: env vars"
+    )
     max_concurrent_batches: int = Field(4, ge=1, le=32)
     rate_limit_per_s: float = Field(
         50, gt=0, description="Requests per second when no `payments-api` global concurrency limit exists"
@@ -67,30 +75,60 @@ class Approval(RunInput):
 
 def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approval: bool) -> str:
     lines = [f"# Pre-flight for `{label}`", ""]
-    lines.append(markdown_table(
-        ["currency", "payouts", "amount", "fees", "needed", "available", "daily left", "monthly left",
-         "per transaction"],
-        [[c.currency, c.count, c.amount, c.fees, c.needed, c.available, c.daily_remaining, c.monthly_remaining,
-          c.per_transaction] for c in pf.currencies.values()],
-    ))
+    lines.append(
+        markdown_table(
+            [
+                "currency",
+                "payouts",
+                "amount",
+                "fees",
+                "needed",
+                "available",
+                "daily left",
+                "monthly left",
+                "per transaction",
+            ],
+            [
+                [
+                    c.currency,
+                    c.count,
+                    c.amount,
+                    c.fees,
+                    c.needed,
+                    c.available,
+                    c.daily_remaining,
+                    c.monthly_remaining,
+                    c.per_transaction,
+                ]
+                for c in pf.currencies.values()
+            ],
+        )
+    )
     if pf.problems:
         lines += ["", "## Problems", ""] + [f"- {p}" for p in pf.problems]
     if pf.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in pf.notes]
     flagged = [n for n in pf.names if n.verdict != "match"]
     if flagged:
-        lines += ["", "## Payee names", "", markdown_table(
-            ["row", "number", "sheet name", "holder name", "verdict"],
-            [[n.row, n.destination, n.sheet_name, n.holder_name, n.verdict] for n in flagged[:200]],
-        )]
+        lines += [
+            "",
+            "## Payee names",
+            "",
+            markdown_table(
+                ["row", "number", "sheet name", "holder name", "verdict"],
+                [[n.row, n.destination, n.sheet_name, n.holder_name, n.verdict] for n in flagged[:200]],
+            ),
+        ]
     if approval:
         lines += ["", "**Approval required**: nothing is sent until this run is approved."]
     return "\n".join(lines)
 
 
 def _canonical(rows: list[PayoutRow]) -> list[tuple[object, ...]]:
-    return [(r.row, r.reference, r.amount, r.currency, r.provider, r.destination_type, r.destination, r.note)
-            for r in rows]
+    return [
+        (r.row, r.reference, r.amount, r.currency, r.provider, r.destination_type, r.destination, r.note)
+        for r in rows
+    ]
 
 
 def _outcomes(
@@ -121,9 +159,11 @@ def _outcomes(
 async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
     logger = get_run_logger()
     try:
-        answer = await pause_flow_run(wait_for_input=Approval, timeout=timeout_s, key=f"approve-{label}")
-    except Exception as exc:  # noqa: BLE001 - Prefect raises on timeout; a timeout is a rejection
-        logger.warning("approval not given (%s): nothing sent", type(exc).__name__)
+        answer = await pause_flow_run(
+            wait_for_input=Approval, timeout=timeout_s, key=artifact_key(label, "approval")
+        )
+    except FlowPauseTimeout:
+        logger.warning("no approval within %ss: nothing sent", timeout_s)
         return False, f"no approval within {timeout_s}s"
     return answer.approve, answer.comment
 
@@ -143,9 +183,12 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
         return now
 
     options = IntakeOptions(default_country_code=params.default_country_code)
+    if params.label:
+        ensure_reports_spare_source(params.report_dir, params.label, params.source)
     intake: IntakeResult = await asyncio.to_thread(read_sheet_task, params.source, options)
     t = phase("read_validate", t0)
     label = params.label or content_label(_canonical(intake.rows))
+    ensure_reports_spare_source(params.report_dir, label, params.source)
     summary: dict[str, Any] = {
         "label": label,
         "source": params.source,
@@ -170,8 +213,10 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
 
     refused = bool(intake.errors) and params.on_invalid_rows == "refuse"
     if refused or params.dry_run and not intake.rows:
-        path = f"{params.report_dir.rstrip('/')}/{report_filename(label)}-validation.xlsx"
-        summary["report_files"] = {"validation": await asyncio.to_thread(write_validation_report_task, intake, path)}
+        path = report_paths(params.report_dir, label)["validation"]
+        summary["report_files"] = {
+            "validation": await asyncio.to_thread(write_validation_report_task, intake, path)
+        }
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
             return finish("invalid_input")
@@ -179,24 +224,31 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     settings = load_settings(params.credentials_block)
     pf = None
     if intake.rows:
-        pf = await preflight_task(settings, intake.rows, params.check_names, params.block_on_name_mismatch,
-                                  params.rate_limit_per_s)
+        pf = await preflight_task(
+            settings, intake.rows, params.check_names, params.block_on_name_mismatch, params.rate_limit_per_s
+        )
         api_calls.update(pf.api_calls)
         summary["fee_total"] = money(pf.fee_total)
-        summary["preflight"] = {"problems": pf.problems, "notes": pf.notes,
-                                "name_checks": Counter(n.verdict for n in pf.names)}
+        summary["preflight"] = {
+            "problems": pf.problems,
+            "notes": pf.notes,
+            "name_checks": Counter(n.verdict for n in pf.names),
+        }
         needs_approval = params.require_approval or (
-            params.approval_threshold is not None and pf.amount_total >= params.approval_threshold)
+            params.approval_threshold is not None and pf.amount_total >= params.approval_threshold
+        )
         await acreate_markdown_artifact(
-            key=artifact_key(label, "preflight"), markdown=_preflight_markdown(label, pf, intake.rows, needs_approval),
+            key=artifact_key(label, "preflight"),
+            markdown=_preflight_markdown(label, pf, intake.rows, needs_approval),
             description=f"Pre-flight of payout run {label}",
         )
         t = phase("preflight", t)
     if params.dry_run:
         if "report_files" not in summary:
-            path = f"{params.report_dir.rstrip('/')}/{report_filename(label)}-validation.xlsx"
+            path = report_paths(params.report_dir, label)["validation"]
             summary["report_files"] = {
-                "validation": await asyncio.to_thread(write_validation_report_task, intake, path)}
+                "validation": await asyncio.to_thread(write_validation_report_task, intake, path)
+            }
         return finish("dry_run")
     if pf is None:
         logger.error("no valid rows: nothing to send")
@@ -237,7 +289,9 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
                     replayed += 1
     created = [datetime.fromisoformat(i.created_at) for r in results for i in r.items if i.created_at]
     since = min(created) if created else started_wall
-    poll = await poll_payouts_task(settings, states, since, params.poll_deadline_s, params.rate_limit_per_s, label)
+    poll = await poll_payouts_task(
+        settings, states, since, params.poll_deadline_s, params.rate_limit_per_s, label
+    )
     api_calls.update(poll.api_calls)
     states = poll.states
     t = phase("poll", t)
@@ -245,29 +299,41 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     outcomes = _outcomes(intake, batches, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
-    summary.update({
-        "payouts_by_status": dict(sorted(by_status.items())),
-        "refused_items": len(refused_items),
-        "refused_by_code": dict(Counter(o.error_code for o in refused_items)),
-        "replayed_payouts": replayed,
-        "awaiting_review": sorted(r for r, s in states.items() if s.status in AWAITING_REVIEW),
-        "not_final": sorted(r for r, s in states.items() if not s.final),
-        "deadline_reached": poll.deadline_reached,
-        "poll_rounds": poll.rounds,
-        "poll_calls_per_round": poll.calls_per_round,
-    })
+    summary.update(
+        {
+            "payouts_by_status": dict(sorted(by_status.items())),
+            "refused_items": len(refused_items),
+            "refused_by_code": dict(Counter(o.error_code for o in refused_items)),
+            "replayed_payouts": replayed,
+            "awaiting_review": sorted(r for r, s in states.items() if s.status in AWAITING_REVIEW),
+            "not_final": sorted(r for r, s in states.items() if not s.final),
+            "deadline_reached": poll.deadline_reached,
+            "poll_rounds": poll.rounds,
+            "poll_calls_per_round": poll.calls_per_round,
+        }
+    )
     fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]
     if fees:
         summary["fee_total"] = money(sum(fees, Decimal(0)))
     reference_column = next((c for c in intake.columns if c.strip().lower() in {"reference", "ref"}), None)
     finish("completed")
     paths = await asyncio.to_thread(
-        write_reports, params.report_dir, label, intake.columns, intake.table, outcomes, summary, reference_column)
+        write_reports,
+        params.report_dir,
+        label,
+        intake.columns,
+        intake.table,
+        outcomes,
+        summary,
+        reference_column,
+    )
     phase("report", t)
     summary["duration_s"] = round(time.perf_counter() - t0, 3)
-    attention = [[o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
-                 for o in outcomes.values()
-                 if o.submission != "accepted" or o.status in {"failed", "refunded", "in_review", "held"}]
+    attention = [
+        [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
+        for o in outcomes.values()
+        if o.submission != "accepted" or o.status in {"failed", "refunded", "in_review", "held"}
+    ]
     await publish_run_artifacts(label, summary, attention)
     logger.info("run %s done: %s; reports %s", label, dict(by_status), paths)
     return summary

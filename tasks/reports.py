@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -16,8 +17,15 @@ from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
 RESULT_COLUMNS = [
-    "Reference (sent)", "Batch", "Submission", "Payout status", "Fee", "Failure reason", "Error code",
-    "Error message", "Completed at",
+    "Reference (sent)",
+    "Batch",
+    "Submission",
+    "Payout status",
+    "Fee",
+    "Failure reason",
+    "Error code",
+    "Error message",
+    "Completed at",
 ]
 _RISKY = ("=", "+", "-", "@", "\t", "\r")
 _RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
@@ -44,8 +52,17 @@ class RowOutcome:
         return self.submission == "refused" or self.status in {"failed", "refunded"}
 
     def cells(self) -> list[str | None]:
-        return [self.reference, self.batch, self.submission, self.status, self.fee, self.failure_reason,
-                self.error_code, self.error_message, self.completed_at]
+        return [
+            self.reference,
+            self.batch,
+            self.submission,
+            self.status,
+            self.fee,
+            self.failure_reason,
+            self.error_code,
+            self.error_message,
+            self.completed_at,
+        ]
 
 
 def neutralise(value: Any) -> Any:
@@ -68,6 +85,35 @@ def resubmit_reference(reference: str) -> str:
     return base[: 64 - len(tag)] + tag
 
 
+def report_paths(report_dir: str, label: str) -> dict[str, str]:
+    base = report_dir.rstrip("/") + "/" + report_filename(label)
+    return {
+        "xlsx": base + ".xlsx",
+        "csv": base + ".csv",
+        "json": base + ".json",
+        "validation": base + "-validation.xlsx",
+    }
+
+
+class ReportWouldOverwriteSource(ValueError):
+    """A report path is the input sheet itself."""
+
+
+def ensure_reports_spare_source(report_dir: str, label: str, source: str) -> None:
+    """Refuse a run whose report would overwrite the sheet being paid (checked before anything is sent)."""
+
+    def norm(p: str) -> str:
+        fs, path = fsspec.core.url_to_fs(p)
+        return f"{fs.protocol}:{fs._strip_protocol(path)}" if "://" in p else str(Path(path).resolve())
+
+    src = norm(source)
+    for path in report_paths(report_dir, label).values():
+        if norm(path) == src:
+            raise ReportWouldOverwriteSource(
+                f"the report {path} would overwrite the sheet being paid; choose another report folder or label"
+            )
+
+
 def _result_headers(columns: Sequence[str]) -> list[str]:
     taken = set(RESULT_COLUMNS)
     return [f"{c} (sheet)" if c in taken else c for c in columns] + RESULT_COLUMNS
@@ -84,7 +130,9 @@ def results_rows(
 
 
 def resubmit_rows(
-    columns: Sequence[str], table: Sequence[Mapping[str, str]], outcomes: Mapping[int, RowOutcome],
+    columns: Sequence[str],
+    table: Sequence[Mapping[str, str]],
+    outcomes: Mapping[int, RowOutcome],
     reference_column: str | None,
 ) -> tuple[list[str], list[list[Any]]]:
     """Failed and refused rows with fresh references, in the sheet's own columns, ready to upload again."""
@@ -100,7 +148,9 @@ def resubmit_rows(
     return headers, rows
 
 
-def _sheet(wb: Workbook, title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], first: bool = False):
+def _sheet(
+    wb: Workbook, title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], first: bool = False
+):
     ws = wb.active if first else wb.create_sheet(title)
     ws.title = title
     ws.append(list(headers))
@@ -139,8 +189,7 @@ def write_reports(
     reference_column: str | None,
 ) -> dict[str, str]:
     """Write LABEL.xlsx, LABEL.csv and LABEL.json under `report_dir` (a folder or an fsspec URL)."""
-    base = report_dir.rstrip("/") + "/" + report_filename(label)
-    paths = {"xlsx": base + ".xlsx", "csv": base + ".csv", "json": base + ".json"}
+    paths = {k: v for k, v in report_paths(report_dir, label).items() if k != "validation"}
     fs, root = fsspec.core.url_to_fs(report_dir)
     fs.makedirs(root, exist_ok=True)
     summary["report_files"] = paths

@@ -10,7 +10,7 @@ from tasks.reports import RowOutcome, neutralise, resubmit_reference, write_repo
 
 
 def test_cells_starting_with_formula_characters_are_neutralised() -> None:
-    for risky in ["=HYPERLINK(\"x\")", "+1", "-2+3", "@SUM(A1)", "\tx"]:
+    for risky in ['=HYPERLINK("x")', "+1", "-2+3", "@SUM(A1)", "\tx"]:
         assert neutralise(risky) == "'" + risky
     assert neutralise("Ama") == "Ama" and neutralise(5) == 5
 
@@ -31,8 +31,12 @@ def test_write_reports_results_summary_resubmit(tmp_path) -> None:
     ]
     outcomes = {
         2: RowOutcome(2, "run-r2", "run-b0000", "accepted", "failed", "0.50", "account_not_found"),
-        3: RowOutcome(3, "run-r3", "run-b0000", "accepted", "delivered", "0.50", completed_at="2026-11-22T10:00"),
-        4: RowOutcome(4, submission="invalid", error_code="invalid_input", error_message="amount: not a number"),
+        3: RowOutcome(
+            3, "run-r3", "run-b0000", "accepted", "delivered", "0.50", completed_at="2026-11-22T10:00"
+        ),
+        4: RowOutcome(
+            4, submission="invalid", error_code="invalid_input", error_message="amount: not a number"
+        ),
     }
     summary = {"label": "run", "outcome": "completed", "rows_total": 3, "errors": []}
     paths = write_reports(str(tmp_path), "run", columns, table, outcomes, summary, reference_column=None)
@@ -48,3 +52,15 @@ def test_write_reports_results_summary_resubmit(tmp_path) -> None:
     data = json.loads(open(paths["json"]).read())
     assert data["report_files"]["csv"].endswith("run.csv")
     assert open(paths["csv"]).read().splitlines()[1].startswith("'=cmd,10.00")
+
+
+def test_a_report_never_overwrites_the_sheet_being_paid(tmp_path) -> None:
+    import pytest
+
+    from tasks.reports import ReportWouldOverwriteSource, ensure_reports_spare_source
+
+    sheet = tmp_path / "payroll.xlsx"
+    with pytest.raises(ReportWouldOverwriteSource, match="would overwrite the sheet"):
+        ensure_reports_spare_source(str(tmp_path), "payroll", str(sheet))
+    ensure_reports_spare_source(str(tmp_path / "reports"), "payroll", str(sheet))
+    ensure_reports_spare_source(str(tmp_path), "payroll-2026-11", str(sheet))

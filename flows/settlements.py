@@ -1,0 +1,383 @@
+"""Flows `retry-failed-settlements` and `settle-now`.
+
+Retry: list the settlement runs of a window (or one run by id or reference), retry each failed run exactly
+once (stable reference and Idempotency-Key, see `tasks.settlements`), poll the new runs and report.
+A settlement policy that cannot be paid out (422 policy_missing_provider / policy_not_nettable) is an alert:
+an error log, a markdown artifact and a Failed state naming the fix; nothing is retried in a loop.
+The event trigger for the deployment is documented in `tasks.settlements`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.states import Failed, State
+from pydantic import BaseModel, Field
+
+from tasks.artifacts import markdown_table
+from tasks.credentials import load_settings
+from tasks.labels import money
+from tasks.settlements import (
+    POLICY_FIX,
+    RetryResult,
+    RunInfo,
+    poll_settlements_task,
+    resettle_task,
+    resettlement_reference,
+    run_row_action,
+    scan_settlements_task,
+    settle_now_reference,
+    settle_now_task,
+)
+from tasks.tabular_reports import write_table_reports
+
+REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+REPORT_HEADERS = [
+    "run id",
+    "reference",
+    "started at",
+    "status",
+    "outcome",
+    "items",
+    "total",
+    "currency",
+    "action",
+    "reason",
+    "retry run id",
+    "retry reference",
+    "retry status",
+    "retry outcome",
+    "retry total",
+    "retry completed at",
+]
+
+
+class SettlementRetryParams(BaseModel):
+    """Parameters of `retry-failed-settlements` (a form in the Prefect UI)."""
+
+    since: datetime | None = Field(None, description="Oldest run start to look at; default now - since_days")
+    since_days: float = Field(7, gt=0, description="Window in days when `since` is not given")
+    run_id: str | None = Field(None, description="Retry only this run (on demand)")
+    run_reference: str | None = Field(
+        None,
+        description="Retry only the run with this reference (event trigger: the event's payload.reference)",
+    )
+    poll_deadline_s: float = Field(
+        300, gt=0, description="Stop polling new runs after this; they are reported"
+    )
+    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
+    credentials_block: str | None = Field(
+        None, description="PaymentsCredentials block name; default: env vars"
+    )
+    rate_limit_per_s: float = Field(
+        50, gt=0, description="Requests per second without a `payments-api` limit"
+    )
+
+
+class SettleNowParams(BaseModel):
+    """Parameters of `settle-now`."""
+
+    reference: str | None = Field(
+        None, pattern=REFERENCE_PATTERN, description="Run reference; default derived from the flow run id"
+    )
+    currency: str | None = Field(
+        None, pattern=r"^[A-Z]{3}$", description="Currency to settle (default: policy)"
+    )
+    poll_deadline_s: float = Field(300, gt=0)
+    report_dir: str = Field("reports")
+    credentials_block: str | None = Field(None)
+    rate_limit_per_s: float = Field(50, gt=0)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.astimezone(UTC).isoformat() if moment else None
+
+
+def _run_cells(run: RunInfo | None) -> list[Any]:
+    if run is None:
+        return [None] * 8
+    return [
+        run.id,
+        run.reference,
+        _iso(run.started_at),
+        run.status,
+        run.outcome,
+        run.item_count,
+        money(run.total),
+        run.currency,
+    ]
+
+
+def _retry_cells(result: RetryResult | None) -> list[Any]:
+    retry = result.retry if result else None
+    if retry is None:
+        return [None, resettlement_reference(result.run.id) if result else None, None, None, None, None]
+    return [
+        retry.id,
+        retry.reference,
+        retry.status,
+        retry.outcome,
+        money(retry.total),
+        _iso(retry.completed_at),
+    ]
+
+
+def report_rows(runs: list[RunInfo], results: dict[str, RetryResult]) -> list[list[Any]]:
+    """One row per run seen (and per run asked for but not listed), with its action, reason and retry."""
+    retry_of = {resettlement_reference(r.id): r.id for r in runs if r.failed}
+    rows: list[list[Any]] = []
+    listed = {r.id for r in runs}
+    extra = [res.run for rid, res in results.items() if rid not in listed]
+    for run in [*runs, *extra]:
+        action, reason = run_row_action(run, results, retry_of)
+        rows.append([*_run_cells(run), action, reason, *_retry_cells(results.get(run.id))])
+    return rows
+
+
+def _summary_markdown(title: str, summary: dict[str, Any], rows: list[list[Any]]) -> str:
+    lines = [f"# {title}", "", f"**Outcome:** {summary['outcome']}", ""]
+    counts = {
+        k: summary.get(k, 0) for k in ("runs_seen", "failed_runs", "retried", "retried_before", "skipped")
+    }
+    lines.append(markdown_table(list(counts), [list(counts.values())]))
+    if summary.get("retry_outcomes"):
+        lines += [
+            "",
+            "## Retry outcomes",
+            "",
+            markdown_table(["outcome", "runs"], summary["retry_outcomes"].items()),
+        ]
+    attention = [r for r in rows if r[8] not in {"not_eligible"}]
+    if attention:
+        idx = [0, 1, 4, 8, 9, 10, 13]
+        lines += [
+            "",
+            "## Failed runs and retries",
+            "",
+            markdown_table([REPORT_HEADERS[i] for i in idx], [[r[i] for i in idx] for r in attention[:200]]),
+        ]
+    files = summary.get("report_files") or {}
+    if files:
+        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
+    return "\n".join(lines)
+
+
+def _alert_markdown(alert: RetryResult, not_attempted: int) -> str:
+    return "\n".join(
+        [
+            "# Settlement retry blocked by the settlement policy",
+            "",
+            f"The service refused the retry of run `{alert.run.id}` ({alert.run.reference}) with "
+            f"**422 `{alert.code}`**: the settlement setup cannot be paid out as it stands.",
+            "",
+            f"**Fix:** {POLICY_FIX} (check its destinations and providers; `PUT /v1/settlement-policy`), "
+            "then run `retry-failed-settlements` again. Nothing was retried after this answer"
+            + (f"; {not_attempted} other failed run(s) were not attempted." if not_attempted else "."),
+        ]
+    )
+
+
+async def _publish(prefix: str, title: str, summary: dict[str, Any], rows: list[list[Any]]) -> None:
+    await acreate_markdown_artifact(
+        key=f"{prefix}-summary", markdown=_summary_markdown(title, summary, rows), description=title
+    )
+    await acreate_table_artifact(
+        key=f"{prefix}-runs",
+        table=[dict(zip(REPORT_HEADERS, r, strict=True)) for r in rows[:500]],
+        description=f"{title}: runs seen, actions and retries (first 500)",
+    )
+
+
+def _label(kind: str, started: datetime) -> str:
+    return f"{kind}-{started.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+@flow(name="retry-failed-settlements", log_prints=False)
+async def retry_failed_settlements(params: SettlementRetryParams | None = None) -> dict[str, Any] | State:
+    """Retry each failed settlement run of the window exactly once, poll the retries, report."""
+    params = params or SettlementRetryParams()
+    logger = get_run_logger()
+    t0 = time.perf_counter()
+    started = datetime.now(UTC)
+    phases: dict[str, float] = {}
+    api_calls: Counter[str] = Counter()
+    since = params.since or started - timedelta(days=params.since_days)
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    label = _label("settlement-retry", started)
+    settings = load_settings(params.credentials_block)
+
+    scan = await scan_settlements_task(
+        settings, since, params.rate_limit_per_s, params.run_id, params.run_reference or None
+    )
+    api_calls.update(scan.api_calls)
+    phases["scan"] = round(time.perf_counter() - t0, 3)
+    results: list[RetryResult] = list(scan.retried_before)
+    if scan.candidates:
+        fresh, calls = await resettle_task(settings, scan.candidates, params.rate_limit_per_s)
+        results += fresh
+        api_calls.update(calls)
+    phases["resettle"] = round(time.perf_counter() - t0 - sum(phases.values()), 3)
+
+    running = {r.retry.id: r.retry for r in results if r.retry is not None and not r.retry.completed}
+    deadline_reached = False
+    if running:
+        poll = await poll_settlements_task(settings, running, params.poll_deadline_s, params.rate_limit_per_s)
+        api_calls.update(poll.api_calls)
+        deadline_reached = poll.deadline_reached
+        for r in results:
+            if r.retry is not None and r.retry.id in poll.runs:
+                r.retry = poll.runs[r.retry.id]
+    phases["poll"] = round(time.perf_counter() - t0 - sum(phases.values()), 3)
+
+    by_run = {r.run.id: r for r in results}
+    actions = Counter(r.action for r in results)
+    retries = [r.retry for r in results if r.retry is not None]
+    alert = next((r for r in results if r.action == "alert"), None)
+    not_completed = sorted(r.id for r in retries if not r.completed)
+    summary: dict[str, Any] = {
+        "label": label,
+        "outcome": "policy_alert" if alert else ("incomplete" if not_completed else "completed"),
+        "window_since": since.isoformat(),
+        "run_id": params.run_id,
+        "run_reference": params.run_reference,
+        "runs_seen": len(scan.runs),
+        "failed_runs": len(scan.candidates) + len(scan.retried_before),
+        "retried": actions["retried"],
+        "retried_before": actions["retried_before"],
+        "skipped": actions["skipped"],
+        "not_attempted": actions["not_attempted"],
+        "alert": {"code": alert.code, "run_id": alert.run.id, "fix": POLICY_FIX} if alert else None,
+        "retry_outcomes": dict(sorted(Counter(r.outcome or r.status for r in retries).items())),
+        "retries_failed_again": sorted(r.id for r in retries if r.failed),
+        "retries_not_completed": not_completed,
+        "deadline_reached": deadline_reached,
+        "skipped_reasons": {r.run.id: r.reason for r in results if r.action == "skipped"},
+        "retries": {r.run.id: r.retry.id for r in results if r.retry is not None},
+    }
+    if (params.run_id or params.run_reference) and not scan.runs:
+        logger.warning("no settlement run %s found since %s", params.run_id or params.run_reference, since)
+        summary["notes"] = [f"run {params.run_id or params.run_reference} not found"]
+    rows = report_rows(scan.runs, by_run)
+    summary["api_calls"] = dict(sorted(api_calls.items()))
+    summary["phase_durations_s"] = phases
+    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    summary["report_files"] = await asyncio.to_thread(
+        write_table_reports,
+        params.report_dir,
+        label,
+        REPORT_HEADERS,
+        rows,
+        summary,
+        sheet_title="runs",
+        highlight=[
+            r[8] in {"skipped", "alert", "not_attempted"} or r[13] in {"failed_partial", "failed_all"}
+            for r in rows
+        ],
+    )
+    await _publish("settlement-retry", f"Settlement retry {label}", summary, rows)
+    for r in results:
+        if r.action == "skipped":
+            logger.warning("settlement run %s not retried: %s", r.run.id, r.reason)
+        elif r.retry is not None and r.retry.failed:
+            logger.warning(
+                "retry %s of settlement run %s failed again (%s); not retried again",
+                r.retry.id,
+                r.run.id,
+                r.retry.outcome,
+            )
+    if alert is not None:
+        message = (
+            f"settlement policy cannot be paid out ({alert.code}): {POLICY_FIX}, then run the retry again; "
+            f"{actions['not_attempted']} other failed run(s) not attempted"
+        )
+        logger.error(message)
+        await acreate_markdown_artifact(
+            key="settlement-policy-alert",
+            markdown=_alert_markdown(alert, actions["not_attempted"]),
+            description="Settlement policy alert",
+        )
+        return Failed(message=message, data=summary)
+    logger.info(
+        "settlement retry %s: %s", label, {k: summary[k] for k in ("retried", "retried_before", "skipped")}
+    )
+    return summary
+
+
+@flow(name="settle-now", log_prints=False)
+async def settle_now(params: SettleNowParams | None = None) -> dict[str, Any] | State:
+    """Start an on-demand settlement run, poll it to completed, report."""
+    from prefect.runtime import flow_run
+
+    params = params or SettleNowParams()
+    logger = get_run_logger()
+    t0 = time.perf_counter()
+    started = datetime.now(UTC)
+    reference = params.reference or settle_now_reference(str(flow_run.id or started.timestamp()))
+    label = f"settle-now-{reference}"
+    settings = load_settings(params.credentials_block)
+    api_calls: Counter[str] = Counter()
+
+    outcome = await settle_now_task(settings, reference, params.currency, params.rate_limit_per_s)
+    api_calls.update(outcome.api_calls)
+    summary: dict[str, Any] = {"label": label, "reference": reference, "outcome": "completed"}
+    if outcome.run is None:
+        message = f"settlement policy cannot be paid out ({outcome.code}): {POLICY_FIX}, then settle again"
+        logger.error(message)
+        summary.update(
+            outcome="policy_alert",
+            alert={"code": outcome.code, "fix": POLICY_FIX},
+            api_calls=dict(api_calls),
+            duration_s=round(time.perf_counter() - t0, 3),
+        )
+        await acreate_markdown_artifact(
+            key="settlement-policy-alert",
+            description="Settlement policy alert",
+            markdown=f"# Settle now blocked by the settlement policy\n\n"
+            f"422 `{outcome.code}`: {outcome.reason}\n\n"
+            f"**Fix:** {POLICY_FIX}, then settle again.",
+        )
+        return Failed(message=message, data=summary)
+    run = outcome.run
+    deadline_reached = False
+    if not run.completed:
+        poll = await poll_settlements_task(
+            settings, {run.id: run}, params.poll_deadline_s, params.rate_limit_per_s
+        )
+        api_calls.update(poll.api_calls)
+        run, deadline_reached = poll.runs[run.id], poll.deadline_reached
+    summary.update(
+        {
+            "outcome": "completed" if run.completed else "incomplete",
+            "run_id": run.id,
+            "status": run.status,
+            "settlement_outcome": run.outcome,
+            "item_count": run.item_count,
+            "total": money(run.total),
+            "currency": run.currency,
+            "deadline_reached": deadline_reached,
+            "api_calls": dict(sorted(api_calls.items())),
+            "duration_s": round(time.perf_counter() - t0, 3),
+        }
+    )
+    action = "settle_now"
+    reason = f"outcome {run.outcome}" if run.completed else f"still {run.status} at the poll deadline"
+    rows = [[*_run_cells(run), action, reason, *([None] * 6)]]
+    summary["report_files"] = await asyncio.to_thread(
+        write_table_reports, params.report_dir, label, REPORT_HEADERS, rows, summary, sheet_title="runs"
+    )
+    await _publish("settle-now", f"Settle now {reference}", {**summary, "runs_seen": 1}, rows)
+    if run.failed:
+        logger.warning(
+            "settlement run %s completed %s: retry it with `payops settlements retry --run-id %s`",
+            run.id,
+            run.outcome,
+            run.id,
+        )
+    return summary

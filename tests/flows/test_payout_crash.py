@@ -1,0 +1,167 @@
+"""Crash recovery: `payops payouts` killed with SIGKILL at many points; a re-run pays each row once.
+
+The emulator runs in this process behind a kill switch: when the chosen request arrives (before its effect) or
+when its answer starts (effect committed, answer lost on the wire), the switch SIGKILLs the CLI process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from openpyxl import load_workbook
+
+from sandbox import SandboxConfig, create_app
+from tests.flows.sheets import emulator_stats, payroll_rows, write_sheet
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class KillPoint:
+    method: str
+    path: str
+    nth: int
+    when: str  # "before": at arrival, nothing done; "after": effect committed, answer never delivered
+
+
+class KillSwitch:
+    """ASGI middleware that kills the client process at one chosen request."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.pid: int | None = None
+        self.point: KillPoint | None = None
+        self.count = 0
+        self.fired = threading.Event()
+
+    def arm(self, pid: int, point: KillPoint) -> None:
+        self.pid, self.point, self.count = pid, point, 0
+        self.fired.clear()
+
+    def _kill(self) -> None:
+        if self.pid and not self.fired.is_set():
+            os.kill(self.pid, signal.SIGKILL)
+            self.fired.set()
+
+    async def __call__(self, scope, receive, send) -> None:
+        p = self.point
+        if scope["type"] != "http" or p is None or self.fired.is_set():
+            return await self.app(scope, receive, send)
+        if scope["method"] == p.method and scope["path"] == p.path:
+            self.count += 1
+            if self.count == p.nth:
+                if p.when == "before":
+                    self._kill()
+                    return await self.app(scope, receive, send)
+
+                async def send_then_kill(message) -> None:
+                    if message["type"] == "http.response.start":
+                        self._kill()
+                    await send(message)
+
+                return await self.app(scope, receive, send_then_kill)
+        return await self.app(scope, receive, send)
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[tuple[str, KillSwitch]]:
+    switch = KillSwitch(create_app(SandboxConfig(delivery_delay_s=2.5)))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(switch, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.get(f"{base}/openapi.json", timeout=1)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    yield base, switch
+    server.should_exit = True
+    thread.join(10)
+
+
+POINTS = [
+    KillPoint("POST", "/v1/payout-batches", 1, "before"),
+    KillPoint("POST", "/v1/payout-batches", 2, "after"),
+    KillPoint("GET", "/v1/fee-quotes/payouts", 1, "after"),
+    KillPoint("POST", "/auth/v1/oauth/token", 1, "after"),
+    KillPoint("POST", "/v1/payout-batches", 4, "after"),
+    KillPoint("GET", "/v1/wallet", 1, "before"),
+    KillPoint("POST", "/v1/payout-batches", 6, "after"),
+    KillPoint("POST", "/v1/payout-batches", 3, "before"),
+    KillPoint("GET", "/v1/transactions", 1, "after"),
+    KillPoint("GET", "/v1/limits", 1, "after"),
+    KillPoint("POST", "/v1/payout-batches", 5, "after"),
+    KillPoint("GET", "/v1/transactions", 2, "after"),
+]
+
+
+def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
+    prefect_harness, emulator, tmp_path: Path
+) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    base, switch = emulator
+    rows = payroll_rows(600, prefix="CR", specials={10: "0001"})
+    sheet = write_sheet(tmp_path / "input.xlsx", rows)
+    reports = tmp_path / "reports"
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "PAYOPS_BASE_URL": base,
+        "PAYOPS_AUTH_URL": f"{base}/auth",
+        "PAYOPS_CLIENT_ID": "demo-test-client",
+        "PAYOPS_CLIENT_SECRET": "demo-test-secret",
+        "PAYOPS_RESOURCE": "urn:payments-api",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "deployments.cli",
+        "payouts",
+        str(sheet),
+        "--label",
+        "crash",
+        "--report-dir",
+        str(reports),
+        "--json",
+        "--poll-deadline",
+        "120",
+    ]
+    for point in POINTS:
+        proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        switch.arm(proc.pid, point)
+        code = proc.wait(timeout=180)
+        assert switch.fired.is_set() and code == -signal.SIGKILL, f"kill point {point} never fired ({code})"
+    switch.point = None
+    final = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert final.returncode == 0, final.stderr[-2000:]
+    summary = json.loads(final.stdout)
+
+    assert emulator_stats(base)["payouts"] == 600  # every valid row paid, none twice
+    assert summary["payouts_by_status"] == {"delivered": 599, "failed": 1}
+    assert summary["replayed_payouts"] == 600  # the killed runs had sent everything before the last run
+    results = list(
+        load_workbook(reports / "crash.xlsx", read_only=True)["results"].iter_rows(values_only=True)
+    )
+    status = results[0].index("Payout status")
+    assert len(results) == 601
+    assert {r[status] for r in results[1:]} == {"delivered", "failed"}
