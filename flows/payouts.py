@@ -160,7 +160,7 @@ async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
     logger = get_run_logger()
     try:
         answer = await pause_flow_run(
-            wait_for_input=Approval, timeout=timeout_s, key=artifact_key(label, "approval")
+            wait_for_input=Approval, timeout=timeout_s, poll_interval=2, key=artifact_key(label, "approval")
         )
     except FlowPauseTimeout:
         logger.warning("no approval within %ss: nothing sent", timeout_s)

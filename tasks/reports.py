@@ -6,9 +6,9 @@ import csv
 import io
 import json
 import re
-from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import fsspec
@@ -110,7 +110,7 @@ def ensure_reports_spare_source(report_dir: str, label: str, source: str) -> Non
     for path in report_paths(report_dir, label).values():
         if norm(path) == src:
             raise ReportWouldOverwriteSource(
-                f"the report {path} would overwrite the sheet being paid; choose another report folder or label"
+                f"the report {path} would overwrite the sheet being paid; use another folder or label"
             )
 
 

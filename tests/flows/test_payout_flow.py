@@ -42,7 +42,9 @@ def test_1050_rows_go_out_in_11_batches_and_all_reach_final(prefect_harness, env
     sheet = write_sheet(tmp_path / "big.xlsx", rows)
     before = payout_count(env)
     s = run(
-        PayoutRunParams(source=str(sheet), label="big-1050", report_dir=str(tmp_path / "reports"), poll_deadline_s=120)
+        PayoutRunParams(
+            source=str(sheet), label="big-1050", report_dir=str(tmp_path / "reports"), poll_deadline_s=120
+        )
     )
     assert s["outcome"] == "completed" and s["batches"] == 11 and s["rows_valid"] == 1050
     assert s["api_calls"]["POST /v1/payout-batches"] == 11
@@ -72,7 +74,9 @@ def test_1050_rows_go_out_in_11_batches_and_all_reach_final(prefect_harness, env
 
 def test_rerun_with_the_same_label_sends_nothing_new(prefect_harness, env, tmp_path: Path) -> None:
     sheet = write_sheet(tmp_path / "twice.xlsx", payroll_rows(120, prefix="TW", specials={3: "0001"}))
-    params = PayoutRunParams(source=str(sheet), label="twice", report_dir=str(tmp_path / "reports"), poll_deadline_s=60)
+    params = PayoutRunParams(
+        source=str(sheet), label="twice", report_dir=str(tmp_path / "reports"), poll_deadline_s=60
+    )
     first = run(params)
     count = payout_count(env)
     second = run(params)
@@ -118,7 +122,9 @@ def test_preflight_problem_refuses_without_sending(prefect_harness, env, tmp_pat
     before = payout_count(env)
     s = run(
         PayoutRunParams(
-            source=str(write_sheet(tmp_path / "pf.xlsx", rows)), label="pf", report_dir=str(tmp_path / "reports")
+            source=str(write_sheet(tmp_path / "pf.xlsx", rows)),
+            label="pf",
+            report_dir=str(tmp_path / "reports"),
         )
     )
     assert s["outcome"] == "preflight_failed" and payout_count(env) == before
@@ -127,7 +133,11 @@ def test_preflight_problem_refuses_without_sending(prefect_harness, env, tmp_pat
 def test_in_review_and_held_at_the_deadline_are_awaiting_review(prefect_harness, env, tmp_path: Path) -> None:
     rows = payroll_rows(6, prefix="RV", specials={0: "0004", 1: "0007", 2: "0001"})
     sheet = write_sheet(tmp_path / "review.xlsx", rows)
-    s = run(PayoutRunParams(source=str(sheet), label="review", report_dir=str(tmp_path / "reports"), poll_deadline_s=4))
+    s = run(
+        PayoutRunParams(
+            source=str(sheet), label="review", report_dir=str(tmp_path / "reports"), poll_deadline_s=4
+        )
+    )
     assert s["outcome"] == "completed" and s["deadline_reached"] is True
     assert sorted(s["awaiting_review"]) == ["RV-00000", "RV-00001"]
     assert s["payouts_by_status"]["held"] == 1 and s["payouts_by_status"]["in_review"] == 1
@@ -141,7 +151,9 @@ def test_invalid_sheet_is_refused_whole_and_nothing_is_sent(prefect_harness, env
     before = payout_count(env)
     s = run(
         PayoutRunParams(
-            source=str(write_sheet(tmp_path / "bad.xlsx", rows)), label="bad", report_dir=str(tmp_path / "reports")
+            source=str(write_sheet(tmp_path / "bad.xlsx", rows)),
+            label="bad",
+            report_dir=str(tmp_path / "reports"),
         )
     )
     assert s["outcome"] == "invalid_input" and payout_count(env) == before

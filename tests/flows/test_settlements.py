@@ -150,7 +150,7 @@ def test_faults_and_429s_change_nothing_in_the_outcome(
     prefect_harness, monkeypatch, tmp_path, caplog
 ) -> None:
     config = SandboxConfig(
-        settlement_delay_s=0.2, fault_rate=0.1, fault_seed=11, rate_limit_per_s=8, rate_burst=2
+        settlement_delay_s=0.2, fault_rate=0.1, fault_seed=11, rate_limit_per_s=15, rate_burst=2
     )
     caplog.set_level(logging.INFO, logger="connectors.payments")
     for server in _serve(config, monkeypatch):
