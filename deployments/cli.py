@@ -16,7 +16,9 @@ from typing import Any
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Payout operations on the Payments Service.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Payout operations on the Payments Service."
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
 OUTCOME_EXIT = {
@@ -57,8 +59,10 @@ def human_summary(s: dict[str, Any]) -> str:
         lines.append(f"  awaiting review (in_review/held): {len(s['awaiting_review'])}")
     if s.get("not_final") and s.get("deadline_reached"):
         lines.append(f"  not final at the poll deadline: {len(s['not_final'])}")
-    lines.append(f"  amount: {s['amount_total']}   fees: {s.get('fee_total', '0.00')}   "
-                 f"time: {s.get('duration_s', 0)}s")
+    lines.append(
+        f"  amount: {s['amount_total']}   fees: {s.get('fee_total', '0.00')}   "
+        f"time: {s.get('duration_s', 0)}s"
+    )
     for e in s.get("errors", [])[:20]:
         lines.append(f"  row {e['row']}, column {e['column']}: {e['message']}")
     if len(s.get("errors", [])) > 20:
@@ -77,8 +81,12 @@ def payouts(
     report_dir: str = typer.Option("reports", help="Where LABEL.xlsx, LABEL.csv and LABEL.json go"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and pre-flight only; send nothing"),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Send the valid rows, report the rest"),
-    require_approval: bool = typer.Option(False, "--require-approval", help="Pause for approval before sending"),
-    approval_threshold: str | None = typer.Option(None, help="Require approval when the total is at least this"),
+    require_approval: bool = typer.Option(
+        False, "--require-approval", help="Pause for approval before sending"
+    ),
+    approval_threshold: str | None = typer.Option(
+        None, help="Require approval when the total is at least this"
+    ),
     approval_timeout: int = typer.Option(3600, help="Seconds to wait for approval before rejecting"),
     poll_deadline: float = typer.Option(900, help="Seconds to poll for final statuses"),
     credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
@@ -95,9 +103,16 @@ def payouts(
     from tasks.intake import IntakeError
 
     params = PayoutRunParams(
-        source=file, label=label, dry_run=dry_run, on_invalid_rows="skip" if skip_invalid else "refuse",
-        require_approval=require_approval, approval_threshold=threshold, approval_timeout_s=approval_timeout,
-        poll_deadline_s=poll_deadline, report_dir=report_dir, credentials_block=credentials_block,
+        source=file,
+        label=label,
+        dry_run=dry_run,
+        on_invalid_rows="skip" if skip_invalid else "refuse",
+        require_approval=require_approval,
+        approval_threshold=threshold,
+        approval_timeout_s=approval_timeout,
+        poll_deadline_s=poll_deadline,
+        report_dir=report_dir,
+        credentials_block=credentials_block,
         check_names=not no_name_check,
     )
     try:
@@ -125,13 +140,24 @@ def sandbox(
     fault_rate: float = typer.Option(0.0, help="Fraction of API requests answered 5xx"),
     token_ttl: int = typer.Option(300, help="Access token lifetime in seconds"),
     delivery_delay: float = typer.Option(2.0, help="Seconds for a payout to reach its final status"),
-    allow_local_webhooks: bool = typer.Option(False, help="Allow webhook endpoints on 127.0.0.1 (local work)"),
+    allow_local_webhooks: bool = typer.Option(
+        False, help="Allow webhook endpoints on 127.0.0.1 (local work)"
+    ),
 ) -> None:
     """Serve the Payments Service emulator and print the settings a client needs."""
     from sandbox.cli import run_sandbox
 
-    run_sandbox(host=host, port=port, env_file=env_file, seed=seed, rate_limit=rate_limit, fault_rate=fault_rate,
-                token_ttl=token_ttl, delivery_delay=delivery_delay, allow_local_webhooks=allow_local_webhooks)
+    run_sandbox(
+        host=host,
+        port=port,
+        env_file=env_file,
+        seed=seed,
+        rate_limit=rate_limit,
+        fault_rate=fault_rate,
+        token_ttl=token_ttl,
+        delivery_delay=delivery_delay,
+        allow_local_webhooks=allow_local_webhooks,
+    )
 
 
 @app.command()
@@ -162,6 +188,8 @@ def approve(
 
 # More commands live in their own modules: each has `register(app: typer.Typer) -> None`, listed here.
 EXTENSIONS: list[str] = [
+    "deployments.cli_settlements",
+    "deployments.cli_ops",
 ]
 
 

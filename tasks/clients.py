@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,12 +12,12 @@ import httpx
 from connectors.payments import PaymentsClient, PaymentsSettings
 from tasks.ratelimit import Limiter, RateLimitedTransport, resolve_limiter
 
-_limiters: dict[int, Limiter] = {}
+_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Limiter] = weakref.WeakKeyDictionary()
 
 
 async def shared_limiter(fallback_per_s: float) -> Limiter:
     """One limiter per event loop, so every task of a process shares one request rate."""
-    key = id(asyncio.get_running_loop())
+    key = asyncio.get_running_loop()  # weak: a closed loop's limiter (and its lock) goes with it
     if key not in _limiters:
         _limiters[key] = await resolve_limiter(fallback_per_s)
     return _limiters[key]

@@ -9,22 +9,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
-import uvicorn
 from openpyxl import load_workbook
 
 from sandbox import SandboxConfig, create_app
-from tests.flows.sheets import emulator_stats, payroll_rows, write_sheet
+from tests.flows.support import emulator_stats, payroll_rows, serve_in_thread, write_sheet
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -80,22 +76,8 @@ class KillSwitch:
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[tuple[str, KillSwitch]]:
     switch = KillSwitch(create_app(SandboxConfig(delivery_delay_s=1.5)))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(switch, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            httpx.get(f"{base}/openapi.json", timeout=1)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    yield base, switch
-    server.should_exit = True
-    thread.join(10)
+    with serve_in_thread(switch) as base:
+        yield base, switch
 
 
 POINTS = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from openpyxl import load_workbook
 
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
-from tests.flows.sheets import HEADERS, emulator_stats, payroll_rows, write_sheet
+from tests.flows.support import HEADERS, emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
 
@@ -222,3 +223,19 @@ def test_approval_gates_sending(prefect_harness, env, tmp_path: Path, approve: b
     else:
         assert s["outcome"] == "not_approved" and payout_count(env) == before
     assert s["approval"] == {"approved": approve, "comment": "checked"}
+
+
+def test_threshold_requires_approval_and_a_timeout_rejects(prefect_harness, env, tmp_path: Path) -> None:
+    sheet = write_sheet(tmp_path / "threshold.xlsx", payroll_rows(2, prefix="TH"))
+    before = payout_count(env)
+    s = run(
+        PayoutRunParams(
+            source=str(sheet),
+            label="threshold",
+            report_dir=str(tmp_path / "reports"),
+            approval_threshold=Decimal("20.00"),
+            approval_timeout_s=10,
+        )
+    )
+    assert s["outcome"] == "not_approved" and payout_count(env) == before
+    assert s["approval"]["approved"] is False and "no approval within 10s" in s["approval"]["comment"]
