@@ -1,0 +1,47 @@
+"""``run_sandbox``: serve the emulator until interrupted (wired into ``payops sandbox``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import uvicorn
+
+from .app import create_app
+from .config import SandboxConfig
+from .server import env_vars
+
+
+def export_lines(env: dict[str, str]) -> str:
+    """``export KEY=value`` lines for a shell."""
+    return "".join(f"export {k}={v}\n" for k, v in env.items())
+
+
+def run_sandbox(
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    env_file: str | Path | None = None,
+    seed: str | Path | None = None,
+    rate_limit: float | None = None,
+    fault_rate: float = 0.0,
+    token_ttl: int = 300,
+    delivery_delay: float = 2.0,
+    allow_local_webhooks: bool = False,
+    fault_seed: int | None = None,
+) -> None:
+    """Print (and optionally write to ``env_file``) the demo credential's settings, then serve."""
+    config = SandboxConfig(
+        rate_limit_per_s=rate_limit,
+        fault_rate=fault_rate,
+        fault_seed=fault_seed,
+        token_ttl_s=token_ttl,
+        delivery_delay_s=delivery_delay,
+        seed_file=Path(seed) if seed else None,
+        allow_local_webhooks=allow_local_webhooks,
+    )
+    app = create_app(config)
+    shown_host = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104 - display only
+    lines = export_lines(env_vars(f"http://{shown_host}:{port}"))
+    print(lines, end="", flush=True)
+    if env_file:
+        Path(env_file).write_text(lines, encoding="utf-8")
+    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="off")
