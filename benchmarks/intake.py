@@ -1,0 +1,125 @@
+"""Intake benchmark: read+validate a generated payout xlsx, against pandas.read_excel(engine="openpyxl").
+
+Usage: ``python benchmarks/intake.py [--rows 100000] [--out FILE]``. Prints JSON. Each measurement runs in its
+own subprocess so its peak RSS (``ru_maxrss``) is its own; generation time is not measured. Wall and CPU
+seconds are both reported: on a shared machine the CPU figure is the one that does not depend on the load.
+Targets on the 2-core reference machine: read+validate ≤ 3.5 s, ≥ 10× faster than openpyxl, peak RSS ≤ 400 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROVIDERS = ("mtn", "telecel", "airteltigo")
+
+_MEASURE_INTAKE = """
+import json, resource, sys, time
+from tasks.intake import read_payout_sheet
+t0, c0 = time.perf_counter(), time.process_time()
+result = read_payout_sheet(sys.argv[1])
+seconds = time.perf_counter() - t0
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": seconds, "cpu": time.process_time() - c0, "rows": len(result.rows),
+                  "errors": len(result.errors), "warnings": len(result.warnings), "rss_kb": usage.ru_maxrss}))
+"""
+
+_MEASURE_OPENPYXL = """
+import json, resource, sys, time
+import pandas as pd
+t0, c0 = time.perf_counter(), time.process_time()
+frame = pd.read_excel(sys.argv[1], engine="openpyxl", dtype=str)
+seconds = time.perf_counter() - t0
+print(json.dumps({"seconds": seconds, "cpu": time.process_time() - c0, "rows": len(frame),
+                  "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def generate(path: Path, rows: int) -> None:
+    """Write a realistic payout sheet (text phone numbers, numeric amounts) in openpyxl's write-only mode."""
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet("payouts")
+    sheet.append(["reference", "amount", "currency", "provider", "destination", "payee name", "note", "team"])
+    for i in range(rows):
+        sheet.append(
+            [
+                f"BENCH-{i:07d}",
+                round(10 + (i * 37 % 100_000) / 100, 2),
+                "GHS",
+                PROVIDERS[i % 3],
+                f"024{i:07d}",
+                f"Payee {i}",
+                "monthly stipend" if i % 2 else "",
+                f"team-{i % 17}",
+            ]
+        )
+    book.save(path)
+
+
+def _run(code: str, path: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="data rows to generate (default 100000)")
+    parser.add_argument("--out", type=Path, help="where to write the generated xlsx (default: a temp file)")
+    parser.add_argument("--skip-openpyxl", action="store_true", help="skip the (slow) openpyxl baseline")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.out or Path(tmp) / "bench-payouts.xlsx"
+        started = time.perf_counter()
+        generate(path, args.rows)
+        generated = time.perf_counter() - started
+        intake = _run(_MEASURE_INTAKE, path)
+        figures: dict[str, object] = {
+            "rows": args.rows,
+            "file_bytes": path.stat().st_size,
+            "generate_seconds": round(generated, 2),
+            "read_validate_seconds": round(intake["seconds"], 3),
+            "read_validate_cpu_seconds": round(intake["cpu"], 3),
+            "rows_per_second": round(args.rows / intake["seconds"]),
+            "peak_rss_mb": round(intake["rss_kb"] / 1024, 1),
+            "valid_rows": intake["rows"],
+            "errors": intake["errors"],
+            "warnings": intake["warnings"],
+        }
+        if not args.skip_openpyxl:
+            baseline = _run(_MEASURE_OPENPYXL, path)
+            figures["openpyxl_read_seconds"] = round(baseline["seconds"], 3)
+            figures["openpyxl_read_cpu_seconds"] = round(baseline["cpu"], 3)
+            figures["openpyxl_peak_rss_mb"] = round(baseline["rss_kb"] / 1024, 1)
+            figures["speedup_vs_openpyxl"] = round(baseline["seconds"] / intake["seconds"], 1)
+            figures["cpu_speedup_vs_openpyxl"] = round(baseline["cpu"] / intake["cpu"], 1)
+        figures["targets_met"] = {
+            "read_validate_le_3_5_s": intake["seconds"] <= 3.5,
+            "peak_rss_le_400_mb": intake["rss_kb"] / 1024 <= 400,
+            **(
+                {"speedup_ge_10x": figures["speedup_vs_openpyxl"] >= 10}  # type: ignore[operator]
+                if not args.skip_openpyxl
+                else {}
+            ),
+        }
+    print(json.dumps(figures, indent=2))
+    return figures
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Result types of the payout sheet intake: the error, the row issue, the valid row and the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+"""Payments API reference pattern (spec, "References")."""
+
+
+class IntakeError(Exception):
+    """The whole file is refused; ``str(e)`` is a message for the operator."""
+
+
+@dataclass(frozen=True)
+class RowIssue:
+    """One problem (or warning) located in the sheet.
+
+    ``row`` is the row number the user sees (xlsx: sheet row, header usually row 1; csv: line number),
+    ``column`` is the header text as written in the sheet, ``value`` the cell text (truncated when long).
+    """
+
+    row: int
+    column: str
+    value: str
+    message: str
+
+
+class PayoutRow(BaseModel):
+    """A validated payout line. Built with ``model_construct`` after validation (see validation.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    row: int = Field(ge=1)
+    reference: str | None = Field(default=None, pattern=REFERENCE_PATTERN)
+    amount: Decimal = Field(gt=0, decimal_places=2)
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    provider: str = Field(min_length=1)
+    destination_type: str = Field(pattern=r"^(msisdn|account|card)$")
+    destination: str = Field(min_length=1)
+    payee_name: str | None = None
+    note: str | None = Field(default=None, max_length=50)
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
+@dataclass
+class IntakeResult:
+    """What one sheet yielded: valid rows, located problems, and the original table for reports."""
+
+    source: str
+    sheet: str | None
+    content_sha256: str
+    rows: list[PayoutRow] = field(default_factory=list)
+    errors: list[RowIssue] = field(default_factory=list)
+    warnings: list[RowIssue] = field(default_factory=list)
+    rows_total: int = 0
+    columns: list[str] = field(default_factory=list)
+    table: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def rows_invalid(self) -> int:
+        """Number of distinct rows with at least one error."""
+        return len({issue.row for issue in self.errors})
