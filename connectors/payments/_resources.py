@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._idempotency import new_idempotency_key
 from .errors import (
@@ -68,6 +68,8 @@ __all__ = ["ENDPOINTS"]
 
 Req = TypeVar("Req", bound=RequestModel)
 T = TypeVar("T")
+ReqT = TypeVar("ReqT", bound=RequestModel)
+RecT = TypeVar("RecT")
 
 #: "METHOD /v1/path/{template}" of the spec → client method (``group.method``).
 ENDPOINTS: dict[str, str] = {
@@ -158,43 +160,43 @@ class _Group:
         self._client = client
 
 
-class Collections(_Group):
-    """``/v1/collections``."""
+class _CreatedByReference(_Group, Generic[ReqT, RecT]):
+    """A resource created by ``POST {path}`` and read back by reference at ``GET {path}/{reference}``."""
+
+    _request: type[ReqT]
+    _record: type[RecT]
+    _path: str
 
     async def create(
-        self,
-        request: CollectionRequest | None = None,
-        /,
-        *,
-        idempotency_key: str | None = None,
-        **fields: Any,
-    ) -> Collection:
-        """POST /v1/collections: ask a payer to approve a payment (202: accepted, not settled)."""
-        body = _body(CollectionRequest, request, fields)
+        self, request: ReqT | None = None, /, *, idempotency_key: str | None = None, **fields: Any
+    ) -> RecT:
+        """POST the request; the Idempotency-Key is the caller's or one fixed before any retry."""
+        body = _body(self._request, request, fields)
         return await self._client.call(
-            Collection, "POST", "/v1/collections", body=body, idempotency_key=idempotency_key
+            self._record, "POST", self._path, body=body, idempotency_key=idempotency_key
         )
 
-    async def get(self, reference: str) -> Collection:
-        """GET /v1/collections/{reference}."""
+    async def get(self, reference: str) -> RecT:
+        """GET the record by its reference."""
         return await self._client.call(
-            Collection, "GET", "/v1/collections/{reference}", path_params={"reference": reference}
+            self._record, "GET", self._path + "/{reference}", path_params={"reference": reference}
         )
 
     async def create_or_get(
-        self,
-        request: CollectionRequest | None = None,
-        /,
-        *,
-        idempotency_key: str | None = None,
-        **fields: Any,
-    ) -> Collection:
-        """``create``; after an unknown outcome or ``duplicate_reference``, read back by reference."""
-        body = _body(CollectionRequest, request, fields)
+        self, request: ReqT | None = None, /, *, idempotency_key: str | None = None, **fields: Any
+    ) -> RecT:
+        """``create``; after an unknown outcome (504, timeout, 5xx) or ``duplicate_reference``, read back."""
+        body = _body(self._request, request, fields)
         key = idempotency_key or new_idempotency_key()
         return await _create_or_read(
             lambda: self.create(body, idempotency_key=key), lambda: self.get(body.reference)
         )
+
+
+class Collections(_CreatedByReference[CollectionRequest, Collection]):
+    """``/v1/collections``: ask a payer to approve a payment (202: accepted, not settled)."""
+
+    _request, _record, _path = CollectionRequest, Collection, "/v1/collections"
 
 
 class Checkouts(_Group):
@@ -246,33 +248,10 @@ class Checkouts(_Group):
         )
 
 
-class Payouts(_Group):
-    """``/v1/payouts``."""
+class Payouts(_CreatedByReference[PayoutRequest, Payout]):
+    """``/v1/payouts``: send money from the wallet (202: accepted, not yet delivered)."""
 
-    async def create(
-        self, request: PayoutRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
-    ) -> Payout:
-        """POST /v1/payouts (202: accepted, not yet delivered)."""
-        body = _body(PayoutRequest, request, fields)
-        return await self._client.call(
-            Payout, "POST", "/v1/payouts", body=body, idempotency_key=idempotency_key
-        )
-
-    async def get(self, reference: str) -> Payout:
-        """GET /v1/payouts/{reference}."""
-        return await self._client.call(
-            Payout, "GET", "/v1/payouts/{reference}", path_params={"reference": reference}
-        )
-
-    async def create_or_get(
-        self, request: PayoutRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
-    ) -> Payout:
-        """``create``; after an unknown outcome (504, timeout, 5xx) or ``duplicate_reference``, read back."""
-        body = _body(PayoutRequest, request, fields)
-        key = idempotency_key or new_idempotency_key()
-        return await _create_or_read(
-            lambda: self.create(body, idempotency_key=key), lambda: self.get(body.reference)
-        )
+    _request, _record, _path = PayoutRequest, Payout, "/v1/payouts"
 
 
 class PayoutBatches(_Group):
@@ -458,33 +437,10 @@ class SettlementPolicies(_Group):
         await self._client.request("DELETE", "/v1/settlement-policy")
 
 
-class Transfers(_Group):
-    """``/v1/transfers``: wallet to wallet, by handle."""
+class Transfers(_CreatedByReference[TransferRequest, Transfer]):
+    """``/v1/transfers``: wallet to wallet by handle; hold and confirm in one request (200 ``completed``)."""
 
-    async def create(
-        self, request: TransferRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
-    ) -> Transfer:
-        """POST /v1/transfers: hold and confirm in one request (200 ``completed`` = money moved)."""
-        body = _body(TransferRequest, request, fields)
-        return await self._client.call(
-            Transfer, "POST", "/v1/transfers", body=body, idempotency_key=idempotency_key
-        )
-
-    async def get(self, reference: str) -> Transfer:
-        """GET /v1/transfers/{reference}."""
-        return await self._client.call(
-            Transfer, "GET", "/v1/transfers/{reference}", path_params={"reference": reference}
-        )
-
-    async def create_or_get(
-        self, request: TransferRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
-    ) -> Transfer:
-        """``create``; after an unknown outcome, read back by reference."""
-        body = _body(TransferRequest, request, fields)
-        key = idempotency_key or new_idempotency_key()
-        return await _create_or_read(
-            lambda: self.create(body, idempotency_key=key), lambda: self.get(body.reference)
-        )
+    _request, _record, _path = TransferRequest, Transfer, "/v1/transfers"
 
 
 class Recipients(_Group):
