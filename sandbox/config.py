@@ -33,9 +33,12 @@ class SandboxConfig(BaseModel):
     seed_file: Path | None = Field(default=None, description="JSON file with businesses (see README)")
     allow_local_webhooks: bool = False
     checkout_configured: bool = True
-    events_lag_s: float = Field(default=2.0, ge=0, description="GET /v1/events shows an event this long after it")
+    events_lag_s: float = Field(
+        default=2.0, ge=0, description="GET /v1/events shows an event this long after it"
+    )
     webhook_worker: bool | None = Field(
-        default=None, description="Background webhook delivery; None = on with a system clock, off with a ManualClock"
+        default=None,
+        description="Background webhook delivery; None = on with a system clock, off with a ManualClock",
     )
     jwt_secret: str | None = Field(default=None, description="HS256 key; random per app when None")
 
