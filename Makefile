@@ -7,7 +7,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_HOME ?= $(CURDIR)/.prefect-home
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint bench serve browser-deps clean
+.PHONY: demo test lint bench serve browser-deps clean scaleout-check
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -30,6 +30,10 @@ bench: $(STAMP)
 
 serve: $(STAMP)
 	@$(VENV)/bin/payops serve --sandbox
+
+# Scale-out recipe on loopback: PostgreSQL (apt-get if missing), Prefect server, 2 workers, shared rate limit.
+scaleout-check: $(STAMP)
+	@$(PY) -m pytest -q tests/deployments/test_scaleout.py
 
 # Debian's chromium for the console's browser test (never a downloaded browser).
 browser-deps:

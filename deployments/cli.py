@@ -190,6 +190,7 @@ def approve(
 EXTENSIONS: list[str] = [
     "deployments.cli_settlements",
     "deployments.cli_ops",
+    "deployments.cli_pipelines",
 ]
 
 

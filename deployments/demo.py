@@ -1,8 +1,8 @@
 """`make demo`: the main job on the embedded default.
 
 Starts the emulator (`payops sandbox`) on a free 127.0.0.1 port, pays examples/payouts-demo.xlsx with the
-payout flow on Prefect's temporary server, waits until every payout is final, writes the reports, prints a short
-summary and stops the emulator.
+payout flow on Prefect's temporary server, waits until every payout is final, writes the reports, prints a
+short summary and stops the emulator.
 """
 
 from __future__ import annotations
@@ -31,21 +31,38 @@ def read_env_file(path: Path) -> dict[str, str]:
     env = {}
     for line in path.read_text().splitlines():
         if line.startswith("export ") and "=" in line:
-            key, value = line[len("export "):].split("=", 1)
+            key, value = line[len("export ") :].split("=", 1)
             env[key] = value.strip().strip("'\"")
     return env
 
 
 def start_sandbox(port: int, env_file: Path) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "deployments.cli", "sandbox", "--host", "127.0.0.1", "--port", str(port),
-           "--env-file", str(env_file), "--delivery-delay", "1.5"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "deployments.cli",
+        "sandbox",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--env-file",
+        str(env_file),
+        "--delivery-delay",
+        "1.5",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the emulator exited: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
+            raise RuntimeError(
+                f"the emulator exited: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}"
+            )
         try:
-            if env_file.exists() and httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1).status_code == 200:
+            if (
+                env_file.exists()
+                and httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1).status_code == 200
+            ):
                 return proc
         except httpx.HTTPError:
             pass
@@ -71,8 +88,11 @@ def main() -> int:
             print(f"paying {SHEET.relative_to(ROOT)} (Prefect temporary server starts first) ...", flush=True)
             import asyncio
 
-            summary = asyncio.run(payout_spreadsheet(PayoutRunParams(
-                source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)))
+            summary = asyncio.run(
+                payout_spreadsheet(
+                    PayoutRunParams(source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)
+                )
+            )
             print(human_summary(summary))
             not_final = summary.get("not_final") or []
             if summary["outcome"] != "completed" or not_final:

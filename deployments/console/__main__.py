@@ -1,0 +1,23 @@
+"""``python -m deployments.console [--host 127.0.0.1] [--port 8400]``: serve the console with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import uvicorn
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m deployments.console", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8400)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from deployments.console import create_app
+
+    uvicorn.run(create_app(), host=args.host, port=args.port, log_level="warning", proxy_headers=False)
+
+
+if __name__ == "__main__":
+    main()

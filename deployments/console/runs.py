@@ -1,0 +1,162 @@
+"""Starting payout runs (by a deployment, or locally in a thread) and reading their progress from Prefect.
+
+Both launchers create a real Prefect flow run and return its id; the run pages read everything from the
+Prefect API, so they look the same in both modes.
+
+* ``DeploymentLauncher``: ``run_deployment(name="payout-spreadsheet/<deployment>", timeout=0)``; a worker or
+  ``payops serve`` executes it.
+* ``LocalLauncher`` (local single-process mode, when no deployment is configured): the console creates the
+  flow run and executes it in a background thread of its own process. Runs stop when the console stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Protocol
+from uuid import UUID
+
+from flows.payouts import PayoutRunParams, payout_spreadsheet
+
+log = logging.getLogger("payops.console.runs")
+
+FLOW_NAME = "payout-spreadsheet"
+CONSOLE_TAG = "payops-console"
+
+
+class RunLauncher(Protocol):
+    mode: str
+
+    async def start(self, params: PayoutRunParams, run_name: str) -> UUID: ...
+
+
+class DeploymentLauncher:
+    """Runs the payout deployment; a worker (or ``payops serve``) picks the run up."""
+
+    mode = "deployment"
+
+    def __init__(self, deployment: str) -> None:
+        self.name = deployment if "/" in deployment else f"{FLOW_NAME}/{deployment}"
+
+    async def start(self, params: PayoutRunParams, run_name: str) -> UUID:
+        from prefect.deployments import run_deployment
+
+        flow_run = await run_deployment(
+            name=self.name, parameters={"params": params.model_dump(mode="json")}, timeout=0,
+            flow_run_name=run_name, tags=[CONSOLE_TAG], as_subflow=False,
+        )
+        return flow_run.id
+
+
+class LocalLauncher:
+    """Local single-process mode: the flow runs in a daemon thread of the console process."""
+
+    mode = "local"
+
+    def __init__(self) -> None:
+        self.threads: dict[UUID, threading.Thread] = {}
+
+    async def start(self, params: PayoutRunParams, run_name: str) -> UUID:
+        from prefect.client.orchestration import get_client
+
+        async with get_client() as client:
+            flow_run = await client.create_flow_run(
+                payout_spreadsheet, name=run_name, parameters={"params": params.model_dump(mode="json")},
+                tags=[CONSOLE_TAG])
+        thread = threading.Thread(target=self._execute, args=(flow_run, params), name=f"payout-{run_name}",
+                                  daemon=True)
+        self.threads[flow_run.id] = thread
+        thread.start()
+        return flow_run.id
+
+    @staticmethod
+    def _execute(flow_run: Any, params: PayoutRunParams) -> None:
+        from prefect.flow_engine import run_flow_async
+
+        try:
+            asyncio.run(run_flow_async(payout_spreadsheet, flow_run=flow_run, parameters={"params": params},
+                                       return_type="state"))
+        except Exception as exc:  # noqa: BLE001 - the Prefect state records the failure; log it for the operator
+            log.error("local payout run %s ended with %s", flow_run.id, type(exc).__name__)
+
+    def join(self, timeout: float | None = None) -> None:
+        for thread in list(self.threads.values()):
+            thread.join(timeout)
+
+
+@dataclass
+class RunView:
+    """What the run pages show about one payout flow run."""
+
+    id: str
+    name: str
+    state_type: str
+    state_name: str
+    message: str | None
+    start: str | None
+    final: bool
+    paused: bool
+    upload_id: str | None
+    source_name: str | None
+    progress: float | None = None
+
+
+def _view(flow_run: Any, upload_id_of: Any) -> RunView:
+    state = flow_run.state
+    params = (flow_run.parameters or {}).get("params") or {}
+    report_dir = params.get("report_dir") if isinstance(params, dict) else None
+    source = params.get("source") if isinstance(params, dict) else None
+    message = (state.message or None) if state else None
+    when = flow_run.start_time or flow_run.expected_start_time or flow_run.created
+    return RunView(
+        id=str(flow_run.id), name=flow_run.name, state_type=state.type.value if state else "UNKNOWN",
+        state_name=state.name if state else "Unknown", message=message[:300] if message else None,
+        start=when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else None,
+        final=bool(state and state.is_final()), paused=bool(state and state.is_paused()),
+        upload_id=upload_id_of(report_dir), source_name=str(source).rsplit("/", 1)[-1] if source else None,
+    )
+
+
+async def read_run(flow_run_id: UUID, upload_id_of: Any) -> RunView | None:
+    """The run, or None when Prefect has no payout run with this id."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterType
+    from prefect.exceptions import ObjectNotFound
+
+    async with get_client() as client:
+        try:
+            flow_run = await client.read_flow_run(flow_run_id)
+        except ObjectNotFound:
+            return None
+        flow = await client.read_flow(flow_run.flow_id)
+        if flow.name != FLOW_NAME:
+            return None
+        view = _view(flow_run, upload_id_of)
+        artifacts = await client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
+            type=ArtifactFilterType(any_=["progress"])))
+    progress = [a.data for a in artifacts if isinstance(a.data, int | float)]
+    if progress:
+        view.progress = float(max(progress))
+    return view
+
+
+async def recent_runs(upload_id_of: Any, limit: int = 25) -> list[RunView]:
+    """The latest payout flow runs, newest first."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    async with get_client() as client:
+        runs = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+                                           sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=limit)
+    return [_view(r, upload_id_of) for r in runs]
+
+
+async def answer_approval(flow_run_id: UUID, approve: bool, comment: str) -> None:
+    """Resume a paused payout run with the approver's answer (the flow's ``Approval`` input)."""
+    from prefect.flow_runs import resume_flow_run
+
+    await resume_flow_run(flow_run_id, run_input={"approve": approve, "comment": comment})

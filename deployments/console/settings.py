@@ -1,0 +1,57 @@
+"""Console settings, read from ``PAYOPS_*`` environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def prefect_home() -> Path:
+    """Prefect's home folder (``PREFECT_HOME``), where the console keeps its small state files."""
+    from prefect.settings import PREFECT_HOME
+
+    return Path(PREFECT_HOME.value()).expanduser()
+
+
+class ConsoleSettings(BaseSettings):
+    """Everything the console needs; secrets are ``SecretStr`` and never rendered."""
+
+    model_config = SettingsConfigDict(env_prefix="PAYOPS_", extra="ignore")
+
+    console_password: SecretStr | None = Field(None, description="Operator password (required to log in)")
+    console_session_key: SecretStr | None = Field(
+        None, description="Key signing session and CSRF cookies; default: random per process")
+    console_secure_cookies: bool = Field(False, description="Mark cookies Secure (behind HTTPS)")
+    console_session_ttl_s: int = Field(8 * 3600, ge=60)
+    upload_url: str = Field("uploads", description="Folder or fsspec URL for uploaded sheets")
+    report_url: str = Field("reports", description="Folder or fsspec URL; each console run reports under it")
+    max_upload_mb: float = Field(20, gt=0, description="Largest sheet accepted")
+    payout_deployment: str | None = Field(
+        None, description="Deployment that pays sheets ('payout-spreadsheet/NAME'); unset: local mode")
+    credentials_block: str | None = Field(None, description="PaymentsCredentials block passed to runs")
+    webhook_secrets: SecretStr | None = Field(None, description="Comma-separated webhook signing secrets")
+    webhook_store: Path | None = Field(None, description="SQLite file of seen webhook event ids")
+    prefect_ui_url: str | None = Field(None, description="Prefect UI address for run links")
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
+
+    def webhook_secret_list(self) -> list[str]:
+        """Signing secrets (old and new during a rotation); empty when the receiver is not configured."""
+        raw = self.webhook_secrets.get_secret_value() if self.webhook_secrets else ""
+        return [s.strip() for s in raw.split(",") if s.strip()]
+
+    def webhook_store_path(self) -> Path:
+        return self.webhook_store or prefect_home() / "payops" / "webhooks-seen.sqlite"
+
+    def ui_url(self) -> str | None:
+        """Prefect UI base address: configured, else Prefect's own ``PREFECT_UI_URL`` setting."""
+        if self.prefect_ui_url:
+            return self.prefect_ui_url.rstrip("/")
+        from prefect.settings import PREFECT_UI_URL
+
+        value = PREFECT_UI_URL.value()
+        return str(value).rstrip("/") if value else None

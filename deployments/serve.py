@@ -1,0 +1,300 @@
+"""The deployments of ``deployments/prefect.yaml`` as Python objects, and ``payops serve`` (local all-in-one).
+
+``prefect.yaml`` is the one list of deployments: ``prefect deploy`` reads it for work pools, and
+``payops serve`` reads it here and serves every deployment (schedules and triggers included) from one process.
+
+The all-in-one starts, as child processes in their own process groups: a Prefect server (unless
+``PREFECT_API_URL`` is configured), the emulator with ``--sandbox``, and the console; then it serves the
+deployments in this process. Ctrl-C (or SIGTERM) stops the runner and terminates every child; children also
+receive SIGTERM if this process dies (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
+PAYOUT_DEPLOYMENT = "payout-spreadsheet/payout-spreadsheet"
+
+
+# -- prefect.yaml ------------------------------------------------------------------------------------------
+def load_specs(path: Path = PREFECT_YAML) -> list[dict[str, Any]]:
+    """The ``deployments`` entries of a prefect.yaml (YAML anchors resolved)."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return list(document.get("deployments") or [])
+
+
+async def resolve_templates(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Resolve ``{{ prefect.blocks.* }}``, ``{{ prefect.variables.* }}`` and ``{{ $ENV }}`` as
+    ``prefect deploy`` does; event templates (``{{ event... | string }}``) are left for the automation."""
+    from prefect.utilities.templating import (
+        apply_values,
+        resolve_block_document_references,
+        resolve_variables,
+    )
+
+    resolved = await resolve_block_document_references(specs)
+    resolved = await resolve_variables(resolved)
+    return apply_values(resolved, os.environ, remove_notset=False)
+
+
+def entrypoint_path(entrypoint: str, root: Path = ROOT) -> Path:
+    return root / entrypoint.rsplit(":", 1)[0]
+
+
+def schedules_of(spec: Mapping[str, Any]) -> list[Any]:
+    """Prefect schedule objects for the ``cron`` / ``interval`` entries of a deployment."""
+    from prefect.schedules import Cron, Interval
+
+    out = []
+    for item in spec.get("schedules") or []:
+        if "cron" in item:
+            out.append(Cron(item["cron"], timezone=item.get("timezone"), active=item.get("active", True)))
+        elif "interval" in item:
+            out.append(Interval(timedelta(seconds=float(item["interval"])), timezone=item.get("timezone"),
+                                active=item.get("active", True)))
+        else:
+            raise ValueError(f"deployment {spec.get('name')!r}: only cron and interval schedules supported")
+    return out
+
+
+def triggers_of(spec: Mapping[str, Any]) -> list[Any]:
+    """Validated deployment triggers (as ``prefect deploy`` builds them)."""
+    from prefect.events.schemas.deployment_triggers import DeploymentTriggerTypes
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(DeploymentTriggerTypes)
+    triggers = []
+    for i, raw in enumerate(spec.get("triggers") or [], start=1):
+        raw = {"name": f"{spec['name']}__automation_{i}", **raw}
+        triggers.append(adapter.validate_python(raw))
+    return triggers
+
+
+def runner_deployments(specs: list[dict[str, Any]], root: Path = ROOT,
+                       warn: Callable[[str], None] = print) -> list[Any]:
+    """``flow.to_deployment(...)`` for every spec whose entrypoint file exists (the others are reported)."""
+    from prefect.flows import load_flow_from_entrypoint
+
+    deployments = []
+    for spec in specs:
+        if not entrypoint_path(spec["entrypoint"], root).is_file():
+            warn(f"skipping deployment {spec['name']!r}: {spec['entrypoint']} does not exist yet")
+            continue
+        flow = load_flow_from_entrypoint(spec["entrypoint"], use_placeholder_flow=False)
+        deployments.append(flow.to_deployment(
+            name=spec["name"], description=spec.get("description"), tags=spec.get("tags"),
+            parameters=spec.get("parameters") or {}, schedules=schedules_of(spec), triggers=triggers_of(spec),
+        ))
+    return deployments
+
+
+# -- child processes ---------------------------------------------------------------------------------------
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup() -> None:  # pragma: no cover - runs in the child between fork and exec
+    os.setsid()
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        return  # not glibc Linux: the parent still terminates its children on exit
+
+
+def start_child(cmd: list[str], env: Mapping[str, str], log_path: Path | None = None,
+                cwd: Path = ROOT) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in its own process group; output to ``log_path`` (or discarded)."""
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
+    try:
+        return subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=_child_setup)  # noqa: PLW1509 - setsid + pdeathsig only
+    finally:
+        if log_path:
+            out.close()  # type: ignore[union-attr]
+
+
+def stop_child(proc: subprocess.Popen[bytes], timeout: float = 10.0, sig: int = signal.SIGTERM) -> None:
+    """``sig`` (SIGTERM) to the child's process group, SIGKILL after ``timeout``."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        proc.wait(5)
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes] | None, timeout: float, what: str) -> None:
+    """Wait until ``url`` answers 200, or fail when the process exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {proc.returncode}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"{what} did not answer at {url} within {timeout:.0f} s")
+
+
+def prefect_cli() -> list[str]:
+    return [sys.executable, "-m", "prefect"]
+
+
+def prefect_server_env(host: str, port: int, base: Mapping[str, str]) -> dict[str, str]:
+    """Environment of ``prefect server start`` on ``host:port`` (API and UI on the same port)."""
+    from deployments.console.settings import prefect_home
+
+    env = dict(base)
+    env.pop("PREFECT_API_URL", None)
+    env.update({
+        "PREFECT_SERVER_API_HOST": host, "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_UI_API_URL": f"http://{host}:{port}/api",
+        "PREFECT_SERVER_UI_STATIC_DIRECTORY": env.get("PREFECT_SERVER_UI_STATIC_DIRECTORY")
+        or str(prefect_home() / "ui-build"),
+    })
+    return env
+
+
+class Supervisor:
+    """Children started in order, stopped in reverse order."""
+
+    def __init__(self, log_dir: Path, say: Callable[[str], None] = print) -> None:
+        self.log_dir = log_dir
+        self.say = say
+        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def start(self, name: str, cmd: list[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        proc = start_child(cmd, env, self.log_dir / f"{name}.log")
+        self.children.append((name, proc))
+        return proc
+
+    def stop_all(self) -> None:
+        for name, proc in reversed(self.children):
+            if proc.poll() is None:
+                self.say(f"stopping {name} ...")
+            stop_child(proc)
+        self.children.clear()
+
+
+def _api_configured() -> bool:
+    from prefect.settings import PREFECT_API_URL
+
+    return bool(PREFECT_API_URL.value())
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    from deployments.demo import read_env_file
+
+    return read_env_file(path)
+
+
+def console_password(env: dict[str, str], home: Path) -> str | None:
+    """Make sure the console has a password: keep the configured one, else write a random one to a 0600 file
+    and return that file's path (the password itself is never printed)."""
+    if env.get("PAYOPS_CONSOLE_PASSWORD"):
+        return None
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "console-password"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(12) + "\n")
+    env["PAYOPS_CONSOLE_PASSWORD"] = path.read_text().strip()
+    return str(path)
+
+
+@contextmanager
+def _terminate_on_sigterm() -> Iterator[None]:
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_all_in_one(*, port: int = 4200, console_port: int = 8400, sandbox: bool = False,
+                   sandbox_port: int = 8800, host: str = "127.0.0.1",
+                   say: Callable[[str], None] = print) -> int:
+    """``payops serve``: Prefect server, (emulator), console and every deployment, until Ctrl-C."""
+    from prefect import serve
+
+    from deployments.console.settings import prefect_home
+
+    os.chdir(ROOT)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    log_dir = prefect_home() / "payops" / "serve-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    sup = Supervisor(log_dir, say)
+    with _terminate_on_sigterm():
+        try:
+            if not _api_configured():
+                say(f"starting a Prefect server on http://{host}:{port} (UI and API) ...")
+                env = prefect_server_env(host, port, os.environ)
+                proc = sup.start("prefect-server", [*prefect_cli(), "server", "start"], env)
+                wait_http(f"http://{host}:{port}/api/health", proc, 120, "the Prefect server")
+                os.environ["PREFECT_API_URL"] = f"http://{host}:{port}/api"
+                os.environ.setdefault("PAYOPS_PREFECT_UI_URL", f"http://{host}:{port}")
+            else:
+                say("using the Prefect server at PREFECT_API_URL")
+            if sandbox:
+                env_file = log_dir / "sandbox.env"
+                say(f"starting the Payments Service emulator on http://{host}:{sandbox_port} ...")
+                cmd = [sys.executable, "-m", "deployments.cli", "sandbox", "--host", host,
+                       "--port", str(sandbox_port), "--env-file", str(env_file)]
+                proc = sup.start("sandbox", cmd, os.environ)
+                wait_http(f"http://{host}:{sandbox_port}/openapi.json", proc, 60, "the emulator")
+                os.environ.update(_read_env_file(env_file))
+            console_env = dict(os.environ)
+            console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
+            password_file = console_password(console_env, prefect_home() / "payops")
+            proc = sup.start("console", [sys.executable, "-m", "deployments.console", "--host", host,
+                                         "--port", str(console_port)], console_env)
+            wait_http(f"http://{host}:{console_port}/healthz", proc, 60, "the console")
+            say(f"console: http://{host}:{console_port}"
+                + (f"  (password in {password_file})" if password_file else ""))
+            if sandbox:
+                say(f"webhooks: http://{host}:{console_port}/webhooks/payments")
+            specs = asyncio.run(resolve_templates(load_specs()))
+            deployments = runner_deployments(specs, warn=say)
+            say(f"serving {len(deployments)} deployments; logs of the other processes in {log_dir}; "
+                "Ctrl-C stops everything")
+            serve(*deployments, print_starting_message=False)
+        except KeyboardInterrupt:
+            say("interrupted")
+        except RuntimeError as exc:
+            say(f"error: {exc} (logs in {log_dir})")
+            return 1
+        finally:
+            sup.stop_all()
+    say("stopped")
+    return 0

@@ -1,0 +1,76 @@
+"""Payments Service envelopes as Prefect events: one conversion for every path that relays them.
+
+The webhook receiver (`deployments.console.webhooks`), the settlement relay (`tasks.settlements`) and the
+events catch-up (`tasks.events_sync`) all turn an envelope ``{id, type, createdAt, data}`` into the same
+Prefect event, so one deployment trigger serves them all and a duplicate is the same event:
+
+* event ``payments.<type>`` (``payments.settlement.status_changed``, ``payments.payout.accepted``, ...);
+* resource ``payments.<kind>.<reference>`` (kind = the type's first part; reference = ``data.reference``,
+  else ``data.id``, else the event id) named ``<reference>``, with the labels ``payments.reference``,
+  ``payments.webhook-id`` and, when the record carries them, ``payments.status`` / ``payments.outcome``
+  (Prefect triggers match resource labels, not payloads);
+* payload: the envelope's ``data`` (the record as it stood) plus ``eventId`` and ``eventType``;
+* event id: uuid5 of the envelope id, so every delivery, replay or catch-up of one envelope is one event;
+* occurred: the envelope's ``createdAt`` when present.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from connectors.payments import WebhookEnvelope
+
+__all__ = ["EVENT_NAMESPACE", "Emitter", "default_emitter", "emit", "envelope_to_event", "as_envelope"]
+
+EVENT_NAMESPACE = uuid.UUID("5b0c7f64-52a4-4f0e-9a3c-7d1f3c1a2e90")
+LABEL_FIELDS = ("status", "outcome")
+
+Emitter = Callable[..., Any]
+"""Called with the keyword arguments of `prefect.events.emit_event`."""
+
+
+def default_emitter(**kwargs: Any) -> Any:
+    """``prefect.events.emit_event``, looked up at call time (tests patch or inject their own)."""
+    from prefect.events import emit_event
+
+    return emit_event(**kwargs)
+
+
+def as_envelope(envelope: WebhookEnvelope | Mapping[str, Any]) -> WebhookEnvelope:
+    """A `WebhookEnvelope` from a model or its wire dict (``createdAt`` etc.)."""
+    if isinstance(envelope, WebhookEnvelope):
+        return envelope
+    return WebhookEnvelope.model_validate(envelope)
+
+
+def envelope_to_event(envelope: WebhookEnvelope | Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of `prefect.events.emit_event` for an envelope (see the module docstring)."""
+    env = as_envelope(envelope)
+    data = dict(env.data or {})
+    kind = env.type.split(".", 1)[0]
+    reference = str(data.get("reference") or data.get("id") or env.id)
+    resource = {
+        "prefect.resource.id": f"payments.{kind}.{reference}",
+        "prefect.resource.name": reference,
+        "payments.reference": reference,
+        "payments.webhook-id": env.id,
+    }
+    for name in LABEL_FIELDS:
+        if isinstance(data.get(name), str):
+            resource[f"payments.{name}"] = data[name]
+    event: dict[str, Any] = {
+        "event": f"payments.{env.type}",
+        "resource": resource,
+        "payload": {**data, "eventId": env.id, "eventType": env.type},
+        "id": uuid.uuid5(EVENT_NAMESPACE, env.id),
+    }
+    if env.created_at is not None:
+        event["occurred"] = env.created_at
+    return event
+
+
+def emit(envelope: WebhookEnvelope | Mapping[str, Any], emitter: Emitter | None = None) -> Any:
+    """Emit the Prefect event of `envelope` with `emitter` (default `prefect.events.emit_event`)."""
+    return (emitter or default_emitter)(**envelope_to_event(envelope))

@@ -1,0 +1,174 @@
+"""The console in headless Debian Chromium: log in, a sheet with errors is refused with its errors shown and
+nothing runs; a good sheet is paid (after approval) against the emulator and its report downloads.
+
+Local single-process mode: the console runs the payout flow in a thread, on the session's Prefect test server.
+Screenshots go to tests/deployments/screenshots/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from openpyxl import load_workbook
+
+from deployments.console import ConsoleSettings, LocalLauncher, create_app
+from sandbox import SandboxConfig, SandboxServer
+from tests.deployments.console_harness import PASSWORD, bad_sheet, good_sheet, serve_in_thread
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).parent / "screenshots"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[SandboxServer]:
+    with SandboxServer(SandboxConfig(delivery_delay_s=0.5)) as server:
+        yield server
+
+
+@pytest.fixture
+def console(
+    prefect_harness: None, emulator: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, Any]]:
+    for key, value in emulator.env.items():
+        monkeypatch.setenv(key, value)
+    settings = ConsoleSettings(
+        console_password=PASSWORD,
+        upload_url=str(tmp_path / "uploads"),
+        report_url=str(tmp_path / "reports"),
+        webhook_store=tmp_path / "seen.sqlite",
+        max_upload_mb=1,
+    )
+    launcher = LocalLauncher()
+    with serve_in_thread(create_app(settings, launcher=launcher)) as url:
+        yield {"url": url, "launcher": launcher, "tmp": tmp_path}
+    launcher.join(30)
+
+
+def console_runs() -> list[Any]:
+    """Flow runs the console started (sync client: Playwright's sync API owns this thread's event loop)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["payops-console"]))
+        )
+
+
+def payouts_at(emulator: SandboxServer) -> int:
+    stats = httpx.get(f"{emulator.base_url}/_sandbox/stats", timeout=10).json()
+    return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
+
+
+def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
+    console: dict[str, Any], emulator: SandboxServer
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    assert shutil.which("chromium") == CHROMIUM, "Debian chromium missing: make browser-deps"
+    SHOTS.mkdir(exist_ok=True)
+    url, tmp = console["url"], console["tmp"]
+    runs_before = len(console_runs())
+    payouts_before = payouts_at(emulator)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_context(accept_downloads=True).new_page()
+            page.set_default_timeout(30_000)
+
+            page.goto(url + "/")
+            assert page.url.endswith("/login")
+            page.fill("#password", "wrong password")
+            page.click("button[type=submit]")
+            assert page.is_visible("#login-error")
+            page.fill("#password", PASSWORD)
+            page.click("button[type=submit]")
+            page.wait_for_selector("#upload-form")
+            assert PASSWORD not in page.content()
+            page.screenshot(path=str(SHOTS / "01-upload.png"), full_page=True)
+
+            # A sheet with errors: choosing the file sends it (upload.js); errors shown, no submit button.
+            page.set_input_files("#sheet", str(bad_sheet(tmp / "bad.xlsx")))
+            page.wait_for_selector("#errors")
+            cells = [
+                [c.inner_text() for c in row.query_selector_all("td")]
+                for row in page.query_selector_all("#errors tbody tr")
+            ]
+            assert ["3", "amount", "twelve"] == cells[0][:3] and cells[0][3]
+            assert cells[1][:3] == ["4", "provider", "pigeon-post"]
+            assert page.query_selector("#submit") is None
+            page.screenshot(path=str(SHOTS / "02-errors.png"), full_page=True)
+            assert len(console_runs()) == runs_before and payouts_at(emulator) == payouts_before
+
+            # A good sheet: preview, pay with approval, approve, wait until completed.
+            page.goto(url + "/")
+            page.set_input_files("#sheet", str(good_sheet(tmp / "good.xlsx")))
+            page.wait_for_selector("#sample")
+            assert page.inner_text("#counts").startswith("6 rows: 6 valid")
+            page.check("input[name=require_approval]")
+            page.screenshot(path=str(SHOTS / "03-preview.png"), full_page=True)
+            page.click("#submit")
+            page.wait_for_url("**/runs/*")
+            run_url = page.url
+            page.wait_for_selector("#approval-form", timeout=90_000)
+            assert payouts_at(emulator) == payouts_before  # nothing sent before approval
+            page.screenshot(path=str(SHOTS / "04-approval.png"), full_page=True)
+            page.fill("#comment", "checked by the browser test")
+            page.click("#approve")
+            page.wait_for_selector("#outcome", timeout=120_000)
+            assert page.inner_text("#outcome") == "completed"
+            assert page.inner_text("#state") == "Completed"
+            assert "delivered 5" in page.inner_text("#summary") and "failed 1" in page.inner_text("#summary")
+            page.screenshot(path=str(SHOTS / "05-completed.png"), full_page=True)
+            assert payouts_at(emulator) == payouts_before + 6
+
+            link = page.query_selector("#reports a[href$='.xlsx']:not([href$='-validation.xlsx'])")
+            assert link is not None
+            report_href = str(link.get_attribute("href"))
+            with page.expect_download() as info:
+                link.click()
+            saved = tmp / "downloaded.xlsx"
+            info.value.save_as(saved)
+            rows = list(load_workbook(saved)["results"].iter_rows(values_only=True))
+            head = rows[0]
+            statuses = sorted(r[head.index("Payout status")] for r in rows[1:])
+            assert statuses == ["delivered"] * 5 + ["failed"]
+
+            page.goto(url + "/runs")
+            assert run_url.rsplit("/", 1)[-1] in page.inner_html("#runs")
+            page.screenshot(path=str(SHOTS / "06-runs.png"), full_page=True)
+
+            # Downloads are confined to the run's own report files.
+            cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+            with httpx.Client(base_url=url, cookies=cookies) as client:
+                for name in [
+                    "..%2F..%2F..%2Fetc%2Fpasswd",
+                    "%2Fetc%2Fpasswd",
+                    "%2E%2E",
+                    "upload.json",
+                    "bad.xlsx",
+                    "..%2Fgood.xlsx",
+                ]:
+                    r = client.get(f"{run_url.removeprefix(url)}/reports/{name}")
+                    assert r.status_code == 404 and "root:" not in r.text, name
+            anonymous = httpx.get(url + report_href, follow_redirects=False)
+            assert anonymous.status_code == 303
+        finally:
+            browser.close()
+    assert [r.state.type.value for r in console_runs()][-1:] == ["COMPLETED"]

@@ -1,0 +1,131 @@
+"""deployments/prefect.yaml: every entrypoint is a flow, every parameter set fits its flow, no inline secrets,
+and the settlement trigger really fires on the event the webhook receiver emits."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from prefect.events.schemas.events import Resource
+from prefect.flows import Flow, load_flow_from_entrypoint
+
+from connectors.payments.models import WebhookEnvelope
+from deployments.console.webhooks import default_emitter, prefect_event
+from deployments.serve import ROOT, entrypoint_path, load_specs, resolve_templates, schedules_of, triggers_of
+
+SPECS = {spec["name"]: spec for spec in load_specs()}
+CREDENTIALS = "{{ prefect.variables.payops_credentials_block }}"
+SECRET_WORDS = ("secret", "password", "token", "client_id")
+
+
+def test_the_expected_deployments_are_declared() -> None:
+    assert set(SPECS) == {
+        "payout-spreadsheet",
+        "retry-failed-settlements",
+        "settle-now",
+        "events-catch-up",
+        "daily-transactions-report",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_entrypoint_is_a_flow_and_parameters_validate(name: str) -> None:
+    spec = SPECS[name]
+    path = entrypoint_path(spec["entrypoint"])
+    assert path.is_file(), f"{name}: entrypoint file {path.relative_to(ROOT)} is missing"
+    flow = load_flow_from_entrypoint(spec["entrypoint"], use_placeholder_flow=False)
+    assert isinstance(flow, Flow)
+    flow.validate_parameters(spec["parameters"])
+    for trigger in spec.get("triggers") or []:
+        # The automation's parameters replace the deployment's top-level ones (shallow merge).
+        flow.validate_parameters({**spec["parameters"], **trigger["parameters"]})
+    schedules_of(spec)
+    triggers_of(spec)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_credentials_come_from_a_block_variable_never_inline(name: str) -> None:
+    spec = SPECS[name]
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                assert not any(w in key.lower() for w in SECRET_WORDS), (
+                    f"{name}: inline credential at {path}.{key}"
+                )
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(spec, name)
+    assert spec["parameters"]["params"]["credentials_block"] == CREDENTIALS
+    for trigger in spec.get("triggers") or []:
+        assert trigger["parameters"]["params"]["credentials_block"] == CREDENTIALS
+    assert spec["work_pool"]["name"] == "payops"
+
+
+def test_schedules() -> None:
+    assert SPECS["retry-failed-settlements"]["schedules"] == [{"cron": "5 * * * *", "timezone": "UTC"}]
+    assert SPECS["events-catch-up"]["schedules"][0]["interval"] <= 600
+    assert SPECS["daily-transactions-report"]["schedules"][0]["cron"].endswith("* * *")
+    assert SPECS["payout-spreadsheet"]["schedules"] == [] and SPECS["settle-now"]["schedules"] == []
+
+
+def _settlement_event(outcome: str, reference: str = "SET-1") -> dict[str, Any]:
+    envelope = WebhookEnvelope.model_validate(
+        {
+            "id": f"evt-{reference}-{outcome}",
+            "type": "settlement.status_changed",
+            "data": {"reference": reference, "status": "completed", "outcome": outcome},
+        }
+    )
+    return prefect_event(envelope)
+
+
+def test_settlement_trigger_matches_failed_outcomes_of_receiver_events() -> None:
+    (trigger,) = triggers_of(SPECS["retry-failed-settlements"])
+    template = SPECS["retry-failed-settlements"]["triggers"][0]["parameters"]["params"]["run_reference"]
+    assert "| string" in template
+    for outcome, expected in [("failed_partial", True), ("failed_all", True), ("settled", False)]:
+        event = _settlement_event(outcome)
+        assert event["event"] in trigger.expect
+        assert trigger.match.matches(Resource.model_validate(event["resource"])) is expected
+
+
+@pytest.mark.e2e
+def test_receiver_event_starts_the_retry_deployment_with_the_reference(prefect_harness) -> None:
+    """On Prefect's test server: the automation renders `{{ event.payload.reference | string }}`."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    (spec,) = asyncio.run(resolve_templates([SPECS["retry-failed-settlements"]]))  # as `prefect deploy` does
+    assert spec["parameters"]["params"]["credentials_block"] == ""  # variable unset: the worker's env vars
+    flow = load_flow_from_entrypoint(spec["entrypoint"], use_placeholder_flow=False)
+    deployment = flow.to_deployment(
+        name="trigger-check",
+        parameters=spec["parameters"],
+        triggers=triggers_of({**spec, "name": "trigger-check"}),
+    )
+    deployment_id = deployment.apply()
+    time.sleep(3)  # the triggers service picks up the new automation
+    default_emitter(**_settlement_event("settled", "SET-OK"))
+    default_emitter(**_settlement_event("failed_partial", "SET-42"))
+
+    async def runs() -> list[Any]:
+        async with get_client() as client:
+            return await client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))
+            )
+
+    deadline = time.monotonic() + 60
+    found: list[Any] = []
+    while time.monotonic() < deadline and not found:
+        time.sleep(1)
+        found = asyncio.run(runs())
+    assert len(found) == 1, "the automation did not start the retry deployment"
+    params = found[0].parameters["params"]
+    assert params["run_reference"] == "SET-42"
+    assert params["since_days"] == 7

@@ -1,0 +1,133 @@
+"""`payops serve --sandbox` end to end: Prefect server, emulator, console and the served deployments wired
+together; a sheet uploaded to the console is paid through the served deployment; Ctrl-C stops everything."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from deployments.serve import ROOT
+from tests.deployments.console_harness import PASSWORD, free_port, good_sheet
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def all_in_one(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    ports = {"port": free_port(), "console": free_port(), "sandbox": free_port()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(
+        {
+            "PREFECT_HOME": str(tmp_path / "home"),
+            "PAYOPS_CONSOLE_PASSWORD": PASSWORD,
+            "PAYOPS_UPLOAD_URL": str(tmp_path / "uploads"),
+            "PAYOPS_REPORT_URL": str(tmp_path / "reports"),
+            "PREFECT_SERVER_UI_ENABLED": "false",
+        }
+    )
+    out = tmp_path / "serve.log"
+    with out.open("wb") as fh:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "deployments.cli",
+                "serve",
+                "--sandbox",
+                "--port",
+                str(ports["port"]),
+                "--console-port",
+                str(ports["console"]),
+                "--sandbox-port",
+                str(ports["sandbox"]),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    info = {"proc": proc, "log": out, **ports}
+    try:
+        yield info
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def wait_for(predicate: Any, timeout: float, what: str, proc: subprocess.Popen[bytes], log: Path) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"payops serve exited early:\n{log.read_text()[-2000:]}"
+        try:
+            value = predicate()
+        except httpx.HTTPError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"{what} not reached in {timeout}s:\n{log.read_text()[-2000:]}")
+
+
+def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
+    all_in_one: dict[str, Any], tmp_path: Path
+) -> None:
+    proc, log = all_in_one["proc"], all_in_one["log"]
+    console = f"http://127.0.0.1:{all_in_one['console']}"
+    api = f"http://127.0.0.1:{all_in_one['port']}/api"
+    wait_for(lambda: "serving" in log.read_text(), 150, "serving deployments", proc, log)
+    text = log.read_text()
+    assert PASSWORD not in text
+    for missing in ("events-catch-up", "daily-transactions-report"):
+        if not (ROOT / "flows" / f"{'events' if 'events' in missing else 'transactions'}.py").exists():
+            assert f"skipping deployment {missing!r}" in text
+
+    expected = {"payout-spreadsheet", "retry-failed-settlements", "settle-now"}
+
+    def registered() -> list[dict[str, Any]] | None:
+        found = httpx.post(f"{api}/deployments/filter", json={}, timeout=5).json()
+        return found if expected <= {d["name"] for d in found} else None
+
+    deployments = wait_for(registered, 60, "deployments registered", proc, log)
+    retry = next(d for d in deployments if d["name"] == "retry-failed-settlements")
+    assert retry["schedules"] and retry["schedules"][0]["schedule"]["cron"] == "5 * * * *"
+
+    with httpx.Client(base_url=console, timeout=30) as client:
+        token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+        assert client.post("/login", data={"password": PASSWORD, "csrf_token": token}).status_code == 303
+        token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/").text).group(1)
+        with good_sheet(tmp_path / "serve.xlsx", n=4, prefix="SRV").open("rb") as fh:
+            page = client.post("/upload", data={"csrf_token": token}, files={"sheet": ("serve.xlsx", fh)})
+        upload_id = re.search(r'name="upload_id" value="([^"]+)"', page.text).group(1)
+        r = client.post("/runs", data={"upload_id": upload_id, "csrf_token": token})
+        assert r.status_code == 303
+        run_path = r.headers["location"]
+        page = wait_for(
+            lambda: (p := client.get(run_path).text) and 'id="outcome"' in p and p,
+            120,
+            "the run completed",
+            proc,
+            log,
+        )
+        assert '<span id="outcome">completed</span>' in page and "delivered 3" in page and "failed 1" in page
+        assert f"http://127.0.0.1:{all_in_one['port']}/runs/flow-run/" in page  # link to the Prefect UI
+
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert len(children) >= 3  # prefect server, emulator, console (+ their own children)
+    os.kill(proc.pid, signal.SIGINT)  # Ctrl-C
+    assert proc.wait(60) == 0
+    gone, alive = psutil.wait_procs(children, timeout=20)
+    assert alive == [], f"left running: {[p.pid for p in alive]}"
+    assert "stopped" in log.read_text()
