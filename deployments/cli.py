@@ -67,7 +67,8 @@ def human_summary(s: dict[str, Any]) -> str:
         lines.append(f"  row {e['row']}, column {e['column']}: {e['message']}")
     if len(s.get("errors", [])) > 20:
         lines.append(f"  ... and {len(s['errors']) - 20} more errors (see the validation report)")
-    for p in (s.get("preflight") or {}).get("problems", []):
+    preflight = s.get("preflight") or {}
+    for p in preflight.get("problems", []) + preflight.get("notes", []):
         lines.append(f"  pre-flight: {p}")
     for kind, path in (s.get("report_files") or {}).items():
         lines.append(f"  report {kind}: {path}")

@@ -1,7 +1,9 @@
 """Generate examples/payouts-demo.xlsx: 260 payroll rows, a few of them failing on purpose.
 
 Destination values ending 0001/0002 fail at the provider and 0003 passes through in_review (the emulator's
-documented test values), so the demo shows every kind of result. Run: python examples/make_demo_sheet.py
+documented test values), so the demo shows every kind of result. Payee names are the ones the emulator's
+party lookups return for each number, except two rows with a wrong name, so the pre-flight name check has
+something to flag. Run: python examples/make_demo_sheet.py
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ GRADES = [Decimal(x) for x in ("850.00", "1200.00", "1450.50", "1800.00", "2250.
 SPECIAL = {17: "0001", 64: "0002", 121: "0003", 188: "0001", 230: "0002"}
 
 
+WRONG_NAME = {40: "Kofi Annan", 150: "Yaa Asantewaa"}
+
+
 def rows(n: int, seed: int = 7) -> list[list[str]]:
+    from sandbox.engine.party_lookups import holder_name
+
     rnd = random.Random(seed)
     out = []
     for i in range(n):
@@ -32,12 +39,27 @@ def rows(n: int, seed: int = 7) -> list[list[str]]:
             provider, dtype = rnd.choice(list(PREFIX)), "msisdn"
             dest = PREFIX[provider] + f"{rnd.randrange(10**6, 10**7)}"
         if i in SPECIAL:
-            dest = dest[: -4] + SPECIAL[i]
+            dest = dest[:-4] + SPECIAL[i]
         else:
-            while dest[-4:] in {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0404", "0502", "0504"}:
+            while dest[-4:] in {
+                "0001",
+                "0002",
+                "0003",
+                "0004",
+                "0005",
+                "0006",
+                "0007",
+                "0404",
+                "0502",
+                "0504",
+            }:
                 dest = dest[:-1] + str((int(dest[-1]) + 1) % 10)
+        if dtype == "msisdn":
+            name = WRONG_NAME.get(i, holder_name(dest))
         amount = rnd.choice(GRADES)
-        out.append([f"EMP-{1000 + i}", name, str(amount), "GHS", provider, dtype, dest, f"Salary Nov {i + 1}"])
+        out.append(
+            [f"EMP-{1000 + i}", name, str(amount), "GHS", provider, dtype, dest, f"Salary Nov {i + 1}"]
+        )
     return out
 
 
@@ -45,8 +67,18 @@ def write(path: Path, n: int = 260) -> Path:
     wb = Workbook()
     ws = wb.active
     ws.title = "payouts"
-    ws.append(["employee id", "payee name", "amount", "currency", "provider", "destination type", "destination",
-               "note"])
+    ws.append(
+        [
+            "employee id",
+            "payee name",
+            "amount",
+            "currency",
+            "provider",
+            "destination type",
+            "destination",
+            "note",
+        ]
+    )
     for r in rows(n):
         ws.append(r)
     for cell in ws["G"]:

@@ -23,6 +23,7 @@ from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
 from tasks.labels import content_label, money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, preflight_task
+from tasks.ratelimit import LimiterStats
 from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
 from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
@@ -276,7 +277,7 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
     for r in results:
         api_calls.update(r.api_calls)
-    summary["rate_limit"] = results[0].limiter if results else {}
+    limiters = [pf.limiter, *(r.limiter for r in results)]
     t = phase("submit", t)
 
     states: dict[str, PayoutState] = {}
@@ -293,6 +294,8 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
         settings, states, since, params.poll_deadline_s, params.rate_limit_per_s, label
     )
     api_calls.update(poll.api_calls)
+    used = [x for x in (*limiters, poll.limiter) if x is not None]
+    summary["rate_limit"] = LimiterStats.combine(used).as_dict()
     states = poll.states
     t = phase("poll", t)
 

@@ -15,6 +15,7 @@ from prefect import task
 
 from connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
 from tasks.clients import payments_client
+from tasks.ratelimit import LimiterStats
 
 FINAL = frozenset({"delivered", "failed", "refunded"})
 AWAITING_REVIEW = frozenset({"in_review", "held"})
@@ -43,6 +44,7 @@ class PollResult:
     calls_per_round: list[int] = field(default_factory=list)
     deadline_reached: bool = False
     api_calls: Counter[str] = field(default_factory=Counter)
+    limiter: LimiterStats | None = None
 
     @property
     def pending(self) -> list[str]:
@@ -85,7 +87,7 @@ async def _refresh_by_reference(
             try:
                 states[ref] = _state_from(await client.payouts.get(ref))
             except NotFoundError:
-                # Not visible yet (the service is eventually consistent): keep the last state, read next round.
+                # Not visible yet: keep the last state, read next round.
                 return
 
     await asyncio.gather(*(one(r) for r in refs))
@@ -170,7 +172,8 @@ async def poll_payouts_task(
     async def on_round(result: PollResult) -> None:
         await _progress(result, artifact_id)
 
-    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _transport):
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
         result = await poll_until_final(client, states, since=since, deadline_s=deadline_s, on_round=on_round)
         result.api_calls = Counter(client.api_calls)
+        result.limiter = transport.stats
         return result

@@ -13,6 +13,7 @@ from prefect import task
 from connectors.payments import APIStatusError, PaymentsClient, PaymentsSettings
 from tasks.clients import payments_client
 from tasks.intake import PayoutRow
+from tasks.ratelimit import LimiterStats
 
 ZERO = Decimal("0")
 
@@ -52,6 +53,7 @@ class Preflight:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     api_calls: Counter[str] = field(default_factory=Counter)
+    limiter: LimiterStats | None = None
 
     @property
     def amount_total(self) -> Decimal:
@@ -102,7 +104,9 @@ async def _names(client: PaymentsClient, rows: Sequence[PayoutRow], concurrency:
     async def lookup(provider: str, msisdn: str) -> None:
         async with sem:
             try:
-                holders[(provider, msisdn)] = (await client.party_lookups.get(provider=provider, msisdn=msisdn)).name
+                holders[(provider, msisdn)] = (
+                    await client.party_lookups.lookup(provider=provider, msisdn=msisdn)
+                ).name
             except APIStatusError:
                 holders[(provider, msisdn)] = None
 
@@ -150,25 +154,34 @@ async def run_preflight(
     pf = Preflight(dict(currencies), fees)
     for cur, c in pf.currencies.items():
         if c.available is None or c.available < c.needed:
-            pf.problems.append(f"{cur}: wallet has {c.available or ZERO} available, the sheet needs {c.needed} "
-                               f"(amounts {c.amount} + fees {c.fees})")
+            pf.problems.append(
+                f"{cur}: wallet has {c.available or ZERO} available, the sheet needs {c.needed} "
+                f"(amounts {c.amount} + fees {c.fees})"
+            )
         if c.per_transaction is None:
             pf.problems.append(f"{cur}: no limits are set for this currency, so no payment can be made")
             continue
         big = largest[cur]
         if big.amount > c.per_transaction:
             over = sum(1 for r in rows if r.currency == cur and r.amount > c.per_transaction)
-            pf.problems.append(f"{cur}: {over} row(s) exceed the per-transaction limit {c.per_transaction} "
-                               f"(largest: row {big.row}, {big.amount})")
+            pf.problems.append(
+                f"{cur}: {over} row(s) exceed the per-transaction limit {c.per_transaction} "
+                f"(largest: row {big.row}, {big.amount})"
+            )
         for period, remaining in (("daily", c.daily_remaining), ("monthly", c.monthly_remaining)):
             if remaining is not None and remaining < c.needed:
-                pf.problems.append(f"{cur}: {period} outbound headroom {remaining} is below the sheet's {c.needed}")
+                pf.problems.append(
+                    f"{cur}: {period} outbound headroom {remaining} is below the sheet's {c.needed}"
+                )
     if check_names:
         pf.names = await _names(client, rows, concurrency)
         mismatches = pf.name_mismatches
         if mismatches:
-            msg = f"{len(mismatches)} payee name(s) do not match the account holder (rows " + ", ".join(
-                str(n.row) for n in mismatches[:10]) + ("…)" if len(mismatches) > 10 else ")")
+            msg = (
+                f"{len(mismatches)} payee name(s) do not match the account holder (rows "
+                + ", ".join(str(n.row) for n in mismatches[:10])
+                + ("…)" if len(mismatches) > 10 else ")")
+            )
             (pf.problems if block_on_name_mismatch else pf.notes).append(msg)
     return pf
 
@@ -181,9 +194,10 @@ async def preflight_task(
     block_on_name_mismatch: bool,
     rate_per_s: float,
 ) -> Preflight:
-    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
         pf = await run_preflight(
             client, rows, check_names=check_names, block_on_name_mismatch=block_on_name_mismatch
         )
         pf.api_calls = Counter(client.api_calls)
+        pf.limiter = transport.stats
         return pf

@@ -1,6 +1,6 @@
 """One request rate shared by every flow run and worker.
 
-Where the Prefect server has a global concurrency limit named `payments-api` with a slot decay (the decay is the
+Where the Prefect server has a global concurrency limit named `payments-api` with a slot decay (its decay is
 requests per second), every API request acquires one slot of it, so all workers together stay under the rate.
 Where none is configured, an in-process token bucket keeps this process under `fallback_per_s`. The bucket is
 hand-rolled on purpose: it is a dozen lines, async, and only a fallback for Prefect's own limiter.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import httpx
@@ -77,7 +77,9 @@ async def resolve_limiter(fallback_per_s: float, name: str = LIMIT_NAME) -> Limi
             return PrefectRateLimit(name)
         log.info("global concurrency limit %r is inactive or has no slot decay; using a local limiter", name)
     except Exception as exc:  # noqa: BLE001 - a missing limit or no server both mean: limit locally
-        log.info("no usable global concurrency limit %r (%s); using a local limiter", name, type(exc).__name__)
+        log.info(
+            "no usable global concurrency limit %r (%s); using a local limiter", name, type(exc).__name__
+        )
     return TokenBucket(fallback_per_s)
 
 
@@ -89,7 +91,17 @@ class LimiterStats:
     acquires: int = 0
     wait_s: float = 0.0
     request_s: float = 0.0
-    samples: list[float] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def combine(cls, parts: list[LimiterStats]) -> LimiterStats:
+        """One figure for several tasks' transports."""
+        sources = ",".join(sorted({p.source for p in parts})) or "none"
+        return cls(
+            sources,
+            sum(p.acquires for p in parts),
+            sum(p.wait_s for p in parts),
+            sum(p.request_s for p in parts),
+        )
 
     def as_dict(self) -> dict[str, object]:
         avg_wait = self.wait_s / self.acquires if self.acquires else 0.0

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from prefect import task
 
 from connectors.payments import ConflictError, PaymentsClient, PaymentsSettings
 from tasks.batching import PayoutBatch
 from tasks.clients import payments_client
+from tasks.ratelimit import LimiterStats
 
 
 class BatchRefused(RuntimeError):
@@ -37,7 +37,7 @@ class BatchResult:
     reference: str
     items: list[ItemResult]
     api_calls: Counter[str] = field(default_factory=Counter)
-    limiter: dict[str, Any] = field(default_factory=dict)
+    limiter: LimiterStats | None = None
 
 
 async def submit_batch(client: PaymentsClient, batch: PayoutBatch) -> BatchResult:
@@ -53,7 +53,7 @@ async def submit_batch(client: PaymentsClient, batch: PayoutBatch) -> BatchResul
     except ConflictError as exc:
         if exc.code == "duplicate_reference":
             raise BatchRefused(
-                f"batch reference {batch.reference} was already used for a different batch: this run label was "
+                f"batch reference {batch.reference} was used for a different batch: this label was "
                 "used before for other content. Use a new label to pay this sheet."
             ) from exc
         raise
@@ -93,5 +93,5 @@ async def submit_batch_task(settings: PaymentsSettings, batch: PayoutBatch, rate
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
         result = await submit_batch(client, batch)
         result.api_calls = Counter(client.api_calls)
-        result.limiter = transport.stats.as_dict()
+        result.limiter = transport.stats
         return result
