@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
-from tests.flows.sheets import payroll_rows, write_sheet  # noqa: E402
+from tests.flows.support import payroll_rows, write_sheet  # noqa: E402
 
 FINAL = {"delivered", "failed", "refunded"}
 
@@ -66,6 +66,30 @@ async def naive(rows: list[list[str]]) -> dict:
         "api_calls": calls,
         "api_calls_total": sum(calls.values()),
     }
+
+
+async def limiter_cost(n: int = 50) -> dict:
+    """What one slot of the `payments-api` Prefect limit costs when no waiting is needed, vs one request."""
+    import httpx
+    from prefect.client.orchestration import get_client
+
+    from tasks.ratelimit import PrefectRateLimit
+
+    async with get_client() as client:
+        await client.upsert_global_concurrency_limit_by_name(
+            "payments-api-bench", limit=10_000, slot_decay_per_second=10_000
+        )
+    limiter = PrefectRateLimit("payments-api-bench")
+    t0 = time.perf_counter()
+    for _ in range(n):
+        await limiter.acquire()
+    acquire_ms = (time.perf_counter() - t0) / n * 1000
+    async with httpx.AsyncClient(base_url=os.environ["PAYOPS_BASE_URL"]) as http:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await http.get("/openapi.json")
+        request_ms = (time.perf_counter() - t0) / n * 1000
+    return {"prefect_acquire_ms_avg": round(acquire_ms, 2), "cheapest_request_ms_avg": round(request_ms, 2)}
 
 
 def run_flow(sheet: Path, report_dir: str) -> dict:
@@ -122,7 +146,8 @@ def main() -> None:
         from prefect.testing.utilities import prefect_test_harness
 
         with prefect_test_harness(server_startup_timeout=120):
-            flow = with_sandbox(run_flow, sheet, tmp)
+            flow = with_sandbox(run_flow, sheet, str(Path(tmp) / "reports"))
+            cost = with_sandbox(lambda: asyncio.run(limiter_cost()))
         s = flow["summary"]
         nb = args.baseline_rows or n
         base = with_sandbox(lambda: asyncio.run(naive(rows[:nb])))
@@ -140,6 +165,7 @@ def main() -> None:
             "batches": s["batches"],
             "poll_calls_per_round": s["poll_calls_per_round"],
             "rate_limit": s.get("rate_limit"),
+            "prefect_limit_cost": cost,
             "peak_rss_mb": round(peak_rss_mb(), 1),
         },
         "baseline": {**base, "rows": nb, "wall_s_scaled_to_rows": round(base_wall_for_n, 2)},

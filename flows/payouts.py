@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts
 from tasks.batching import build_batches
-from tasks.credentials import load_settings
+from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
 from tasks.labels import content_label, money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
@@ -222,9 +222,15 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
             return finish("invalid_input")
 
-    settings = load_settings(params.credentials_block)
+    try:
+        settings = load_settings(params.credentials_block)
+    except CredentialsMissing as exc:
+        if not params.dry_run:
+            raise
+        settings = None
+        summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
     pf = None
-    if intake.rows:
+    if intake.rows and settings is not None:
         pf = await preflight_task(
             settings, intake.rows, params.check_names, params.block_on_name_mismatch, params.rate_limit_per_s
         )

@@ -26,14 +26,29 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 def summary_markdown(summary: Mapping[str, Any]) -> str:
     """Human summary of a run with links to the report files."""
     lines = [f"# Payout run `{summary['label']}`", "", f"**Outcome:** {summary.get('outcome')}", ""]
-    lines.append(markdown_table(
-        ["rows", "valid", "invalid", "batches", "amount", "fees"],
-        [[summary.get("rows_total"), summary.get("rows_valid"), summary.get("rows_invalid"),
-          summary.get("batches"), summary.get("amount_total"), summary.get("fee_total")]],
-    ))
+    lines.append(
+        markdown_table(
+            ["rows", "valid", "invalid", "batches", "amount", "fees"],
+            [
+                [
+                    summary.get("rows_total"),
+                    summary.get("rows_valid"),
+                    summary.get("rows_invalid"),
+                    summary.get("batches"),
+                    summary.get("amount_total"),
+                    summary.get("fee_total"),
+                ]
+            ],
+        )
+    )
     by_status = summary.get("payouts_by_status") or {}
     if by_status:
-        lines += ["", "## Payouts by status", "", markdown_table(["status", "count"], sorted(by_status.items()))]
+        lines += [
+            "",
+            "## Payouts by status",
+            "",
+            markdown_table(["status", "count"], sorted(by_status.items())),
+        ]
     if summary.get("awaiting_review"):
         lines += ["", f"**Awaiting review:** {len(summary['awaiting_review'])} payout(s) in_review or held."]
     files = summary.get("report_files") or {}
@@ -47,7 +62,8 @@ async def publish_run_artifacts(label: str, summary: Mapping[str, Any], failed_r
     from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
     await acreate_markdown_artifact(
-        key=artifact_key(label, "summary"), markdown=summary_markdown(summary),
+        key=artifact_key(label, "summary"),
+        markdown=summary_markdown(summary),
         description=f"Payout run {label}",
     )
     headers = ["row", "reference", "submission", "status", "failure reason", "error code"]

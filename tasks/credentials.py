@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from prefect.blocks.core import Block
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 
 from connectors.payments import PaymentsSettings
 
@@ -48,6 +48,21 @@ class PaymentsCredentials(Block):
         return PaymentsSettings(**values)  # type: ignore[arg-type]
 
 
+class CredentialsMissing(RuntimeError):
+    """No usable Payments credentials: names the missing settings, never their values."""
+
+
+def settings_from_env() -> PaymentsSettings:
+    """``PaymentsSettings`` from ``PAYOPS_*`` env vars, or ``CredentialsMissing`` naming what is absent."""
+    try:
+        return PaymentsSettings()  # type: ignore[call-arg]
+    except ValidationError as exc:
+        names = sorted({f"PAYOPS_{str(e['loc'][0]).upper()}" for e in exc.errors() if e.get("loc")})
+        raise CredentialsMissing(
+            "no Payments credentials: set " + ", ".join(names) + " or name a PaymentsCredentials block"
+        ) from None
+
+
 def load_settings(block_name: str | None = None) -> PaymentsSettings:
     """Settings from the saved ``PaymentsCredentials`` block ``block_name``, else from ``PAYOPS_*`` env vars.
 
@@ -56,7 +71,7 @@ def load_settings(block_name: str | None = None) -> PaymentsSettings:
     if block_name:
         block = PaymentsCredentials.load(block_name, _sync=True)  # type: ignore[call-arg]
         return block.to_settings()
-    return PaymentsSettings()  # type: ignore[call-arg]
+    return settings_from_env()
 
 
 async def aload_settings(block_name: str | None = None) -> PaymentsSettings:
@@ -64,4 +79,4 @@ async def aload_settings(block_name: str | None = None) -> PaymentsSettings:
     if block_name:
         block = await PaymentsCredentials.aload(block_name)
         return block.to_settings()
-    return PaymentsSettings()  # type: ignore[call-arg]
+    return settings_from_env()

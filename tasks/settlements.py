@@ -12,12 +12,12 @@ Event-driven retry
 ------------------
 `emit_settlement_event(envelope)` turns a ``settlement.status_changed`` envelope (webhook receiver or the
 ``GET /v1/events`` feed, see `relay_settlement_events`) into the Prefect event
-``payments.settlement.status_changed`` with
+``payments.settlement.status_changed`` (the shared conversion `tasks.payment_events.envelope_to_event`) with
 
 * resource: ``prefect.resource.id`` = ``payments.settlement.<reference>``, ``prefect.resource.name`` =
   ``<reference>``, and labels ``payments.reference``, ``payments.webhook-id``, ``payments.status`` and
-  ``payments.outcome`` (left out while running) -- the labels of the webhook receiver
-  (`deployments.console.webhooks.prefect_event`), so one trigger serves both paths;
+  ``payments.outcome`` (left out while running) -- the same labels for the webhook receiver, this relay and
+  the events catch-up, so one trigger serves every path;
 * payload: the envelope's ``data`` (the run as it stood; no ``id``), plus ``eventId`` and ``eventType``;
 * event id: uuid5 of the envelope id (the receiver's namespace): a duplicate delivery is one Prefect event.
 
@@ -47,7 +47,6 @@ import hashlib
 import logging
 import re
 import time
-import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -69,6 +68,7 @@ from connectors.payments import (
 )
 from connectors.payments.models import SettlementRun
 from tasks.clients import payments_client
+from tasks.payment_events import as_envelope, default_emitter, envelope_to_event
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,6 @@ PREFECT_EVENT = "payments.settlement.status_changed"
 RESOURCE_PREFIX = "payments.settlement."
 PAGE_SIZE = 50
 _NOT_REF = re.compile(r"[^A-Za-z0-9]+")
-_EVENT_NS = uuid.UUID("5b0c7f64-52a4-4f0e-9a3c-7d1f3c1a2e90")  # = deployments.console.webhooks
 
 
 # --------------------------------------------------------------------------------------------------
@@ -383,39 +382,24 @@ async def start_settlement(client: PaymentsClient, reference: str, currency: str
 
 
 def settlement_event(envelope: WebhookEnvelope | Mapping[str, Any]) -> dict[str, Any] | None:
-    """Arguments of `prefect.events.emit_event` for a ``settlement.status_changed`` envelope, else None."""
-    env = envelope if isinstance(envelope, WebhookEnvelope) else WebhookEnvelope.model_validate(envelope)
+    """Arguments of `prefect.events.emit_event` for a ``settlement.status_changed`` envelope, else None.
+
+    The conversion itself is `tasks.payment_events.envelope_to_event`, shared with the webhook receiver and
+    the events catch-up.
+    """
+    env = as_envelope(envelope)
     reference = env.data.get("reference")
     if env.type != EVENT_TYPE or not isinstance(reference, str) or not reference:
         return None
-    resource = {
-        "prefect.resource.id": RESOURCE_PREFIX + reference,
-        "prefect.resource.name": reference,
-        "payments.reference": reference,
-        "payments.webhook-id": env.id,
-    }
-    for name in ("status", "outcome"):
-        if isinstance(env.data.get(name), str):
-            resource[f"payments.{name}"] = env.data[name]
-    kwargs: dict[str, Any] = {
-        "event": PREFECT_EVENT,
-        "resource": resource,
-        "payload": {**env.data, "eventId": env.id, "eventType": env.type},
-        "id": uuid.uuid5(_EVENT_NS, env.id),
-    }
-    if env.created_at is not None:
-        kwargs["occurred"] = env.created_at
-    return kwargs
+    return envelope_to_event(env)
 
 
 def emit_settlement_event(envelope: WebhookEnvelope | Mapping[str, Any]) -> Any:
     """Emit the Prefect event of a settlement envelope; other envelopes are ignored (returns None)."""
-    from prefect.events import emit_event
-
     kwargs = settlement_event(envelope)
     if kwargs is None:
         return None
-    return emit_event(**kwargs)
+    return default_emitter(**kwargs)
 
 
 async def relay_settlement_events(client: PaymentsClient, after: str | None = None) -> tuple[int, str | None]:

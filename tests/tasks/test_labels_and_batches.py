@@ -13,8 +13,18 @@ from tasks.labels import REFERENCE_PATTERN, batch_reference, content_label, labe
 
 def _rows(n: int) -> list[PayoutRow]:
     return [
-        PayoutRow(row=i + 2, reference=None, amount=Decimal("10.50") + i, currency="GHS", provider="mtn",
-                  destination_type="msisdn", destination=f"23324{i:07d}", payee_name=None, note=None, extra={})
+        PayoutRow(
+            row=i + 2,
+            reference=None,
+            amount=Decimal("10.50") + i,
+            currency="GHS",
+            provider="mtn",
+            destination_type="msisdn",
+            destination=f"23324{i:07d}",
+            payee_name=None,
+            note=None,
+            extra={},
+        )
         for i in range(n)
     ]
 

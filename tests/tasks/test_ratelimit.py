@@ -37,7 +37,9 @@ async def test_an_active_prefect_limit_with_slot_decay_is_used(prefect_harness) 
     from prefect.client.orchestration import get_client
 
     async with get_client() as client:
-        await client.upsert_global_concurrency_limit_by_name("payments-api-test", limit=50, slot_decay_per_second=50)
+        await client.upsert_global_concurrency_limit_by_name(
+            "payments-api-test", limit=50, slot_decay_per_second=50
+        )
     limiter = await resolve_limiter(10, name="payments-api-test")
     assert limiter.source == "prefect"
     t0 = time.perf_counter()

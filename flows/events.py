@@ -1,0 +1,90 @@
+"""Flow `events-catch-up`: emit the Payments Service events the webhooks missed, each once.
+
+Reads ``GET /v1/events`` from the cursor kept in a Prefect Variable, emits ``payments.<type>`` Prefect events
+(the conversion shared with the webhook receiver: `tasks.payment_events`), advances the cursor only after
+processing, and restarts from the first event when the service no longer knows the cursor (90-day 400).
+See `tasks.events_sync` for the exactly-once argument.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact
+from pydantic import BaseModel, Field
+
+from tasks.artifacts import markdown_table
+from tasks.credentials import load_settings
+from tasks.events_sync import (
+    DEFAULT_CURSOR_VARIABLE,
+    PAGE_SIZE,
+    SEEN_CAPACITY,
+    VARIABLE_NAME_PATTERN,
+    summary_of,
+    sync_events_task,
+)
+
+
+class EventsCatchUpParams(BaseModel):
+    """Parameters of `events-catch-up`."""
+
+    variable: str = Field(
+        DEFAULT_CURSOR_VARIABLE,
+        pattern=VARIABLE_NAME_PATTERN,
+        description="Prefect Variable holding the cursor (its '-seen' twin holds recent ids)",
+    )
+    page_size: int = Field(PAGE_SIZE, ge=1, le=SEEN_CAPACITY, description="Events per GET /v1/events page")
+    emitter: str | None = Field(
+        None, description="'module:callable' taking emit_event's keywords; default prefect.events.emit_event"
+    )
+    credentials_block: str | None = Field(
+        None, description="PaymentsCredentials block name; default: env vars"
+    )
+    rate_limit_per_s: float = Field(
+        50, gt=0, description="Requests per second without a `payments-api` limit"
+    )
+
+
+def _markdown(summary: dict[str, Any]) -> str:
+    lines = ["# Events catch-up", "", f"**Outcome:** {summary['outcome']}", ""]
+    keys = ["events_read", "events_emitted", "duplicates_skipped", "restarted_without_cursor"]
+    lines.append(markdown_table(keys, [[summary[k] for k in keys]]))
+    lines += [
+        "",
+        f"Cursor `{summary['variable']}`: `{summary['cursor_before']}` → `{summary['cursor_after']}`",
+    ]
+    if summary["emitted_by_type"]:
+        lines += ["", markdown_table(["event type", "emitted"], summary["emitted_by_type"].items())]
+    return "\n".join(lines)
+
+
+@flow(name="events-catch-up", log_prints=False)
+async def events_catch_up(params: EventsCatchUpParams | None = None) -> dict[str, Any]:
+    """Emit every event after the saved cursor once, then save the cursor."""
+    params = params or EventsCatchUpParams()
+    logger = get_run_logger()
+    t0 = time.perf_counter()
+    settings = load_settings(params.credentials_block)
+    result = await sync_events_task(
+        settings, params.variable, params.page_size, params.rate_limit_per_s, params.emitter
+    )
+    summary: dict[str, Any] = {"outcome": "completed", **summary_of(result, params.variable)}
+    summary["api_calls"] = dict(sorted(result.api_calls.items()))
+    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    if result.restarted_without_cursor:
+        logger.warning(
+            "cursor %s no longer known to the service: restarted from the first event", result.cursor_before
+        )
+    await acreate_markdown_artifact(
+        key="events-catch-up-summary", markdown=_markdown(summary), description="Events catch-up"
+    )
+    logger.info(
+        "events catch-up: %d read, %d emitted, %d duplicates skipped; cursor %s",
+        result.read,
+        result.emitted,
+        result.duplicates_skipped,
+        result.cursor_after,
+    )
+    return summary

@@ -1,0 +1,156 @@
+"""Flow `transactions-report`: a window of the unified transaction list as xlsx/csv/JSON with Decimal sums.
+
+Default window: the previous Africa/Accra day. Summary by kind, direction, status and reconciliation status,
+amount sums per kind and direction, wallet balances and limit usage at the time; mismatched reconciliations
+are highlighted and listed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from pydantic import BaseModel, Field, model_validator
+
+from tasks.artifacts import markdown_table
+from tasks.credentials import load_settings
+from tasks.transactions_report import (
+    GROUPS,
+    HEADERS,
+    RECONCILIATION_COLUMN,
+    Filters,
+    breakdown,
+    fetch_report_data_task,
+    kind_direction_totals,
+    limit_rows,
+    previous_day,
+    transaction_rows,
+    wallet_rows,
+    write_transactions_report,
+)
+
+Kind = Literal["collection", "payout", "settlement", "utility", "wallet_transfer"]
+
+
+class TransactionsReportParams(BaseModel):
+    """Parameters of `transactions-report` (a form in the Prefect UI)."""
+
+    from_: datetime | None = Field(
+        None, alias="from", description="Created at or after (default: start of the previous Accra day)"
+    )
+    to: datetime | None = Field(None, description="Created before (default: end of the previous Accra day)")
+    kind: Kind | None = None
+    status: str | None = Field(None, min_length=1, max_length=64)
+    settlement_status: Literal["not_eligible", "eligible", "claimed", "settled"] | None = None
+    reconciliation_status: Literal["unchecked", "matched", "mismatched"] | None = None
+    page_size: int = Field(100, ge=1, le=100)
+    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
+    credentials_block: str | None = Field(
+        None, description="PaymentsCredentials block name; default: env vars"
+    )
+    rate_limit_per_s: float = Field(50, gt=0)
+
+    model_config = {"populate_by_name": True}
+
+    @model_validator(mode="after")
+    def _window(self) -> TransactionsReportParams:
+        for name in ("from_", "to"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                setattr(self, name, value.replace(tzinfo=UTC))
+        if self.from_ and self.to and self.from_ >= self.to:
+            raise ValueError("'from' must be before 'to'")
+        return self
+
+
+def _markdown(summary: dict[str, Any]) -> str:
+    lines = [f"# Transactions {summary['from']} → {summary['to']}", "", f"**Outcome:** {summary['outcome']}"]
+    lines += ["", f"{summary['transactions']} transaction(s); filters: {summary['filters'] or 'none'}", ""]
+    totals = [[k, c, v] for k, cur in summary["totals_by_kind_direction"].items() for c, v in cur.items()]
+    if totals:
+        lines.append(markdown_table(["kind/direction", "currency", "amount"], totals))
+    recon = [[k, e["count"]] for k, e in summary["by_reconciliation"].items()]
+    if recon:
+        lines += ["", markdown_table(["reconciliation", "transactions"], recon)]
+    files = summary.get("report_files") or {}
+    if files:
+        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
+    return "\n".join(lines)
+
+
+@flow(name="transactions-report", log_prints=False)
+async def transactions_report(params: TransactionsReportParams | None = None) -> dict[str, Any]:
+    """Read every page of the window, sum, write the report and artifacts."""
+    params = params or TransactionsReportParams()
+    logger = get_run_logger()
+    t0 = time.perf_counter()
+    default_start, default_end = previous_day(datetime.now(UTC))
+    start, end = params.from_ or default_start, params.to or default_end
+    filters = Filters(params.kind, params.status, params.settlement_status, params.reconciliation_status)
+    settings = load_settings(params.credentials_block)
+    data = await fetch_report_data_task(
+        settings, start, end, filters, params.page_size, params.rate_limit_per_s
+    )
+    fetched = time.perf_counter()
+    label = f"transactions-{start.strftime('%Y%m%dT%H%M%S%z')}-{end.strftime('%Y%m%dT%H%M%S%z')}"
+    summary: dict[str, Any] = {
+        "label": label,
+        "outcome": "completed",
+        "from": start.isoformat(),
+        "to": end.isoformat(),
+        "filters": {k: v for k, v in vars(filters).items() if v},
+        "transactions": len(data.transactions),
+        "totals_by_kind_direction": kind_direction_totals(data.transactions),
+        **{f"by_{g}": breakdown(data.transactions, g) for g in GROUPS},
+        "mismatched": [
+            r[3] for r in transaction_rows(data.transactions) if r[RECONCILIATION_COLUMN] == "mismatched"
+        ],
+        "wallet": [
+            dict(zip(["account", "currency", "balance", "reserved"], r, strict=True))
+            for r in wallet_rows(data.wallet)
+        ],
+        "limits": [
+            dict(
+                zip(
+                    [
+                        "currency",
+                        "period",
+                        "limit",
+                        "in_used",
+                        "in_remaining",
+                        "out_used",
+                        "out_remaining",
+                        "per_transaction",
+                    ],
+                    r,
+                    strict=True,
+                )
+            )
+            for r in limit_rows(data.limits)
+        ],
+        "taken_at": data.taken_at.isoformat(),
+        "api_calls": dict(sorted(data.api_calls.items())),
+    }
+    summary["report_files"] = await asyncio.to_thread(
+        write_transactions_report, params.report_dir, label, data, summary
+    )
+    summary["phase_durations_s"] = {
+        "fetch": round(fetched - t0, 3),
+        "report": round(time.perf_counter() - fetched, 3),
+    }
+    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    await acreate_markdown_artifact(key="transactions-report", markdown=_markdown(summary), description=label)
+    if summary["mismatched"]:
+        rows = [r for r in transaction_rows(data.transactions) if r[RECONCILIATION_COLUMN] == "mismatched"]
+        await acreate_table_artifact(
+            key="transactions-mismatched",
+            table=[dict(zip(HEADERS, r, strict=True)) for r in rows[:500]],
+            description="Transactions whose reconciliation is mismatched (first 500)",
+        )
+        logger.warning("%d transaction(s) with a mismatched reconciliation", len(summary["mismatched"]))
+    logger.info("transactions report %s: %d transactions", label, len(data.transactions))
+    return summary

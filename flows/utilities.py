@@ -1,0 +1,288 @@
+"""Flow `utility-purchases`: a sheet of airtime/data purchases bought exactly once, polled to final, reported.
+
+Sheet → products (``GET /v1/utility-products``) → validation located by row and column (a bad sheet sends
+nothing) → fee quotes per distinct product and amount → purchases in chunks (one task per chunk, bounded
+concurrency inside) with references and keys fixed by label and row → poll to final → xlsx/csv/JSON report
+and artifacts. ``outcome_unknown`` and ``refund_failed`` are waited on and reported, never bought again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from pydantic import BaseModel, Field
+
+from tasks.artifacts import artifact_key, markdown_table
+from tasks.credentials import load_settings
+from tasks.intake import IntakeOptions, write_validation_report
+from tasks.labels import content_label, money
+from tasks.reports import ensure_reports_spare_source, report_paths
+from tasks.tabular_reports import write_table_reports
+from tasks.utilities import (
+    CHUNK_SIZE,
+    WAITED_ON,
+    PurchaseOutcome,
+    UtilitySheet,
+    canonical_rows,
+    chunks,
+    needs_attention,
+    poll_purchases_task,
+    products_task,
+    purchase_chunk_task,
+    purchase_orders,
+    quotes_task,
+    read_utility_sheet_task,
+    result_headers,
+    result_rows,
+    validate_utility_sheet,
+)
+
+
+class UtilityRunParams(BaseModel):
+    """Parameters of a utility purchase run (a form in the Prefect UI)."""
+
+    source: str = Field(description="Sheet to buy: local path or fsspec URL (.xlsx, .xlsm, .csv)")
+    label: str | None = Field(
+        None,
+        description="Run label. Default: a fingerprint of the sheet's content, so the same sheet replays.",
+    )
+    dry_run: bool = Field(False, description="Validate and quote only; buy nothing")
+    poll_deadline_s: float = Field(
+        600, gt=0, description="Stop polling after this; unfinished purchases are reported"
+    )
+    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
+    chunk_size: int = Field(CHUNK_SIZE, ge=1, le=500, description="Purchases per task")
+    concurrency: int = Field(8, ge=1, le=64, description="Purchases in flight per chunk")
+    max_concurrent_chunks: int = Field(2, ge=1, le=16)
+    credentials_block: str | None = Field(
+        None, description="PaymentsCredentials block name; default: env vars"
+    )
+    rate_limit_per_s: float = Field(
+        50, gt=0, description="Requests per second without a `payments-api` limit"
+    )
+    default_country_code: str = Field("233", pattern=r"^\d{1,3}$")
+
+
+def _issues(items: list[Any]) -> list[dict[str, Any]]:
+    return [{"row": i.row, "column": i.column, "message": i.message} for i in items]
+
+
+def _markdown(summary: dict[str, Any], attention: list[list[Any]]) -> str:
+    lines = [f"# Utility purchases `{summary['label']}`", "", f"**Outcome:** {summary['outcome']}", ""]
+    keys = ["rows_total", "rows_valid", "rows_invalid", "amount_total", "fee_total", "gross_total"]
+    lines.append(markdown_table(keys, [[summary.get(k) for k in keys]]))
+    if summary.get("purchases_by_status"):
+        lines += ["", markdown_table(["status", "purchases"], summary["purchases_by_status"].items())]
+    if summary.get("unresolved"):
+        lines += [
+            "",
+            f"**Awaiting the service:** {len(summary['unresolved'])} purchase(s) outcome_unknown or "
+            "refund_failed; the service resolves them; never buy them again under a new reference.",
+        ]
+    if attention:
+        lines += ["", "## Rows needing attention", ""]
+        lines.append(markdown_table(["row", "reference", "submission", "status", "reason"], attention[:200]))
+    if summary.get("errors"):
+        lines += ["", "## Sheet errors", ""]
+        rows = [[e["row"], e["column"], e["message"]] for e in summary["errors"][:200]]
+        lines.append(markdown_table(["row", "column", "problem"], rows))
+    files = summary.get("report_files") or {}
+    if files:
+        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
+    return "\n".join(lines)
+
+
+async def _publish(label: str, summary: dict[str, Any], outcomes: dict[int, PurchaseOutcome]) -> None:
+    attention = [
+        [o.row, o.reference, o.submission, o.status, o.failure_reason or o.error_code or ""]
+        for o in outcomes.values()
+        if needs_attention(o)
+    ]
+    await acreate_markdown_artifact(
+        key=artifact_key(label, "utilities"), markdown=_markdown(summary, attention), description=label
+    )
+    if attention:
+        headers = ["row", "reference", "submission", "status", "reason"]
+        await acreate_table_artifact(
+            key=artifact_key(label, "utilities-attention"),
+            table=[dict(zip(headers, r, strict=True)) for r in attention[:500]],
+            description="Purchases refused, failed, refunded or not final (first 500)",
+        )
+
+
+@flow(name="utility-purchases", log_prints=False)
+async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
+    """Read, validate against the products, quote, buy in chunks, poll to final, report."""
+    logger = get_run_logger()
+    started_wall = datetime.now(UTC)
+    t0 = time.perf_counter()
+    phases: dict[str, float] = {}
+    api_calls: Counter[str] = Counter()
+
+    def phase(name: str, since: float) -> float:
+        now = time.perf_counter()
+        phases[name] = round(now - since, 3)
+        return now
+
+    options = IntakeOptions(default_country_code=params.default_country_code)
+    if params.label:
+        ensure_reports_spare_source(params.report_dir, params.label, params.source)
+    raw = await asyncio.to_thread(read_utility_sheet_task, params.source, options)
+    settings = load_settings(params.credentials_block)
+    products, calls = await products_task(settings, params.rate_limit_per_s)
+    api_calls.update(calls)
+    sheet: UtilitySheet = validate_utility_sheet(raw, params.source, products, options)
+    t = phase("read_validate", t0)
+    label = params.label or content_label(canonical_rows(sheet.rows))
+    ensure_reports_spare_source(params.report_dir, label, params.source)
+    summary: dict[str, Any] = {
+        "label": label,
+        "source": params.source,
+        "outcome": "completed",
+        "rows_total": sheet.rows_total,
+        "rows_valid": len(sheet.rows),
+        "rows_invalid": sheet.rows_invalid,
+        "errors": _issues(sheet.errors),
+        "warnings": _issues(sheet.warnings),
+        "amount_total": money(sum((r.amount for r in sheet.rows), Decimal(0))),
+    }
+
+    def finish(outcome: str) -> dict[str, Any]:
+        summary["outcome"] = outcome
+        summary["api_calls"] = dict(sorted(api_calls.items()))
+        summary["phase_durations_s"] = phases
+        summary["duration_s"] = round(time.perf_counter() - t0, 3)
+        return summary
+
+    if sheet.errors or not sheet.rows:
+        if not sheet.errors:
+            summary["errors"] = [{"row": 0, "column": "", "message": "the sheet has no purchase rows"}]
+        path = report_paths(params.report_dir, label)["validation"]
+        summary["report_files"] = {
+            "validation": str(
+                await asyncio.to_thread(write_validation_report, sheet.as_intake_result(), path)
+            )
+        }
+        logger.error("sheet refused: %d invalid row(s); nothing bought", sheet.rows_invalid)
+        finish("invalid_input")
+        await _publish(label, summary, {})
+        return summary
+
+    keys = [(r.product_id, r.amount) for r in sheet.rows]
+    quotes = await quotes_task(settings, keys, params.rate_limit_per_s)
+    api_calls.update(quotes.api_calls)
+    refused_quotes = {k: q for k, q in quotes.by_key.items() if q.error_code}
+    gross = [quotes.by_key[k].gross for k in keys if quotes.by_key[k].gross is not None]
+    fees = [quotes.by_key[k].fee for k in keys if quotes.by_key[k].fee is not None]
+    wallet_gross = sum(
+        (
+            quotes.by_key[(r.product_id, r.amount)].gross or Decimal(0)
+            for r in sheet.rows
+            if r.funding == "wallet"
+        ),
+        Decimal(0),
+    )
+    summary.update(
+        {
+            "quotes": len(quotes.by_key),
+            "fee_total": money(sum(fees, Decimal(0))),
+            "gross_total": money(sum(gross, Decimal(0))),
+            "wallet_gross_total": money(wallet_gross),
+            "wallet_available": money(quotes.wallet_available)
+            if quotes.wallet_available is not None
+            else None,
+        }
+    )
+    if quotes.wallet_available is not None and wallet_gross > quotes.wallet_available:
+        summary.setdefault("notes", []).append(
+            f"wallet-funded total {money(wallet_gross)} is above the available "
+            f"{money(quotes.wallet_available)} (purchases bought by an earlier run are not bought again)"
+        )
+    t = phase("quote", t)
+    if refused_quotes:
+        for r in sheet.rows:
+            q = refused_quotes.get((r.product_id, r.amount))
+            if q is not None:
+                summary["errors"].append(
+                    {"row": r.row, "column": "amount", "message": f"{q.error_code}: {q.error_message}"}
+                )
+        summary["rows_invalid"] = len({e["row"] for e in summary["errors"]})
+        logger.error("the service refused %d fee quote(s): nothing bought", len(refused_quotes))
+        finish("invalid_input")
+        await _publish(label, summary, {})
+        return summary
+    if params.dry_run:
+        finish("dry_run")
+        await _publish(label, summary, {})
+        return summary
+
+    orders = purchase_orders(sheet.rows, label)
+    parts = chunks(orders, params.chunk_size)
+    summary["chunks"] = len(parts)
+    sem = asyncio.Semaphore(params.max_concurrent_chunks)
+
+    async def send(index: int, part: list) -> tuple[list[PurchaseOutcome], Counter[str]]:
+        async with sem:
+            return await purchase_chunk_task(
+                settings, index, part, params.concurrency, params.rate_limit_per_s
+            )
+
+    results = await asyncio.gather(*(send(i, p) for i, p in enumerate(parts)))
+    outcomes: dict[int, PurchaseOutcome] = {}
+    for items, calls in results:
+        api_calls.update(calls)
+        outcomes.update({o.row: o for o in items})
+    t = phase("purchase", t)
+
+    accepted = {o.reference: o for o in outcomes.values() if o.submission == "accepted"}
+    created = [o.created_at for o in accepted.values() if o.created_at]
+    replayed = sum(1 for c in created if c < started_wall)
+    poll = await poll_purchases_task(
+        settings, accepted, min(created) if created else None, params.poll_deadline_s, params.rate_limit_per_s
+    )
+    api_calls.update(poll.api_calls)
+    for o in poll.outcomes.values():
+        outcomes[o.row] = o
+    t = phase("poll", t)
+
+    done = [o for o in outcomes.values() if o.submission == "accepted"]
+    refused = [o for o in outcomes.values() if o.submission != "accepted"]
+    summary.update(
+        {
+            "purchases": len(orders),
+            "purchases_by_status": dict(sorted(Counter(o.status for o in done).items())),
+            "refused_items": len(refused),
+            "refused_by_code": dict(Counter(o.error_code for o in refused)),
+            "replayed_purchases": replayed,
+            "unresolved": sorted(o.reference for o in done if o.status in WAITED_ON),
+            "not_final": sorted(o.reference for o in done if not o.final),
+            "deadline_reached": poll.deadline_reached,
+            "poll_rounds": poll.rounds,
+        }
+    )
+    finish("completed")
+    headers = result_headers(sheet.columns)
+    rows = result_rows(sheet, outcomes, quotes.by_key)
+    status_col, sub_col = headers.index("Purchase status"), headers.index("Submission")
+    highlight = [
+        r[sub_col] != "accepted" or r[status_col] in {"failed", "refunded", *WAITED_ON} for r in rows
+    ]
+    summary["report_files"] = await asyncio.to_thread(
+        write_table_reports, params.report_dir, label, headers, rows, summary, highlight=highlight
+    )
+    phase("report", t)
+    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    await _publish(label, summary, outcomes)
+    for ref in summary["unresolved"]:
+        logger.warning(
+            "purchase %s awaits the service (%s): not bought again", ref, poll.outcomes[ref].status
+        )
+    logger.info("utility run %s: %s", label, summary["purchases_by_status"])
+    return summary

@@ -1,0 +1,123 @@
+"""`payops payouts` as an operator runs it: exit codes 0/2/3/1, JSON-only stdout, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox import SandboxConfig, SandboxServer
+from tests.flows.support import emulator_stats, payroll_rows, write_sheet
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    with SandboxServer(SandboxConfig(delivery_delay_s=0.5)) as s:
+        yield s
+
+
+def payops(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    from prefect.settings import PREFECT_API_URL
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith("PAYOPS_")}
+    full |= {"PREFECT_API_URL": PREFECT_API_URL.value(), **env}
+    proc = subprocess.run(
+        [sys.executable, "-m", "deployments.cli", *args],
+        env=full,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    return proc
+
+
+def test_exit_codes_and_json_output(prefect_harness, server: SandboxServer, tmp_path: Path) -> None:
+    reports = str(tmp_path / "reports")
+    good = write_sheet(tmp_path / "good.xlsx", payroll_rows(3, prefix="CLI"))
+    bad_rows = payroll_rows(3, prefix="CLB")
+    bad_rows[2][6] = "2.33241E+11"
+    bad = write_sheet(tmp_path / "bad.xlsx", bad_rows)
+    before = emulator_stats(server.base_url)["payouts"]
+
+    invalid = payops(
+        ["payouts", str(bad), "--label", "cli-bad", "--report-dir", reports, "--json"], server.env
+    )
+    assert invalid.returncode == 2
+    summary = json.loads(invalid.stdout)
+    assert [(e["row"], e["column"]) for e in summary["errors"]] == [(4, "destination")]
+    assert "scientific notation" in summary["errors"][0]["message"]
+
+    dry = payops(
+        ["payouts", str(good), "--label", "cli-dry", "--report-dir", reports, "--dry-run", "--json"],
+        server.env,
+    )
+    assert dry.returncode == 0 and json.loads(dry.stdout)["outcome"] == "dry_run"
+    assert json.loads(dry.stdout)["fee_total"] == "1.50"  # the pre-flight ran with the credentials
+
+    offline = payops(
+        ["payouts", str(good), "--label", "cli-dry2", "--report-dir", reports, "--dry-run", "--json"], {}
+    )
+    assert offline.returncode == 0
+    assert (
+        "pre-flight skipped: no Payments credentials" in json.loads(offline.stdout)["preflight"]["notes"][0]
+    )
+    assert emulator_stats(server.base_url)["payouts"] == before  # nothing sent so far
+
+    paid = payops(
+        ["payouts", str(good), "--label", "cli-good", "--report-dir", reports, "--json"], server.env
+    )
+    assert paid.returncode == 0
+    assert json.loads(paid.stdout)["payouts_by_status"] == {"delivered": 3}  # stdout is the JSON and only it
+    assert (tmp_path / "reports" / "cli-good.csv").exists()
+    assert emulator_stats(server.base_url)["payouts"] == before + 3
+
+
+def test_not_approved_is_exit_3(prefect_harness, server: SandboxServer, tmp_path: Path) -> None:
+    sheet = write_sheet(tmp_path / "approve.xlsx", payroll_rows(2, prefix="CLA"))
+    proc = payops(
+        [
+            "payouts",
+            str(sheet),
+            "--label",
+            "cli-approve",
+            "--report-dir",
+            str(tmp_path / "r"),
+            "--require-approval",
+            "--approval-timeout",
+            "10",
+        ],
+        server.env,
+    )
+    assert proc.returncode == 3 and "not_approved" in proc.stdout
+
+
+def test_unreadable_file_and_unreachable_service_get_one_clear_line(prefect_harness, tmp_path: Path) -> None:
+    pdf = tmp_path / "payroll.pdf"
+    pdf.write_bytes(b"%PDF-1.4 not a sheet")
+    proc = payops(["payouts", str(pdf), "--report-dir", str(tmp_path / "r")], {})
+    assert proc.returncode == 2 and proc.stderr.strip().startswith("error:")
+    assert ".pdf" in proc.stderr
+
+    sheet = write_sheet(tmp_path / "ok.xlsx", payroll_rows(2, prefix="CLU"))
+    dead = {
+        "PAYOPS_BASE_URL": "http://127.0.0.1:9",
+        "PAYOPS_AUTH_URL": "http://127.0.0.1:9/auth",
+        "PAYOPS_CLIENT_ID": "x",
+        "PAYOPS_CLIENT_SECRET": "very-secret-value",
+        "PAYOPS_RESOURCE": "urn:payments-api",
+    }
+    proc = payops(
+        ["payouts", str(sheet), "--label", "cli-dead", "--report-dir", str(tmp_path / "r")], dead, timeout=300
+    )
+    assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith("error:")
+    assert "very-secret-value" not in proc.stderr + proc.stdout
