@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 from decimal import Decimal, InvalidOperation
@@ -37,6 +38,42 @@ def _quiet_prefect(json_only: bool) -> None:
         os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 
 
+class _OneLine(logging.Formatter):
+    """Terminal log lines without tracebacks: an operator reads one line per problem. The API log handler is
+    untouched, so the full traceback stays in the flow run's logs in the Prefect UI."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            return self.inner.format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def operator_logging() -> None:
+    """Make every terminal log handler (Prefect's console handler included) print one line per record."""
+    import prefect.main  # noqa: F401 - sets up Prefect's handlers (later setups are incremental), then wrapped
+
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", []):
+            stream = getattr(handler, "stream", None)
+            if stream in (sys.stderr, sys.stdout) and not isinstance(handler.formatter, _OneLine):
+                handler.setFormatter(_OneLine(handler.formatter))
+
+
+@app.callback()
+def _setup() -> None:
+    """Payout operations on the Payments Service."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    operator_logging()
+
+
 def _fail(message: str, code: int = EXIT_ERROR) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
@@ -45,7 +82,7 @@ def _fail(message: str, code: int = EXIT_ERROR) -> None:
 def human_summary(s: dict[str, Any]) -> str:
     """The short summary an operator reads at the end of a run."""
     lines = [
-        f"run {s['label']}: {s['outcome']}",
+        f"run {s['label'] or s.get('source')}: {s['outcome']}",
         f"  rows: {s['rows_total']} ({s['rows_valid']} valid, {s['rows_invalid']} invalid)   "
         f"batches: {s.get('batches', 0)}",
     ]
@@ -64,7 +101,8 @@ def human_summary(s: dict[str, Any]) -> str:
         f"time: {s.get('duration_s', 0)}s"
     )
     for e in s.get("errors", [])[:20]:
-        lines.append(f"  row {e['row']}, column {e['column']}: {e['message']}")
+        where = f"row {e['row']}, column {e['column']}" if e.get("row") is not None else "file"
+        lines.append(f"  {where}: {e['message']}")
     if len(s.get("errors", [])) > 20:
         lines.append(f"  ... and {len(s['errors']) - 20} more errors (see the validation report)")
     preflight = s.get("preflight") or {}

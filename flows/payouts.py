@@ -186,8 +186,27 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     options = IntakeOptions(default_country_code=params.default_country_code)
     if params.label:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
-    intake: IntakeResult = await asyncio.to_thread(read_sheet_task, params.source, options)
+    intake = await asyncio.to_thread(read_sheet_task, params.source, options)
     t = phase("read_validate", t0)
+    if isinstance(intake, str):
+        logger.error("sheet refused: %s; nothing sent", intake)
+        return {
+            "label": params.label,
+            "source": params.source,
+            "outcome": "invalid_input",
+            "rows_total": 0,
+            "rows_valid": 0,
+            "rows_invalid": 0,
+            "errors": [{"row": None, "column": None, "message": intake}],
+            "warnings": [],
+            "batches": 0,
+            "payouts_by_status": {},
+            "amount_total": "0.00",
+            "fee_total": "0.00",
+            "api_calls": {},
+            "phase_durations_s": phases,
+            "duration_s": round(time.perf_counter() - t0, 3),
+        }
     label = params.label or content_label(_canonical(intake.rows))
     ensure_reports_spare_source(params.report_dir, label, params.source)
     summary: dict[str, Any] = {

@@ -6,13 +6,19 @@ from pathlib import Path
 
 from prefect import task
 
-from tasks.intake import IntakeOptions, IntakeResult, read_payout_sheet, write_validation_report
+from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet, write_validation_report
 
 
 @task(name="read-sheet")
-def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult:
-    """Read and validate every row of a payout sheet (one task for the whole sheet)."""
-    return read_payout_sheet(source, options)
+def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult | str:
+    """Read and validate every row of a payout sheet (one task for the whole sheet).
+
+    A refused file (wrong type, too large, unsafe, no header...) is a result, not a task failure: the message.
+    """
+    try:
+        return read_payout_sheet(source, options)
+    except IntakeError as exc:
+        return str(exc)
 
 
 @task(name="write-validation-report")

@@ -104,9 +104,15 @@ def test_not_approved_is_exit_3(prefect_harness, server: SandboxServer, tmp_path
 def test_unreadable_file_and_unreachable_service_get_one_clear_line(prefect_harness, tmp_path: Path) -> None:
     pdf = tmp_path / "payroll.pdf"
     pdf.write_bytes(b"%PDF-1.4 not a sheet")
-    proc = payops(["payouts", str(pdf), "--report-dir", str(tmp_path / "r")], {})
-    assert proc.returncode == 2 and proc.stderr.strip().startswith("error:")
-    assert ".pdf" in proc.stderr
+    proc = payops(["payouts", str(pdf), "--report-dir", str(tmp_path / "r"), "--json"], {})
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["errors"] == [
+        {
+            "row": None,
+            "column": None,
+            "message": "unsupported file type '.pdf'; upload .xlsx, .xlsm or .csv (UTF-8)",
+        }
+    ]
 
     sheet = write_sheet(tmp_path / "ok.xlsx", payroll_rows(2, prefix="CLU"))
     dead = {
