@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -114,13 +117,30 @@ class LimiterStats:
         }
 
 
+_STATS_SCOPE: ContextVar[LimiterStats | None] = ContextVar("payops_limiter_stats", default=None)
+
+
 class RateLimitedTransport(httpx.AsyncBaseTransport):
     """Acquires one limiter slot before every request it sends (retries included)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, limiter: Limiter) -> None:
         self.inner = inner
         self.limiter = limiter
-        self.stats = LimiterStats(source=limiter.source)
+        self._stats = LimiterStats(source=limiter.source)
+
+    @property
+    def stats(self) -> LimiterStats:
+        """What the limit cost: in the open `counting()` scope if any, else since creation."""
+        return _STATS_SCOPE.get() or self._stats
+
+    @contextmanager
+    def counting(self) -> Iterator[LimiterStats]:
+        """Tally this context's acquisitions apart (tasks sharing one transport)."""
+        token = _STATS_SCOPE.set(LimiterStats(source=self.limiter.source))
+        try:
+            yield self.stats
+        finally:
+            _STATS_SCOPE.reset(token)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         t0 = time.perf_counter()
@@ -129,9 +149,11 @@ class RateLimitedTransport(httpx.AsyncBaseTransport):
         try:
             return await self.inner.handle_async_request(request)
         finally:
-            self.stats.acquires += 1
-            self.stats.wait_s += t1 - t0
-            self.stats.request_s += time.perf_counter() - t1
+            spent = time.perf_counter() - t1
+            for stats in {id(s): s for s in (self._stats, _STATS_SCOPE.get()) if s is not None}.values():
+                stats.acquires += 1
+                stats.wait_s += t1 - t0
+                stats.request_s += spent
 
     async def aclose(self) -> None:
         await self.inner.aclose()

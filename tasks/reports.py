@@ -6,15 +6,14 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import fsspec
-from openpyxl import Workbook
-from openpyxl.styles import Font, PatternFill
-from openpyxl.utils import get_column_letter
+
+from tasks.xlsx import add_sheet, neutralise, new_workbook
 
 RESULT_COLUMNS = [
     "Reference (sent)",
@@ -27,7 +26,6 @@ RESULT_COLUMNS = [
     "Error message",
     "Completed at",
 ]
-_RISKY = ("=", "+", "-", "@", "\t", "\r")
 _RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
 _UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -63,13 +61,6 @@ class RowOutcome:
             self.error_message,
             self.completed_at,
         ]
-
-
-def neutralise(value: Any) -> Any:
-    """Defuse spreadsheet formula injection: text starting with = + - @ is prefixed with a quote."""
-    if isinstance(value, str) and value.startswith(_RISKY):
-        return "'" + value
-    return value
 
 
 def report_filename(label: str) -> str:
@@ -148,22 +139,6 @@ def resubmit_rows(
     return headers, rows
 
 
-def _sheet(
-    wb: Workbook, title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], first: bool = False
-):
-    ws = wb.active if first else wb.create_sheet(title)
-    ws.title = title
-    ws.append(list(headers))
-    for cell in ws[1]:
-        cell.font = Font(bold=True)
-    for row in rows:
-        ws.append(list(row))
-    for i, h in enumerate(headers, start=1):
-        ws.column_dimensions[get_column_letter(i)].width = min(40, max(10, len(str(h)) + 2))
-    ws.freeze_panes = "A2"
-    return ws
-
-
 def summary_pairs(summary: Mapping[str, Any]) -> list[list[Any]]:
     pairs: list[list[Any]] = []
     for key, value in summary.items():
@@ -196,18 +171,15 @@ def write_reports(
 
     headers = _result_headers(columns)
     rows = results_rows(columns, table, outcomes)
-    wb = Workbook()
-    ws = _sheet(wb, "results", headers, rows, first=True)
-    bad = PatternFill("solid", fgColor="FFF2CC")
-    status_col = headers.index("Payout status")
-    sub_col = headers.index("Submission")
-    for r, row in enumerate(rows, start=2):
-        if row[status_col] in {"failed", "refunded"} or row[sub_col] in {"refused", "invalid"}:
-            for c in range(1, len(headers) + 1):
-                ws.cell(r, c).fill = bad
-    _sheet(wb, "summary", ["field", "value"], summary_pairs(summary))
+    status_col, sub_col = headers.index("Payout status"), headers.index("Submission")
+    attention = [
+        r[status_col] in {"failed", "refunded"} or r[sub_col] in {"refused", "invalid"} for r in rows
+    ]
+    wb = new_workbook()
+    add_sheet(wb, "results", headers, rows, highlight=attention)
+    add_sheet(wb, "summary", ["field", "value"], summary_pairs(summary))
     rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
-    _sheet(wb, "resubmit", rh, rr)
+    add_sheet(wb, "resubmit", rh, rr)
     with fsspec.open(paths["xlsx"], "wb") as fh:
         wb.save(fh)
 

@@ -13,45 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fsspec
-from openpyxl import Workbook
-from openpyxl.styles import Font, PatternFill
-from openpyxl.utils import get_column_letter
 
-from tasks.reports import neutralise, report_filename, summary_pairs
-
-_HIGHLIGHT = PatternFill("solid", fgColor="FFF2CC")
-
-
-def _cell(value: Any) -> Any:
-    """A spreadsheet-safe cell: text, numbers and None as is; anything else as its text."""
-    if value is None or isinstance(value, int | float | str):
-        return neutralise(value)
-    return neutralise(str(value))
-
-
-def add_sheet(
-    wb: Workbook,
-    title: str,
-    headers: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    *,
-    first: bool = False,
-    highlight: Sequence[bool] | None = None,
-) -> None:
-    """Append a sheet with a bold, frozen header row; rows flagged in `highlight` are shaded."""
-    ws = wb.active if first else wb.create_sheet(title)
-    ws.title = title
-    ws.append(list(headers))
-    for cell in ws[1]:
-        cell.font = Font(bold=True)
-    for i, row in enumerate(rows):
-        ws.append([_cell(v) for v in row])
-        if highlight is not None and highlight[i]:
-            for c in range(1, len(headers) + 1):
-                ws.cell(i + 2, c).fill = _HIGHLIGHT
-    for i, h in enumerate(headers, start=1):
-        ws.column_dimensions[get_column_letter(i)].width = min(40, max(10, len(str(h)) + 2))
-    ws.freeze_panes = "A2"
+from tasks.reports import report_filename, summary_pairs
+from tasks.xlsx import add_sheet, new_workbook, safe_cell
 
 
 def write_table_reports(
@@ -73,8 +37,8 @@ def write_table_reports(
     fs, root = fsspec.core.url_to_fs(report_dir)
     fs.makedirs(root, exist_ok=True)
 
-    wb = Workbook()
-    add_sheet(wb, sheet_title, headers, rows, first=True, highlight=highlight)
+    wb = new_workbook()
+    add_sheet(wb, sheet_title, headers, rows, highlight=highlight)
     add_sheet(wb, "summary", ["field", "value"], summary_pairs({**summary, "report_files": paths}))
     with fsspec.open(paths["xlsx"], "wb") as fh:
         wb.save(fh)
@@ -82,7 +46,7 @@ def write_table_reports(
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(headers)
-    writer.writerows([_cell(v) for v in row] for row in rows)
+    writer.writerows([safe_cell(v) for v in row] for row in rows)
     with fsspec.open(paths["csv"], "w", encoding="utf-8", newline="") as fh:
         fh.write(buf.getvalue())
 

@@ -22,7 +22,8 @@ from connectors.payments import PaymentsClient, PaymentsSettings, Transaction
 from tasks.clients import payments_client
 from tasks.labels import money
 from tasks.settlements import _transient
-from tasks.tabular_reports import add_sheet, write_table_reports
+from tasks.tabular_reports import write_table_reports
+from tasks.xlsx import add_sheet
 
 ACCRA = ZoneInfo("Africa/Accra")
 MISMATCH_FILL = PatternFill("solid", fgColor="FFC7CE")

@@ -8,7 +8,9 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 from types import TracebackType
 from typing import Any, TypeVar
@@ -37,6 +39,7 @@ logger = logging.getLogger("connectors.payments")
 
 M = TypeVar("M", bound=BaseModel)
 _ENDPOINT_EXT = "payops_endpoint"
+_CALLS_SCOPE: ContextVar[Counter[str] | None] = ContextVar("payments_api_calls_scope", default=None)
 
 
 class PaymentsClient:
@@ -58,7 +61,7 @@ class PaymentsClient:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
-        self.api_calls: Counter[str] = Counter()
+        self._api_calls: Counter[str] = Counter()
         self._sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
         timeout = httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s)
@@ -114,10 +117,28 @@ class PaymentsClient:
         await self._http.aclose()
         await self._token_http.aclose()
 
+    @property
+    def api_calls(self) -> Counter[str]:
+        """Requests sent per endpoint: in the open ``counting()`` scope if any, else since creation."""
+        scoped = _CALLS_SCOPE.get()
+        return scoped if scoped is not None else self._api_calls
+
+    @contextmanager
+    def counting(self) -> Iterator[Counter[str]]:
+        """Count this context's requests apart (a task sharing a client with others; child tasks included)."""
+        token = _CALLS_SCOPE.set(Counter())
+        try:
+            yield _CALLS_SCOPE.get()  # type: ignore[misc]
+        finally:
+            _CALLS_SCOPE.reset(token)
+
     async def _count_request(self, request: httpx.Request) -> None:
         endpoint = request.extensions.get(_ENDPOINT_EXT)
         if endpoint:
-            self.api_calls[str(endpoint)] += 1
+            self._api_calls[str(endpoint)] += 1
+            scoped = _CALLS_SCOPE.get()
+            if scoped is not None:
+                scoped[str(endpoint)] += 1
 
     # ------------------------------------------------------------------------------------------------
     # Core request loop

@@ -302,3 +302,35 @@ async def test_body_and_model_are_exclusive(make_client) -> None:
         "type": "msisdn",
         "value": "233240000000",
     }
+
+
+async def test_counting_scopes_keep_concurrent_tasks_apart() -> None:
+    """Tasks sharing one client each count only their own requests (child tasks included)."""
+    import asyncio
+
+    import httpx
+
+    from connectors.payments import PaymentsClient, PaymentsSettings
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/oauth/token"):
+            return httpx.Response(200, json={"access_token": "t", "token_type": "Bearer", "expires_in": 300})
+        return httpx.Response(200, json={"items": []})
+
+    settings = PaymentsSettings(
+        base_url="http://t",
+        auth_url="http://t/auth",
+        client_id="c",
+        client_secret="s",
+        resource="urn:payments-api",
+    )
+    async with PaymentsClient(settings, transport=httpx.MockTransport(handler)) as client:
+
+        async def task(n: int) -> dict[str, int]:
+            with client.counting():
+                await asyncio.gather(*(client.wallet.get() for _ in range(n)))
+                return dict(client.api_calls)
+
+        a, b = await asyncio.gather(task(2), task(5))
+        assert a == {"GET /v1/wallet": 2} and b == {"GET /v1/wallet": 5}
+        assert client.api_calls == {"GET /v1/wallet": 7}
