@@ -48,7 +48,7 @@ class PaymentsCredentials(Block):
         return PaymentsSettings(**values)  # type: ignore[arg-type]
 
 
-class CredentialsMissing(RuntimeError):
+class CredentialsMissing(ValueError):
     """No usable Payments credentials: names the missing settings, never their values."""
 
 

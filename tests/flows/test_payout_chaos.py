@@ -50,8 +50,8 @@ def test_faults_rate_limits_and_short_tokens_change_nothing(
     assert stats["payouts"] == 1050  # no payout lost, none twice
     # The chaos really happened: 5xx faults, 429s, and tokens renewed (20 s lifetime, run longer than that).
     assert sum(app.statuses[c] for c in (500, 502, 503, 504)) > 5 and app.statuses[429] > 0
-    one_per_task = 1 + 11 + 1  # pre-flight, 11 batches, polling: each task's client takes one token
-    assert stats["requests"].get("POST /auth/v1/oauth/token", 0) > one_per_task
+    # One shared client per run: one token, renewed before its 20 s lifetime ran out (never one per request).
+    assert stats["requests"].get("POST /auth/v1/oauth/token", 0) >= 2
     assert s["duration_s"] > 20
 
 
