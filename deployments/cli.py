@@ -7,7 +7,6 @@ nothing sent, 3 not approved, 1 any other error. Operators never see a traceback
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -17,25 +16,11 @@ from typing import Any
 
 import typer
 
+from deployments.cli_common import EXIT_INVALID, fail, quiet_prefect, run_summary_flow
+
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Payout operations on the Payments Service."
 )
-
-EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
-OUTCOME_EXIT = {
-    "completed": EXIT_OK,
-    "dry_run": EXIT_OK,
-    "invalid_input": EXIT_INVALID,
-    "preflight_failed": EXIT_INVALID,
-    "not_approved": EXIT_NOT_APPROVED,
-}
-
-
-def _quiet_prefect(json_only: bool) -> None:
-    """Prefect settings for a local run: no analytics; with --json, only warnings on stderr."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    if json_only:
-        os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 
 
 class _OneLine(logging.Formatter):
@@ -72,11 +57,6 @@ def _setup() -> None:
     """Payout operations on the Payments Service."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     operator_logging()
-
-
-def _fail(message: str, code: int = EXIT_ERROR) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def human_summary(s: dict[str, Any]) -> str:
@@ -133,13 +113,12 @@ def payouts(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Pay a payout sheet: validate, pre-flight, send in batches of 100, poll to final, report."""
-    _quiet_prefect(json_out)
+    quiet_prefect(json_out)
     try:
         threshold = Decimal(approval_threshold) if approval_threshold else None
     except InvalidOperation:
-        _fail(f"--approval-threshold must be a decimal amount, got {approval_threshold!r}", EXIT_INVALID)
+        fail(f"--approval-threshold must be a decimal amount, got {approval_threshold!r}", EXIT_INVALID)
     from flows.payouts import PayoutRunParams, payout_spreadsheet
-    from tasks.intake import IntakeError
 
     params = PayoutRunParams(
         source=file,
@@ -154,19 +133,12 @@ def payouts(
         credentials_block=credentials_block,
         check_names=not no_name_check,
     )
-    try:
-        summary = asyncio.run(payout_spreadsheet(params))
-    except IntakeError as exc:
-        _fail(str(exc), EXIT_INVALID)
-    except KeyboardInterrupt:
-        _fail("interrupted: re-run with the same label to finish; nothing is sent twice")
-    except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
-        _fail(f"{type(exc).__name__}: {exc}")
-    if json_out:
-        sys.stdout.write(json.dumps(summary, default=str) + "\n")
-    else:
-        typer.echo(human_summary(summary))
-    raise typer.Exit(OUTCOME_EXIT.get(summary["outcome"], EXIT_ERROR))
+    run_summary_flow(
+        lambda: payout_spreadsheet(params),
+        json_out,
+        human_summary,
+        "re-run with the same label to finish; nothing is sent twice",
+    )
 
 
 @app.command()
@@ -205,7 +177,7 @@ def template(file: Path = typer.Argument(..., help="Where to write the .xlsx tem
     from tasks.intake import write_template
 
     if file.suffix.lower() != ".xlsx":
-        _fail(f"the template is an .xlsx file; got {file.name!r}", EXIT_INVALID)
+        fail(f"the template is an .xlsx file; got {file.name!r}", EXIT_INVALID)
     typer.echo(f"template written: {write_template(file)}")
 
 
@@ -221,7 +193,7 @@ def approve(
     try:
         asyncio.run(resume_flow_run(flow_run_id, run_input={"approve": not reject, "comment": comment}))
     except Exception as exc:  # noqa: BLE001 - one clear line for the operator
-        _fail(f"could not resume {flow_run_id}: {exc}")
+        fail(f"could not resume {flow_run_id}: {exc}")
     typer.echo(f"{'rejected' if reject else 'approved'}: {flow_run_id}")
 
 

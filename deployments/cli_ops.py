@@ -22,8 +22,9 @@ def register(app: typer.Typer) -> None:
         """
         from deployments.serve import run_all_in_one
 
-        raise typer.Exit(run_all_in_one(port=port, console_port=console_port, sandbox=sandbox,
-                                        sandbox_port=sandbox_port))
+        raise typer.Exit(
+            run_all_in_one(port=port, console_port=console_port, sandbox=sandbox, sandbox_port=sandbox_port)
+        )
 
     @app.command()
     def console(

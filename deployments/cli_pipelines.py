@@ -6,28 +6,12 @@ Exit codes: 0 completed (failed purchases are a result, not an error), 2 invalid
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import typer
 
-EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
-OUTCOME_EXIT = {"completed": EXIT_OK, "dry_run": EXIT_OK, "invalid_input": EXIT_INVALID}
-
-
-def _quiet(json_only: bool) -> None:
-    from deployments.cli import _quiet_prefect
-
-    _quiet_prefect(json_only)
-
-
-def _fail(message: str, code: int = EXIT_ERROR) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+from deployments.cli_common import EXIT_INVALID, fail, parse_time, quiet_prefect, run_summary_flow
 
 
 def _validation_message(exc: Exception) -> str:
@@ -35,16 +19,6 @@ def _validation_message(exc: Exception) -> str:
     if callable(errors):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in errors())
     return str(exc)
-
-
-def _parse_time(option: str, value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        _fail(f"{option} must be an ISO 8601 date or date-time, got {value!r}", EXIT_INVALID)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def human_summary(s: dict[str, Any]) -> str:
@@ -89,22 +63,7 @@ def human_summary(s: dict[str, Any]) -> str:
 
 
 def _run(call: Callable[[], Any], json_out: bool, interrupted: str) -> None:
-    """Run a flow, print its summary, exit with the outcome's code."""
-    from tasks.intake import IntakeError
-
-    try:
-        summary = asyncio.run(call())
-    except IntakeError as exc:
-        _fail(str(exc), EXIT_INVALID)
-    except KeyboardInterrupt:
-        _fail(f"interrupted: {interrupted}")
-    except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
-        _fail(f"{type(exc).__name__}: {exc}")
-    if json_out:
-        sys.stdout.write(json.dumps(summary, default=str) + "\n")
-    else:
-        typer.echo(human_summary(summary))
-    raise typer.Exit(OUTCOME_EXIT.get(summary.get("outcome"), EXIT_ERROR))
+    run_summary_flow(call, json_out, human_summary, interrupted)
 
 
 def utilities(
@@ -117,7 +76,7 @@ def utilities(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
-    _quiet(json_out)
+    quiet_prefect(json_out)
     from pydantic import ValidationError
 
     from flows.utilities import UtilityRunParams, utility_purchases
@@ -132,7 +91,7 @@ def utilities(
             credentials_block=credentials_block,
         )
     except ValidationError as exc:
-        _fail(_validation_message(exc), EXIT_INVALID)
+        fail(_validation_message(exc), EXIT_INVALID)
     _run(
         lambda: utility_purchases(params),
         json_out,
@@ -146,7 +105,7 @@ def events_sync(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Emit the events the webhooks missed (GET /v1/events from the saved cursor), each once."""
-    _quiet(json_out)
+    quiet_prefect(json_out)
     from pydantic import ValidationError
 
     from flows.events import EventsCatchUpParams, events_catch_up
@@ -154,7 +113,7 @@ def events_sync(
     try:
         params = EventsCatchUpParams(variable=variable, credentials_block=credentials_block)
     except ValidationError as exc:
-        _fail(_validation_message(exc), EXIT_INVALID)
+        fail(_validation_message(exc), EXIT_INVALID)
     _run(lambda: events_catch_up(params), json_out, "run it again; processed events are not emitted twice")
 
 
@@ -174,7 +133,7 @@ def transactions_report(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Report a window of transactions with sums by kind, direction, status and reconciliation."""
-    _quiet(json_out)
+    quiet_prefect(json_out)
     from pydantic import ValidationError
 
     from flows.transactions import TransactionsReportParams
@@ -183,8 +142,8 @@ def transactions_report(
     try:
         params = TransactionsReportParams.model_validate(
             {
-                "from": _parse_time("--from", from_),
-                "to": _parse_time("--to", to),
+                "from": parse_time("--from", from_),
+                "to": parse_time("--to", to),
                 "kind": kind,
                 "status": status,
                 "settlement_status": settlement_status,
@@ -194,7 +153,7 @@ def transactions_report(
             }
         )
     except ValidationError as exc:
-        _fail(_validation_message(exc), EXIT_INVALID)
+        fail(_validation_message(exc), EXIT_INVALID)
     _run(lambda: report_flow(params), json_out, "run it again; the report only reads")
 
 

@@ -11,33 +11,16 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import typer
 
-EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
-
-
-def _quiet(json_only: bool) -> None:
-    from deployments.cli import _quiet_prefect
-
-    _quiet_prefect(json_only)
-
-
-def _fail(message: str, code: int = EXIT_ERROR) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+from deployments.cli_common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, fail, parse_time, quiet_prefect
 
 
 def _parse_since(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        _fail(f"--since must be an ISO 8601 date or date-time, got {value!r}", EXIT_INVALID)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return parse_time("--since", value)
 
 
 def human_summary(s: dict[str, Any]) -> str:
@@ -76,9 +59,9 @@ def _run_flow(call: Callable[[], Any], json_out: bool) -> None:
         state = asyncio.run(call())
         data = state.result(raise_on_failure=False)
     except KeyboardInterrupt:
-        _fail("interrupted: run the command again; a retry is never started twice")
+        fail("interrupted: run the command again; a retry is never started twice")
     except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
-        _fail(f"{type(exc).__name__}: {exc}")
+        fail(f"{type(exc).__name__}: {exc}")
     summary = data if isinstance(data, dict) else None
     if summary is not None:
         if json_out:
@@ -89,7 +72,7 @@ def _run_flow(call: Callable[[], Any], json_out: bool) -> None:
         detail = state.message or (
             f"{type(data).__name__}: {data}" if isinstance(data, BaseException) else ""
         )
-        _fail(detail or "the flow run failed")
+        fail(detail or "the flow run failed")
     raise typer.Exit(EXIT_OK if summary and summary.get("outcome") == "completed" else EXIT_ERROR)
 
 
@@ -102,7 +85,7 @@ def retry(
     poll_deadline: float = typer.Option(300, help="Seconds to poll the new runs to completed"),
 ) -> None:
     """Retry each failed settlement run (failed_partial, failed_all) exactly once, then report."""
-    _quiet(json_out)
+    quiet_prefect(json_out)
     from flows.settlements import SettlementRetryParams, retry_failed_settlements
 
     params = SettlementRetryParams(
@@ -124,7 +107,7 @@ def settle_now(
     poll_deadline: float = typer.Option(300, help="Seconds to poll the run to completed"),
 ) -> None:
     """Settle the wallet now (on demand), poll the run to completed, report."""
-    _quiet(json_out)
+    quiet_prefect(json_out)
     from pydantic import ValidationError
 
     from flows.settlements import SettleNowParams
@@ -139,7 +122,7 @@ def settle_now(
             poll_deadline_s=poll_deadline,
         )
     except ValidationError as exc:
-        _fail("; ".join(f"--{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()), EXIT_INVALID)
+        fail("; ".join(f"--{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()), EXIT_INVALID)
     _run_flow(lambda: settle_now_flow(params, return_state=True), json_out)
 
 

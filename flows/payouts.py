@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -26,6 +25,7 @@ from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, preflight_task
 from tasks.ratelimit import LimiterStats
 from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
+from tasks.run_meter import RunMeter
 from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
@@ -182,20 +182,13 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
 async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     logger = get_run_logger()
     started_wall = datetime.now(UTC)
-    t0 = time.perf_counter()
-    phases: dict[str, float] = {}
-    api_calls: Counter[str] = Counter()
-
-    def phase(name: str, since: float) -> float:
-        now = time.perf_counter()
-        phases[name] = round(now - since, 3)
-        return now
+    meter = RunMeter()
 
     options = IntakeOptions(default_country_code=params.default_country_code)
     if params.label:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
     intake = await asyncio.to_thread(read_sheet_task, params.source, options)
-    t = phase("read_validate", t0)
+    meter.phase("read_validate")
     if isinstance(intake, str):
         logger.error("sheet refused: %s; nothing sent", intake)
         return {
@@ -212,8 +205,8 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "amount_total": "0.00",
             "fee_total": "0.00",
             "api_calls": {},
-            "phase_durations_s": phases,
-            "duration_s": round(time.perf_counter() - t0, 3),
+            "phase_durations_s": meter.phases,
+            "duration_s": meter.elapsed,
         }
     label = params.label or content_label(_canonical(intake.rows))
     ensure_reports_spare_source(params.report_dir, label, params.source)
@@ -234,9 +227,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
 
     def finish(outcome: str) -> dict[str, Any]:
         summary["outcome"] = outcome
-        summary["api_calls"] = dict(sorted(api_calls.items()))
-        summary["phase_durations_s"] = phases
-        summary["duration_s"] = round(time.perf_counter() - t0, 3)
+        meter.into(summary)
         return summary
 
     refused = bool(intake.errors) and params.on_invalid_rows == "refuse"
@@ -261,7 +252,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         pf = await preflight_task(
             settings, intake.rows, params.check_names, params.block_on_name_mismatch, params.rate_limit_per_s
         )
-        api_calls.update(pf.api_calls)
+        meter.api_calls.update(pf.api_calls)
         summary["fee_total"] = money(pf.fee_total)
         summary["preflight"] = {
             "problems": pf.problems,
@@ -276,7 +267,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             markdown=_preflight_markdown(label, pf, intake.rows, needs_approval),
             description=f"Pre-flight of payout run {label}",
         )
-        t = phase("preflight", t)
+        meter.phase("preflight")
     if params.dry_run:
         if "report_files" not in summary:
             path = report_paths(params.report_dir, label)["validation"]
@@ -294,7 +285,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     if needs_approval:
         approved, comment = await _approve(label, params.approval_timeout_s)
         summary["approval"] = {"approved": approved, "comment": comment}
-        t = phase("approval", t)
+        meter.phase("approval")
         if not approved:
             logger.warning("run %s not approved: nothing sent", label)
             return finish("not_approved")
@@ -309,9 +300,9 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
 
     results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
     for r in results:
-        api_calls.update(r.api_calls)
+        meter.api_calls.update(r.api_calls)
     limiters = [pf.limiter, *(r.limiter for r in results)]
-    t = phase("submit", t)
+    meter.phase("submit")
 
     states: dict[str, PayoutState] = {}
     replayed = 0
@@ -326,11 +317,11 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     poll = await poll_payouts_task(
         settings, states, since, params.poll_deadline_s, params.rate_limit_per_s, label
     )
-    api_calls.update(poll.api_calls)
+    meter.api_calls.update(poll.api_calls)
     used = [x for x in (*limiters, poll.limiter) if x is not None]
     summary["rate_limit"] = LimiterStats.combine(used).as_dict()
     states = poll.states
-    t = phase("poll", t)
+    meter.phase("poll")
 
     outcomes = _outcomes(intake, batches, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
@@ -363,8 +354,8 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         summary,
         reference_column,
     )
-    phase("report", t)
-    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    meter.phase("report")
+    summary["duration_s"] = meter.elapsed
     attention = [
         [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
         for o in outcomes.values()

@@ -9,7 +9,6 @@ and artifacts. ``outcome_unknown`` and ``refund_failed`` are waited on and repor
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -24,6 +23,7 @@ from tasks.credentials import load_settings
 from tasks.intake import IntakeOptions, write_validation_report
 from tasks.labels import content_label, money
 from tasks.reports import ensure_reports_spare_source, report_paths
+from tasks.run_meter import RunMeter
 from tasks.tabular_reports import write_table_reports
 from tasks.utilities import (
     CHUNK_SIZE,
@@ -122,14 +122,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     """Read, validate against the products, quote, buy in chunks, poll to final, report."""
     logger = get_run_logger()
     started_wall = datetime.now(UTC)
-    t0 = time.perf_counter()
-    phases: dict[str, float] = {}
-    api_calls: Counter[str] = Counter()
-
-    def phase(name: str, since: float) -> float:
-        now = time.perf_counter()
-        phases[name] = round(now - since, 3)
-        return now
+    meter = RunMeter()
 
     options = IntakeOptions(default_country_code=params.default_country_code)
     if params.label:
@@ -137,9 +130,9 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     raw = await asyncio.to_thread(read_utility_sheet_task, params.source, options)
     settings = load_settings(params.credentials_block)
     products, calls = await products_task(settings, params.rate_limit_per_s)
-    api_calls.update(calls)
+    meter.api_calls.update(calls)
     sheet: UtilitySheet = validate_utility_sheet(raw, params.source, products, options)
-    t = phase("read_validate", t0)
+    meter.phase("read_validate")
     label = params.label or content_label(canonical_rows(sheet.rows))
     ensure_reports_spare_source(params.report_dir, label, params.source)
     summary: dict[str, Any] = {
@@ -156,9 +149,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
 
     def finish(outcome: str) -> dict[str, Any]:
         summary["outcome"] = outcome
-        summary["api_calls"] = dict(sorted(api_calls.items()))
-        summary["phase_durations_s"] = phases
-        summary["duration_s"] = round(time.perf_counter() - t0, 3)
+        meter.into(summary)
         return summary
 
     if sheet.errors or not sheet.rows:
@@ -177,7 +168,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
 
     keys = [(r.product_id, r.amount) for r in sheet.rows]
     quotes = await quotes_task(settings, keys, params.rate_limit_per_s)
-    api_calls.update(quotes.api_calls)
+    meter.api_calls.update(quotes.api_calls)
     refused_quotes = {k: q for k, q in quotes.by_key.items() if q.error_code}
     gross = [quotes.by_key[k].gross for k in keys if quotes.by_key[k].gross is not None]
     fees = [quotes.by_key[k].fee for k in keys if quotes.by_key[k].fee is not None]
@@ -205,7 +196,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
             f"wallet-funded total {money(wallet_gross)} is above the available "
             f"{money(quotes.wallet_available)} (purchases bought by an earlier run are not bought again)"
         )
-    t = phase("quote", t)
+    meter.phase("quote")
     if refused_quotes:
         for r in sheet.rows:
             q = refused_quotes.get((r.product_id, r.amount))
@@ -237,9 +228,9 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     results = await asyncio.gather(*(send(i, p) for i, p in enumerate(parts)))
     outcomes: dict[int, PurchaseOutcome] = {}
     for items, calls in results:
-        api_calls.update(calls)
+        meter.api_calls.update(calls)
         outcomes.update({o.row: o for o in items})
-    t = phase("purchase", t)
+    meter.phase("purchase")
 
     accepted = {o.reference: o for o in outcomes.values() if o.submission == "accepted"}
     created = [o.created_at for o in accepted.values() if o.created_at]
@@ -247,10 +238,10 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     poll = await poll_purchases_task(
         settings, accepted, min(created) if created else None, params.poll_deadline_s, params.rate_limit_per_s
     )
-    api_calls.update(poll.api_calls)
+    meter.api_calls.update(poll.api_calls)
     for o in poll.outcomes.values():
         outcomes[o.row] = o
-    t = phase("poll", t)
+    meter.phase("poll")
 
     done = [o for o in outcomes.values() if o.submission == "accepted"]
     refused = [o for o in outcomes.values() if o.submission != "accepted"]
@@ -277,8 +268,8 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     summary["report_files"] = await asyncio.to_thread(
         write_table_reports, params.report_dir, label, headers, rows, summary, highlight=highlight
     )
-    phase("report", t)
-    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    meter.phase("report")
+    summary["duration_s"] = meter.elapsed
     await _publish(label, summary, outcomes)
     for ref in summary["unresolved"]:
         logger.warning(
