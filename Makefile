@@ -2,26 +2,32 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+STAMP := $(VENV)/.installed-runtime
+DEV_STAMP := $(VENV)/.installed-dev
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_HOME ?= $(CURDIR)/.prefect-home
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo test lint bench serve browser-deps clean scaleout-check
 
+# The demo needs the runtime only; tests and lint add the dev extras.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e '.[dev]'
+	@$(PY) -m pip install -q -e .
 	@touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	@$(PY) -m pip install -q -e '.[dev]'
+	@touch $(DEV_STAMP)
 
 demo: $(STAMP)
 	@$(PY) -m deployments.demo
 
-test: $(STAMP) browser-deps
+test: $(DEV_STAMP) browser-deps
 	@$(PY) -m pytest -q
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	@$(VENV)/bin/ruff check .
 
 bench: $(STAMP)
@@ -32,7 +38,7 @@ serve: $(STAMP)
 	@$(VENV)/bin/payops serve --sandbox
 
 # Scale-out recipe on loopback: PostgreSQL (apt-get if missing), Prefect server, 2 workers, shared rate limit.
-scaleout-check: $(STAMP)
+scaleout-check: $(DEV_STAMP)
 	@$(PY) -m pytest -q tests/deployments/test_scaleout.py
 
 # Debian's chromium for the console's browser test (never a downloaded browser).

@@ -52,7 +52,6 @@ def test_faults_rate_limits_and_short_tokens_change_nothing(
     assert sum(app.statuses[c] for c in (500, 502, 503, 504)) > 5 and app.statuses[429] > 0
     # One shared client per run: one token, renewed before its 20 s lifetime ran out (never one per request).
     assert stats["requests"].get("POST /auth/v1/oauth/token", 0) >= 2
-    assert s["duration_s"] > 20
 
 
 class LoseFirstAnswer:
