@@ -13,8 +13,9 @@ from prefect.artifacts import acreate_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from flows.run_params import SheetRunParams
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts
 from tasks.batching import build_batches
 from tasks.clients import close_clients
@@ -30,14 +31,9 @@ from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
 
-class PayoutRunParams(BaseModel):
+class PayoutRunParams(SheetRunParams):
     """Parameters of a payout run (rendered as a form in the Prefect UI)."""
 
-    source: str = Field(description="Sheet to pay: local path or fsspec URL (.xlsx, .xlsm, .csv)")
-    label: str | None = Field(
-        None,
-        description="Run label. Default: a fingerprint of the sheet's content, so the same sheet replays.",
-    )
     dry_run: bool = Field(False, description="Validate and pre-flight only; send nothing")
     on_invalid_rows: Literal["refuse", "skip"] = Field(
         "refuse", description="refuse: any invalid row refuses the whole sheet; skip: pay the valid rows"
@@ -52,20 +48,12 @@ class PayoutRunParams(BaseModel):
     poll_deadline_s: float = Field(
         900, gt=0, description="Stop polling after this; unfinished payouts are reported"
     )
-    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
     check_names: bool = Field(True, description="Look up account holder names when the sheet has payee names")
     block_on_name_mismatch: bool = Field(False, description="Refuse the run when a payee name mismatches")
     allow_preflight_problems: bool = Field(
         False, description="Send even if pre-flight finds the balance or limits short (items may be refused)"
     )
-    credentials_block: str | None = Field(
-        None, description="PaymentsCredentials block name; default: env vars"
-    )
     max_concurrent_batches: int = Field(4, ge=1, le=32)
-    rate_limit_per_s: float = Field(
-        50, gt=0, description="Requests per second when no `payments-api` global concurrency limit exists"
-    )
-    default_country_code: str = Field("233", pattern=r"^\d{1,3}$")
 
 
 class Approval(RunInput):

@@ -16,8 +16,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from flows.run_params import SheetRunParams
 from tasks.artifacts import artifact_key, markdown_table
 from tasks.credentials import load_settings
 from tasks.intake import IntakeOptions, write_validation_report
@@ -45,29 +46,16 @@ from tasks.utilities import (
 )
 
 
-class UtilityRunParams(BaseModel):
+class UtilityRunParams(SheetRunParams):
     """Parameters of a utility purchase run (a form in the Prefect UI)."""
 
-    source: str = Field(description="Sheet to buy: local path or fsspec URL (.xlsx, .xlsm, .csv)")
-    label: str | None = Field(
-        None,
-        description="Run label. Default: a fingerprint of the sheet's content, so the same sheet replays.",
-    )
     dry_run: bool = Field(False, description="Validate and quote only; buy nothing")
     poll_deadline_s: float = Field(
         600, gt=0, description="Stop polling after this; unfinished purchases are reported"
     )
-    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
     chunk_size: int = Field(CHUNK_SIZE, ge=1, le=500, description="Purchases per task")
     concurrency: int = Field(8, ge=1, le=64, description="Purchases in flight per chunk")
     max_concurrent_chunks: int = Field(2, ge=1, le=16)
-    credentials_block: str | None = Field(
-        None, description="PaymentsCredentials block name; default: env vars"
-    )
-    rate_limit_per_s: float = Field(
-        50, gt=0, description="Requests per second without a `payments-api` limit"
-    )
-    default_country_code: str = Field("233", pattern=r"^\d{1,3}$")
 
 
 def _issues(items: list[Any]) -> list[dict[str, Any]]:
