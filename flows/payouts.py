@@ -13,6 +13,7 @@ from prefect.artifacts import acreate_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
+from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
 from flows.run_params import SheetRunParams
@@ -238,7 +239,11 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     pf = None
     if intake.rows and settings is not None:
         pf = await preflight_task(
-            settings, intake.rows, params.check_names, params.block_on_name_mismatch, params.rate_limit_per_s
+            settings,
+            untraversed(intake.rows),
+            params.check_names,
+            params.block_on_name_mismatch,
+            params.rate_limit_per_s,
         )
         meter.api_calls.update(pf.api_calls)
         summary["fee_total"] = money(pf.fee_total)
@@ -278,13 +283,15 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             logger.warning("run %s not approved: nothing sent", label)
             return finish("not_approved")
 
+    # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
+    # field of them looking for futures, twice per task run: ~0.1 s per 100-row batch (profiled).
     batches = build_batches(intake.rows, label)
     summary["batches"] = len(batches)
     sem = asyncio.Semaphore(params.max_concurrent_batches)
 
     async def send(batch):
         async with sem:
-            return await submit_batch_task(settings, batch, params.rate_limit_per_s)
+            return await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
 
     results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
     for r in results:
@@ -303,7 +310,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     created = [datetime.fromisoformat(i.created_at) for r in results for i in r.items if i.created_at]
     since = min(created) if created else started_wall
     poll = await poll_payouts_task(
-        settings, states, since, params.poll_deadline_s, params.rate_limit_per_s, label
+        settings, untraversed(states), since, params.poll_deadline_s, params.rate_limit_per_s, label
     )
     meter.api_calls.update(poll.api_calls)
     used = [x for x in (*limiters, poll.limiter) if x is not None]

@@ -16,6 +16,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
 from flows.run_params import SheetRunParams
@@ -155,7 +156,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
         return summary
 
     keys = [(r.product_id, r.amount) for r in sheet.rows]
-    quotes = await quotes_task(settings, keys, params.rate_limit_per_s)
+    quotes = await quotes_task(settings, untraversed(keys), params.rate_limit_per_s)
     meter.api_calls.update(quotes.api_calls)
     refused_quotes = {k: q for k, q in quotes.by_key.items() if q.error_code}
     gross = [quotes.by_key[k].gross for k in keys if quotes.by_key[k].gross is not None]
@@ -210,7 +211,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     async def send(index: int, part: list) -> tuple[list[PurchaseOutcome], Counter[str]]:
         async with sem:
             return await purchase_chunk_task(
-                settings, index, part, params.concurrency, params.rate_limit_per_s
+                settings, index, untraversed(part), params.concurrency, params.rate_limit_per_s
             )
 
     results = await asyncio.gather(*(send(i, p) for i, p in enumerate(parts)))
@@ -224,7 +225,11 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     created = [o.created_at for o in accepted.values() if o.created_at]
     replayed = sum(1 for c in created if c < started_wall)
     poll = await poll_purchases_task(
-        settings, accepted, min(created) if created else None, params.poll_deadline_s, params.rate_limit_per_s
+        settings,
+        untraversed(accepted),
+        min(created) if created else None,
+        params.poll_deadline_s,
+        params.rate_limit_per_s,
     )
     meter.api_calls.update(poll.api_calls)
     for o in poll.outcomes.values():

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import BadRequestError, PaymentsClient, PaymentsSettings
 from tasks.clients import payments_client
@@ -172,7 +173,13 @@ async def sync_events(
     return result
 
 
-@task(name="sync-payment-events", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="sync-payment-events",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def sync_events_task(
     settings: PaymentsSettings,
     variable: str,

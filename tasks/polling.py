@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
 from tasks.clients import payments_client
@@ -151,7 +152,7 @@ async def _progress(result: PollResult, artifact_id: Any) -> None:
     await aupdate_progress_artifact(artifact_id=artifact_id, progress=100.0 * done / total)
 
 
-@task(name="poll-payouts", retries=2, retry_delay_seconds=5)
+@task(cache_policy=NO_CACHE, name="poll-payouts", retries=2, retry_delay_seconds=5)
 async def poll_payouts_task(
     settings: PaymentsSettings,
     states: dict[str, PayoutState],

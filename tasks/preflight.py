@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import APIStatusError, PaymentsClient, PaymentsSettings
 from tasks.clients import payments_client
@@ -186,7 +187,7 @@ async def run_preflight(
     return pf
 
 
-@task(name="preflight", retries=2, retry_delay_seconds=2)
+@task(cache_policy=NO_CACHE, name="preflight", retries=2, retry_delay_seconds=2)
 async def preflight_task(
     settings: PaymentsSettings,
     rows: list[PayoutRow],

@@ -13,7 +13,7 @@ from typing import Any
 
 import fsspec
 
-from tasks.xlsx import add_sheet, neutralise, new_workbook
+from tasks.xlsx import add_sheet, is_large, neutralise, report_workbook
 
 RESULT_COLUMNS = [
     "Reference (sent)",
@@ -175,13 +175,11 @@ def write_reports(
     attention = [
         r[status_col] in {"failed", "refunded"} or r[sub_col] in {"refused", "invalid"} for r in rows
     ]
-    wb = new_workbook()
-    add_sheet(wb, "results", headers, rows, highlight=attention)
-    add_sheet(wb, "summary", ["field", "value"], summary_pairs(summary))
-    rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
-    add_sheet(wb, "resubmit", rh, rr)
-    with fsspec.open(paths["xlsx"], "wb") as fh:
-        wb.save(fh)
+    with report_workbook(paths["xlsx"], large=is_large(rows)) as wb:
+        add_sheet(wb, "results", headers, rows, highlight=attention)
+        add_sheet(wb, "summary", ["field", "value"], summary_pairs(summary))
+        rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
+        add_sheet(wb, "resubmit", rh, rr)
 
     buf = io.StringIO()
     writer = csv.writer(buf)

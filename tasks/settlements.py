@@ -55,6 +55,7 @@ from decimal import Decimal
 from typing import Any
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import (
     APIConnectionError,
@@ -426,7 +427,13 @@ async def _transient(_task: Any, _run: Any, state: Any) -> bool:
     return isinstance(error, APIConnectionError | InternalServerError | RateLimitError)
 
 
-@task(name="scan-settlements", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="scan-settlements",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def scan_settlements_task(
     settings: PaymentsSettings,
     since: datetime,
@@ -455,7 +462,13 @@ async def scan_settlements_task(
         return Scan(runs, candidates, done, Counter(client.api_calls))
 
 
-@task(name="resettle-runs", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="resettle-runs",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def resettle_task(
     settings: PaymentsSettings, runs: list[RunInfo], rate_per_s: float
 ) -> tuple[list[RetryResult], Counter[str]]:
@@ -464,7 +477,13 @@ async def resettle_task(
         return await resettle_all(client, runs), Counter(client.api_calls)
 
 
-@task(name="poll-settlements", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="poll-settlements",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def poll_settlements_task(
     settings: PaymentsSettings, runs: dict[str, RunInfo], deadline_s: float, rate_per_s: float
 ) -> PollResult:
@@ -475,7 +494,9 @@ async def poll_settlements_task(
         return result
 
 
-@task(name="settle-now", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE, name="settle-now", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient
+)
 async def settle_now_task(
     settings: PaymentsSettings, reference: str, currency: str | None, rate_per_s: float
 ) -> SettleNowResult:
@@ -493,7 +514,13 @@ async def settle_now_task(
         return SettleNowResult(run, api_calls=Counter(client.api_calls))
 
 
-@task(name="relay-settlement-events", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="relay-settlement-events",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def relay_settlement_events_task(
     settings: PaymentsSettings, after: str | None, rate_per_s: float = 50.0
 ) -> tuple[int, str | None]:

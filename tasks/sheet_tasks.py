@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet, write_validation_report
 
 
-@task(name="read-sheet")
+@task(cache_policy=NO_CACHE, name="read-sheet")
 def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult | str:
     """Read and validate every row of a payout sheet (one task for the whole sheet).
 
@@ -21,7 +22,7 @@ def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult | str:
         return str(exc)
 
 
-@task(name="write-validation-report")
+@task(cache_policy=NO_CACHE, name="write-validation-report")
 def write_validation_report_task(result: IntakeResult, path: str) -> str:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     return str(write_validation_report(result, Path(path)))

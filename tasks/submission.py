@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import ConflictError, PaymentsClient, PaymentsSettings
 from tasks.batching import PayoutBatch
@@ -87,7 +88,13 @@ async def submit_batch(client: PaymentsClient, batch: PayoutBatch) -> BatchResul
     return BatchResult(batch.index, batch.reference, items)
 
 
-@task(name="submit-batch", retries=2, retry_delay_seconds=2, task_run_name="submit-batch-{batch.index}")
+@task(
+    cache_policy=NO_CACHE,
+    name="submit-batch",
+    retries=2,
+    retry_delay_seconds=2,
+    task_run_name="submit-batch-{batch.index}",
+)
 async def submit_batch_task(settings: PaymentsSettings, batch: PayoutBatch, rate_per_s: float) -> BatchResult:
     """Prefect task: one per batch. Retries resend the same key and body, so they replay."""
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):

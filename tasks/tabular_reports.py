@@ -15,7 +15,7 @@ from typing import Any
 import fsspec
 
 from tasks.reports import report_filename, summary_pairs
-from tasks.xlsx import add_sheet, new_workbook, safe_cell
+from tasks.xlsx import HIGHLIGHT, add_sheet, is_large, report_workbook, safe_cell
 
 
 def write_table_reports(
@@ -27,21 +27,24 @@ def write_table_reports(
     *,
     sheet_title: str = "results",
     highlight: Sequence[bool] | None = None,
+    fill: str = HIGHLIGHT,
+    extra_sheets: Sequence[tuple[str, Sequence[str], Sequence[Sequence[Any]]]] = (),
 ) -> dict[str, str]:
     """Write NAME.xlsx (table + summary sheets), NAME.csv (table) and NAME.json (summary + rows as objects).
 
-    Returns the paths by kind. `summary` must not hold secrets: it is written as is.
+    Rows flagged in `highlight` are filled with `fill`; `extra_sheets` (title, headers, rows) follow the
+    summary. Returns the paths by kind. `summary` must not hold secrets: it is written as is.
     """
     base = report_dir.rstrip("/") + "/" + report_filename(name)
     paths = {"xlsx": base + ".xlsx", "csv": base + ".csv", "json": base + ".json"}
     fs, root = fsspec.core.url_to_fs(report_dir)
     fs.makedirs(root, exist_ok=True)
 
-    wb = new_workbook()
-    add_sheet(wb, sheet_title, headers, rows, highlight=highlight)
-    add_sheet(wb, "summary", ["field", "value"], summary_pairs({**summary, "report_files": paths}))
-    with fsspec.open(paths["xlsx"], "wb") as fh:
-        wb.save(fh)
+    with report_workbook(paths["xlsx"], large=is_large(rows)) as wb:
+        add_sheet(wb, sheet_title, headers, rows, highlight=highlight, fill=fill)
+        add_sheet(wb, "summary", ["field", "value"], summary_pairs({**summary, "report_files": paths}))
+        for title, sheet_headers, sheet_rows in extra_sheets:
+            add_sheet(wb, title, sheet_headers, sheet_rows)
 
     buf = io.StringIO()
     writer = csv.writer(buf)

@@ -13,20 +13,17 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import fsspec
-from openpyxl import load_workbook
-from openpyxl.styles import PatternFill
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import PaymentsClient, PaymentsSettings, Transaction
 from tasks.clients import payments_client
 from tasks.labels import money
 from tasks.settlements import _transient
 from tasks.tabular_reports import write_table_reports
-from tasks.xlsx import add_sheet
 
 ACCRA = ZoneInfo("Africa/Accra")
-MISMATCH_FILL = PatternFill("solid", fgColor="FFC7CE")
+MISMATCH_FILL = "#FFC7CE"
 GROUPS = ("kind", "direction", "status", "reconciliation")
 HEADERS = [
     "id",
@@ -221,40 +218,47 @@ def write_transactions_report(
     """
     rows = transaction_rows(data.transactions)
     mismatched = [r[RECONCILIATION_COLUMN] == "mismatched" for r in rows]
-    paths = write_table_reports(report_dir, name, HEADERS, rows, summary, sheet_title="transactions")
-    with fsspec.open(paths["xlsx"], "rb") as fh:
-        wb = load_workbook(fh)
-    ws = wb["transactions"]
-    for i, flagged in enumerate(mismatched):
-        if flagged:
-            for c in range(1, len(HEADERS) + 1):
-                ws.cell(i + 2, c).fill = MISMATCH_FILL
-    for group in GROUPS:
-        add_sheet(
-            wb, f"by {group}", [group, "currency", "count", "amount", "fee"], breakdown_rows(summary, group)
+    extra = [
+        (f"by {group}", [group, "currency", "count", "amount", "fee"], breakdown_rows(summary, group))
+        for group in GROUPS
+    ]
+    extra.append(("wallet", ["account", "currency", "balance", "reserved"], wallet_rows(data.wallet)))
+    extra.append(
+        (
+            "limits",
+            [
+                "currency",
+                "period",
+                "limit",
+                "in used",
+                "in remaining",
+                "out used",
+                "out remaining",
+                "per transaction",
+            ],
+            limit_rows(data.limits),
         )
-    add_sheet(wb, "wallet", ["account", "currency", "balance", "reserved"], wallet_rows(data.wallet))
-    add_sheet(
-        wb,
-        "limits",
-        [
-            "currency",
-            "period",
-            "limit",
-            "in used",
-            "in remaining",
-            "out used",
-            "out remaining",
-            "per transaction",
-        ],
-        limit_rows(data.limits),
     )
-    with fsspec.open(paths["xlsx"], "wb") as fh:
-        wb.save(fh)
-    return paths
+    return write_table_reports(
+        report_dir,
+        name,
+        HEADERS,
+        rows,
+        summary,
+        sheet_title="transactions",
+        highlight=mismatched,
+        fill=MISMATCH_FILL,
+        extra_sheets=extra,
+    )
 
 
-@task(name="fetch-transactions", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="fetch-transactions",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def fetch_report_data_task(
     settings: PaymentsSettings,
     start: datetime,

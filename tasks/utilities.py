@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import (
     APIConnectionError,
@@ -599,13 +600,19 @@ async def poll_purchases(
 # --------------------------------------------------------------------------------------------------
 
 
-@task(name="read-utility-sheet")
+@task(cache_policy=NO_CACHE, name="read-utility-sheet")
 def read_utility_sheet_task(source: str, options: IntakeOptions) -> RawSheet:
     """Read the sheet's cells as text (safety checks included)."""
     return read_raw_sheet(source, options)
 
 
-@task(name="utility-products", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="utility-products",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def products_task(
     settings: PaymentsSettings, rate_per_s: float
 ) -> tuple[list[ProductInfo], Counter[str]]:
@@ -614,7 +621,13 @@ async def products_task(
         return [ProductInfo.of(p) for p in await client.utilities.products()], Counter(client.api_calls)
 
 
-@task(name="utility-fee-quotes", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="utility-fee-quotes",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def quotes_task(
     settings: PaymentsSettings, keys: list[tuple[str, Decimal]], rate_per_s: float
 ) -> Quotes:
@@ -624,6 +637,7 @@ async def quotes_task(
 
 
 @task(
+    cache_policy=NO_CACHE,
     name="buy-utility-chunk",
     retries=2,
     retry_delay_seconds=2,
@@ -638,7 +652,13 @@ async def purchase_chunk_task(
         return await purchase_chunk(client, orders, concurrency), Counter(client.api_calls)
 
 
-@task(name="poll-utility-purchases", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient)
+@task(
+    cache_policy=NO_CACHE,
+    name="poll-utility-purchases",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=_transient,
+)
 async def poll_purchases_task(
     settings: PaymentsSettings,
     outcomes: dict[str, PurchaseOutcome],
