@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property, partial
+from typing import overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +49,31 @@ class PayoutRow(BaseModel):
     extra: dict[str, str] = Field(default_factory=dict)
 
 
+class RowTable(Sequence[dict[str, str]]):
+    """The sheet's data rows as ``{column header: cell text, "__row__": row number}``, built on first use.
+
+    Only reports need it, so reading and validating do not pay for 100k dicts up front.
+    """
+
+    def __init__(self, columns: Sequence[str], cells: Sequence[Sequence[str]], row_numbers: Sequence[int]):
+        self._columns, self._cells, self._row_numbers = list(columns), cells, row_numbers
+
+    @cached_property
+    def _rows(self) -> list[dict[str, str]]:
+        keys = partial(zip, [*self._columns, "__row__"])
+        return list(map(dict, map(keys, zip(*self._cells, map(str, self._row_numbers), strict=True))))
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, str]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, str]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, str] | list[dict[str, str]]:
+        return self._rows[index]
+
+    def __len__(self) -> int:
+        return len(self._row_numbers)
+
+
 @dataclass
 class IntakeResult:
     """What one sheet yielded: valid rows, located problems, and the original table for reports."""
@@ -58,7 +86,8 @@ class IntakeResult:
     warnings: list[RowIssue] = field(default_factory=list)
     rows_total: int = 0
     columns: list[str] = field(default_factory=list)
-    table: list[dict[str, str]] = field(default_factory=list)
+    table: Sequence[dict[str, str]] = field(default_factory=list)
+    """The data rows as read (see :class:`RowTable`), for reports."""
 
     @property
     def rows_invalid(self) -> int:

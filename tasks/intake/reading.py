@@ -16,14 +16,13 @@ import io
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
 from itertools import repeat
 
 from python_calamine import CalamineError, CalamineWorkbook, SheetTypeEnum, SheetVisibleEnum
 
 from .cells import STRIP_CHARS, cell_text, clean_text
 from .columns import map_columns
-from .models import IntakeError, IntakeResult
+from .models import IntakeError, IntakeResult, RowTable
 from .options import IntakeOptions
 from .safety import check_xlsx
 from .sources import SUPPORTED, extension, load_bytes
@@ -269,9 +268,6 @@ def _read(name: str, options: IntakeOptions) -> IntakeResult:
         raw = _read_xlsx(data, options)
     cmap = map_columns(raw.columns, currency_defaulted=options.default_currency is not None)
     checked = validate_sheet(raw, cmap, options)
-    columns = raw.columns
-    keys = partial(zip, [*columns, "__row__"])
-    table = list(map(dict, map(keys, zip(*raw.data, map(str, raw.row_numbers), strict=True))))
     return IntakeResult(
         source=name,
         sheet=raw.sheet,
@@ -280,6 +276,6 @@ def _read(name: str, options: IntakeOptions) -> IntakeResult:
         errors=checked.errors,
         warnings=checked.warnings,
         rows_total=len(raw.row_numbers),
-        columns=columns,
-        table=table,
+        columns=raw.columns,
+        table=RowTable(raw.columns, raw.data, raw.row_numbers),
     )

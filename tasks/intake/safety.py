@@ -130,18 +130,19 @@ def check_xlsx(data: bytes, options: IntakeOptions) -> CheckedWorkbook:
                             f"the xlsx expands beyond {_mib(options.max_uncompressed_bytes)}; "
                             "refused as a possible zip bomb"
                         )
-                    window = tail + chunk
-                    if b"<!" in window and _ENTITY.search(window):
-                        raise IntakeError(
-                            f"the xlsx part {member.filename} declares a DOCTYPE/ENTITY, which Excel never "
-                            "writes; refused (XML entity attack)"
-                        )
-                    if (
-                        member.filename not in with_formulas
-                        and (b"<f" in window or b":f" in window)
-                        and _FORMULA.search(window)
-                    ):
-                        with_formulas.add(member.filename)
+                    # The chunk itself, then its seam with the previous one (no copy of the whole chunk).
+                    for window in (chunk, tail + chunk[:32]):
+                        if b"<!" in window and _ENTITY.search(window):
+                            raise IntakeError(
+                                f"the xlsx part {member.filename} declares a DOCTYPE/ENTITY, which Excel "
+                                "never writes; refused (XML entity attack)"
+                            )
+                        if (
+                            member.filename not in with_formulas
+                            and (b"<f" in window or b":f" in window)
+                            and _FORMULA.search(window)
+                        ):
+                            with_formulas.add(member.filename)
                     tail = chunk[-32:]
         except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
             raise IntakeError(f"the xlsx part {member.filename} cannot be read ({exc})") from exc

@@ -448,7 +448,11 @@ def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Va
     good = [p for p in range(n) if p not in invalid] if invalid else list(range(n))
 
     # warnings: the same destination and amount on several valid rows; numeric account numbers
-    keys = [(kinds[p], destinations[p], amounts[p]) for p in good]
+    keys = (
+        [(kinds[p], destinations[p], amounts[p]) for p in good]
+        if invalid
+        else list(zip(kinds, destinations, amounts, strict=True))
+    )
     for group in _groups(keys, good):  # type: ignore[arg-type]
         rows = [numbers[p] for p in group]
         for p in group:
