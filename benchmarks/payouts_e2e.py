@@ -5,7 +5,11 @@ its own fresh emulator) sends one `POST /v1/payouts` per row and polls each payo
 Both use the same connector client and the same emulator settings. Each emulator runs in its own process
 (`payops sandbox`) so the client's figures (wall time, peak RSS) are the client's own.
 
-Usage: python benchmarks/payouts_e2e.py [--rows 10000] [--baseline-rows N]
+Usage: python benchmarks/payouts_e2e.py [--rows 10000] [--baseline-rows N] [--latency-ms MS]
+
+``--latency-ms`` makes the emulator answer every API request that much later (a network round trip; 0, the
+default, is loopback with no delay). ``--baseline-rows`` runs the naive baseline on fewer rows and scales its
+time to ``--rows`` (its cost is linear in rows: one POST and at least one GET each).
 """
 
 from __future__ import annotations
@@ -112,11 +116,11 @@ def run_flow(sheet: Path, report_dir: str) -> dict:
     return {"wall_s": round(wall, 2), "summary": s}
 
 
-def with_sandbox(fn, *args):
+def with_sandbox(latency_ms: int, fn, *args):
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env_file = Path(tmp) / "env"
-        proc = start_sandbox(port, env_file)
+        proc = start_sandbox(port, env_file, latency_ms=latency_ms)
         try:
             os.environ.update(read_env_file(env_file))
             return fn(*args)
@@ -134,6 +138,7 @@ def main() -> None:
         default=None,
         help="rows for the naive baseline (default: same as --rows)",
     )
+    ap.add_argument("--latency-ms", type=int, default=0, help="emulated network latency per API request")
     args = ap.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
@@ -146,16 +151,17 @@ def main() -> None:
         from prefect.testing.utilities import prefect_test_harness
 
         with prefect_test_harness(server_startup_timeout=120):
-            flow = with_sandbox(run_flow, sheet, str(Path(tmp) / "reports"))
-            cost = with_sandbox(lambda: asyncio.run(limiter_cost()))
+            flow = with_sandbox(args.latency_ms, run_flow, sheet, str(Path(tmp) / "reports"))
+            cost = with_sandbox(args.latency_ms, lambda: asyncio.run(limiter_cost()))
         s = flow["summary"]
         nb = args.baseline_rows or n
-        base = with_sandbox(lambda: asyncio.run(naive(rows[:nb])))
+        base = with_sandbox(args.latency_ms, lambda: asyncio.run(naive(rows[:nb])))
     base_wall_for_n = base["wall_s"] * n / nb
     batches = math.ceil(n / 100)
     calls: Counter[str] = Counter(s["api_calls"])
     out = {
         "rows": n,
+        "latency_ms": args.latency_ms,
         "flow": {
             "wall_s": flow["wall_s"],
             "phase_durations_s": s["phase_durations_s"],

@@ -151,6 +151,7 @@ def sandbox(
     fault_rate: float = typer.Option(0.0, help="Fraction of API requests answered 5xx"),
     token_ttl: int = typer.Option(300, help="Access token lifetime in seconds"),
     delivery_delay: float = typer.Option(2.0, help="Seconds for a payout to reach its final status"),
+    latency_ms: int = typer.Option(0, min=0, help="Added latency per API request (a network round trip)"),
     allow_local_webhooks: bool = typer.Option(
         False, help="Allow webhook endpoints on 127.0.0.1 (local work)"
     ),
@@ -167,6 +168,7 @@ def sandbox(
         fault_rate=fault_rate,
         token_ttl=token_ttl,
         delivery_delay=delivery_delay,
+        latency_ms=latency_ms,
         allow_local_webhooks=allow_local_webhooks,
     )
 

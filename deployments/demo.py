@@ -36,7 +36,7 @@ def read_env_file(path: Path) -> dict[str, str]:
     return env
 
 
-def start_sandbox(port: int, env_file: Path) -> subprocess.Popen[bytes]:
+def start_sandbox(port: int, env_file: Path, latency_ms: int = 0) -> subprocess.Popen[bytes]:
     cmd = [
         sys.executable,
         "-m",
@@ -50,6 +50,8 @@ def start_sandbox(port: int, env_file: Path) -> subprocess.Popen[bytes]:
         str(env_file),
         "--delivery-delay",
         "1.5",
+        "--latency-ms",
+        str(latency_ms),
     ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30

@@ -304,13 +304,14 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     for r in results:
         for item in r.items:
             if item.accepted:
-                states[item.reference] = PayoutState(item.reference, item.status or "accepted", fee=item.fee)
-                if item.created_at and datetime.fromisoformat(item.created_at) < started_wall:
+                created = datetime.fromisoformat(item.created_at) if item.created_at else None
+                states[item.reference] = PayoutState(
+                    item.reference, item.status or "accepted", fee=item.fee, created_at=created
+                )
+                if created is not None and created < started_wall:
                     replayed += 1
-    created = [datetime.fromisoformat(i.created_at) for r in results for i in r.items if i.created_at]
-    since = min(created) if created else started_wall
     poll = await poll_payouts_task(
-        settings, untraversed(states), since, params.poll_deadline_s, params.rate_limit_per_s, label
+        settings, untraversed(states), params.poll_deadline_s, params.rate_limit_per_s, label
     )
     meter.api_calls.update(poll.api_calls)
     used = [x for x in (*limiters, poll.limiter) if x is not None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
 CENT = Decimal("0.01")
 ZERO = Decimal("0.00")
@@ -19,8 +20,11 @@ def q(value: Decimal) -> Decimal:
     return value.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
+@lru_cache(maxsize=65_536)
 def fmt(value: Decimal) -> str:
-    """Wire string with exactly two decimals (``"12.50"``)."""
+    """Wire string with exactly two decimals (``"12.50"``); cached, as records are rendered again and again.
+
+    Equal amounts share a cache entry (``12.5`` and ``12.50`` hash alike) and give the same text anyway."""
     return format(q(value), "f")
 
 

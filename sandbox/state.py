@@ -73,6 +73,9 @@ class EnvState:
     providers: set[str] = field(default_factory=lambda: set(PROVIDERS))
     payouts: dict[str, Movement] = field(default_factory=dict)
     transactions: list[Any] = field(default_factory=list)  # objects with to_transaction(), kind, status, ...
+    transactions_in_time_order: bool = True
+    """Whether ``transactions`` is sorted by ``created_at`` (a clock set back breaks it): lets the list
+    endpoint jump to a time window instead of scanning every record."""
     settlement_policy: dict[str, Any] | None = None  # wire form of the policy (with updatedAt)
     settlement_runs: list[SettlementRun] = field(default_factory=list)
     settlement_nettable: bool = True
@@ -103,6 +106,8 @@ class EnvState:
     def add_transaction(self, record: Any) -> None:
         """Append a movement to the transaction list (newest last; listed newest first)."""
         record.seq = len(self.transactions) + 1
+        if self.transactions and record.created_at < self.transactions[-1].created_at:
+            self.transactions_in_time_order = False
         self.transactions.append(record)
 
     def record_event(self, type_: str, at: datetime, data: dict[str, Any]) -> Event:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
@@ -32,6 +31,8 @@ class PayoutState:
     fee: str | None = None
     failure_reason: str | None = None
     completed_at: str | None = None
+    created_at: datetime | None = None
+    """When the service created the payout: places it in a time window of the transaction list."""
 
     @property
     def final(self) -> bool:
@@ -52,29 +53,94 @@ class PollResult:
         return [r for r, s in self.states.items() if not s.final]
 
 
-def _state_from(record: Any) -> PayoutState:
+def _state_from(record: Any, known: PayoutState | None = None) -> PayoutState:
     return PayoutState(
         reference=record.reference,
         status=record.status,
         fee=None if record.fee is None else str(record.fee),
         failure_reason=record.failure_reason,
         completed_at=record.completed_at.isoformat() if record.completed_at else None,
+        created_at=record.created_at or (known.created_at if known else None),
     )
 
 
-async def _refresh_by_listing(client: PaymentsClient, states: dict[str, PayoutState], since: datetime) -> int:
-    """One pass over the payouts created since `since`: ceil(N/100) calls for N payouts in the window."""
+@dataclass
+class Window:
+    """A slice ``[start, end)`` of the transaction list by creation time, and this run's payouts in it."""
+
+    start: datetime
+    end: datetime
+    references: set[str]
+
+
+def pending_windows(states: dict[str, PayoutState], page: int = PAGE) -> list[Window]:
+    """Time windows of the transaction list that hold every pending payout, each holding at most ``page`` of
+    this run's payouts: one list call per window, and windows whose payouts are all final are not read again.
+
+    A batch's payouts share one creation time, so a window is one or more consecutive batches. ``end`` is the
+    last creation time plus the precision the service shows (1 ms, or 1 s when it shows whole seconds).
+    """
+    by_time: dict[datetime, list[str]] = {}
+    pending_at: set[datetime] = set()
+    for s in states.values():
+        if s.created_at is not None:
+            by_time.setdefault(s.created_at, []).append(s.reference)
+            if not s.final:
+                pending_at.add(s.created_at)
+    if not pending_at:
+        return []
+    whole_seconds = all(t.microsecond == 0 for t in by_time)
+    step = timedelta(seconds=1) if whole_seconds else timedelta(milliseconds=1)
+    windows: list[Window] = []
+    current: Window | None = None
+    for t in sorted(by_time):
+        refs = by_time[t]
+        if current is not None and (t not in pending_at or len(current.references) + len(refs) > page):
+            windows.append(current)
+            current = None
+        if t in pending_at:
+            if current is None:
+                current = Window(t, t + step, set(refs))
+            else:
+                current.end = t + step
+                current.references.update(refs)
+    if current is not None:
+        windows.append(current)
+    return windows
+
+
+async def _refresh_window(client: PaymentsClient, states: dict[str, PayoutState], window: Window) -> int:
+    """Read one window of the payout list, following the cursor until every payout of ours in it was seen
+    (other payouts may share the window; a full last page still carries a cursor)."""
     calls = 0
     cursor: str | None = None
+    missing = set(window.references)
     while True:
-        page = await client.transactions.list(kind="payout", from_=since, limit=PAGE, cursor=cursor)
+        page = await client.transactions.list(
+            kind="payout", from_=window.start, to=window.end, limit=PAGE, cursor=cursor
+        )
         calls += 1
         for tx in page.items:
-            if tx.reference in states:
-                states[tx.reference] = _state_from(tx)
+            known = states.get(tx.reference)
+            if known is not None:
+                states[tx.reference] = _state_from(tx, known)
+                missing.discard(tx.reference)
         cursor = page.next_cursor
-        if not cursor:
+        if not cursor or not missing:
             return calls
+
+
+async def _refresh_by_listing(
+    client: PaymentsClient, states: dict[str, PayoutState], windows: list[Window], concurrency: int
+) -> int:
+    """Read the given windows, ``concurrency`` at a time; returns the number of calls."""
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(window: Window) -> int:
+        async with sem:
+            return await _refresh_window(client, states, window)
+
+    return sum(await asyncio.gather(*(one(w) for w in windows)))
 
 
 async def _refresh_by_reference(
@@ -86,7 +152,7 @@ async def _refresh_by_reference(
     async def one(ref: str) -> None:
         async with sem:
             try:
-                states[ref] = _state_from(await client.payouts.get(ref))
+                states[ref] = _state_from(await client.payouts.get(ref), states.get(ref))
             except NotFoundError:
                 # Not visible yet: keep the last state, read next round.
                 return
@@ -99,7 +165,6 @@ async def poll_until_final(
     client: PaymentsClient,
     states: dict[str, PayoutState],
     *,
-    since: datetime,
     deadline_s: float,
     first_interval_s: float = 0.5,
     max_interval_s: float = 15.0,
@@ -109,15 +174,14 @@ async def poll_until_final(
 ) -> PollResult:
     """Refresh `states` until every payout is final or the deadline passes.
 
-    A round lists the run's window of the transaction list (one call per 100 payouts) while many payouts are
-    moving, and reads stragglers one by one once they are fewer than the pages a listing would cost.
-    Intervals grow while nothing changes and shrink again when statuses move.
+    A round lists the time windows of the transaction list that hold pending payouts (one call per window
+    of at most 100 of them, read concurrently; windows already final are not read again), and reads
+    stragglers one by one once they are fewer than the windows. Intervals grow while nothing changes and
+    shrink again when statuses move.
     """
     result = PollResult(states)
-    window = since - timedelta(seconds=5)
     started = time.monotonic()
     interval = first_interval_s
-    pages = max(1, math.ceil(len(states) / PAGE))
     while True:
         pending = result.pending
         if not pending:
@@ -126,11 +190,13 @@ async def poll_until_final(
             result.deadline_reached = True
             break
         before = Counter(s.status for s in states.values())
-        if len(pending) < pages:
+        windows = pending_windows(states)
+        undated = [r for r in pending if states[r].created_at is None]
+        if len(pending) < len(windows):
             calls = await _refresh_by_reference(client, states, pending, concurrency)
         else:
-            calls = await _refresh_by_listing(client, states, window)
-            pages = calls
+            calls = await _refresh_by_listing(client, states, windows, concurrency)
+            calls += await _refresh_by_reference(client, states, undated, concurrency)
         result.rounds += 1
         result.calls_per_round.append(calls)
         if on_round is not None:
@@ -156,7 +222,6 @@ async def _progress(result: PollResult, artifact_id: Any) -> None:
 async def poll_payouts_task(
     settings: PaymentsSettings,
     states: dict[str, PayoutState],
-    since: datetime,
     deadline_s: float,
     rate_per_s: float,
     label: str,
@@ -174,7 +239,7 @@ async def poll_payouts_task(
         await _progress(result, artifact_id)
 
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
-        result = await poll_until_final(client, states, since=since, deadline_s=deadline_s, on_round=on_round)
+        result = await poll_until_final(client, states, deadline_s=deadline_s, on_round=on_round)
         result.api_calls = Counter(client.api_calls)
         result.limiter = transport.stats
         return result

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -304,10 +305,23 @@ Percent = Annotated[
 ]
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _check_note(value: str) -> str:
-    if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in value):
+    if _CONTROL_CHARS.search(value):
         raise ValueError("note must not contain control characters")
     return value
+
+
+@cache
+def _optional_keys(model: type[BaseModel], by_alias: bool) -> tuple[str, ...]:
+    """Keys of a model's optional fields as serialized (computed once per model: serialization is hot)."""
+    return tuple(
+        (field.serialization_alias or field.alias or name) if by_alias else name
+        for name, field in model.model_fields.items()
+        if not field.is_required()
+    )
 
 
 Reference = Annotated[str, StringConstraints(pattern=REFERENCE_PATTERN)]
@@ -333,10 +347,7 @@ class WireModel(BaseModel):
         data = handler(self)
         if not isinstance(data, dict):
             return data
-        for name, field in type(self).model_fields.items():
-            if field.is_required():
-                continue
-            key = (field.serialization_alias or field.alias or name) if info.by_alias else name
+        for key in _optional_keys(type(self), bool(info.by_alias)):
             if key in data and data[key] is None:
                 del data[key]
         return data

@@ -70,8 +70,13 @@ def check_item(env: EnvState, item: PayoutRequest, prefix: str = "") -> None:
 def item_fingerprint(item: PayoutRequest) -> tuple[str | None, ...]:
     """Identity of a payout request (normalised: ``"10"`` and ``"10.00"`` are the same amount)."""
     return (
-        item.reference, format(item.amount.normalize(), "f"), item.currency, item.provider,
-        item.destination.type, item.destination.value, item.note,
+        item.reference,
+        format(item.amount.normalize(), "f"),
+        item.currency,
+        item.provider,
+        item.destination.type,
+        item.destination.value,
+        item.note,
     )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from datetime import datetime
+from operator import attrgetter
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -47,11 +49,17 @@ async def list_transactions(
         raise invalid("from", "must not be after to")
     records = ctx.env.transactions
     index = len(records) if cursor is None else min(decode_cursor(cursor) - 1, len(records))
+    in_order = ctx.env.transactions_in_time_order
+    if in_order and end is not None:  # skip the records created at or after `to` without reading them
+        index = min(index, bisect_left(records, end, key=attrgetter("created_at")))
     items = []
     last_seq = 0
     while index > 0 and len(items) < limit:
         index -= 1
         r = records[index]
+        if in_order and start is not None and r.created_at < start:
+            index = 0  # every older record is before `from` too
+            break
         if kind is not None and r.kind != kind:
             continue
         if status is not None and r.status != status:

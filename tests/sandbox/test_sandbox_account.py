@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from tests.sandbox.sandbox_support import payout
@@ -200,3 +202,17 @@ async def test_transaction_filters(api, clock, params, refs) -> None:
 async def test_transaction_query_validation(api, params, field) -> None:
     r = await api.get("/v1/transactions", **params)
     assert r.status_code == 400 and r.json()["error"]["message"].startswith(field), r.text
+
+
+async def test_time_windows_stay_right_when_the_clock_was_set_back(api, clock, monkeypatch) -> None:
+    """The list jumps to a window by creation time while records are in time order; after the clock went
+    back it reads every record instead, and the same filters give the same answers."""
+    await _seed_movements(api, clock)
+    window = {"from": "2025-03-12T10:00:20Z", "to": "2025-03-12T10:00:40Z"}
+    assert [i["reference"] for i in (await _all_pages(api, **window))[0]] == ["t3", "t2"]
+    # a system clock stepped back to 10:00:05 (a ManualClock never goes back by itself)
+    monkeypatch.setattr(clock, "_now", clock.now() - timedelta(seconds=75))
+    await api.post("/v1/payouts", payout("late", amount="1.00"))
+    items, _ = await _all_pages(api, **{"from": "2025-03-12T10:00:00Z", "to": "2025-03-12T10:00:15Z"})
+    assert [i["reference"] for i in items] == ["late", "t1", "t0"]
+    assert [i["reference"] for i in (await _all_pages(api, **window))[0]] == ["t3", "t2"]
