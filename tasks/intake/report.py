@@ -9,16 +9,12 @@ from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font, PatternFill
 
+from tasks.xlsx import neutralise
+
 from .models import IntakeResult, RowIssue
 
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _ERROR_FILL = PatternFill("solid", fgColor="FFC7CE")
 _WARNING_FILL = PatternFill("solid", fgColor="FFEB9C")
-
-
-def neutralise(text: str) -> str:
-    """Prefix ``'`` to text a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR)."""
-    return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
 def _by_row(issues: list[RowIssue]) -> dict[int, str]:

@@ -299,12 +299,15 @@ async def test_background_worker_delivers_on_system_clock(receiver) -> None:
             await api.login()
             body = payout()
             await api.post("/v1/payouts", body)
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 10
+            expected = ["accepted", "delivered", "dispatching"]
             while time.monotonic() < deadline:
                 statuses = [json.loads(r.body)["data"]["status"] for r in receiver.received]
-                if "delivered" in statuses:
+                if sorted(statuses) == expected:
                     break
                 await asyncio.sleep(0.05)
-            assert statuses == ["accepted", "dispatching", "delivered"]
+            # Events due in the same delivery round are sent concurrently and may arrive out of order
+            # (spec, Events rule 5); each one arrives once.
+            assert sorted(statuses) == expected
     finally:
         stop_worker(app.state.sandbox)
