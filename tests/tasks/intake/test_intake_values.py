@@ -119,12 +119,50 @@ def test_cell_text(value: object, text: str) -> None:
     assert cell_text(value) == text
 
 
-def test_column_fast_paths_give_the_same_text_as_cell_text() -> None:
+def _column(values: list[object]) -> tuple[list[str], list[int]]:
     from tasks.intake.reading import _column_texts
 
+    texts, numeric, joined = _column_texts(values)
+    assert joined == ("\n".join(texts) if all("\n" not in t for t in texts) else None)
+    return texts, numeric
+
+
+def test_column_fast_paths_give_the_same_text_as_cell_text() -> None:
     numbers = [1.0, 1234.5, 0.1 + 0.2, 1e-05, 233241234567.0, 12.25, 0.0]
-    assert _column_texts(numbers) == ([cell_text(v) for v in numbers], list(range(len(numbers))))
-    texts = [" a ", "\xa0b\u200b", "", "c"]
-    assert _column_texts(texts) == ([cell_text(v) for v in texts], [])
+    assert _column(numbers) == ([cell_text(v) for v in numbers], list(range(len(numbers))))
+    for texts in (
+        [" a ", "\xa0b\u200b", "", "c"],
+        ["\ufeff x\u2060 ", "\u3000y\u2003", "\u200b"],
+        ["plain", "  spaced  ", "\t tab"],
+        ["in\nside", " b "],
+    ):
+        assert _column(texts) == ([cell_text(v) for v in texts], [])  # type: ignore[arg-type]
     mixed = ["x", 2.0, True, 1e16]
-    assert _column_texts(mixed) == (["x", "2", "TRUE", "1e+16"], [1, 3])
+    assert _column(mixed) == (["x", "2", "TRUE", "1e+16"], [1, 3])
+
+
+def test_float_column_texts_equal_cell_text() -> None:
+    """The whole-column conversion of numeric cells gives exactly what cell_text gives cell by cell."""
+    from tasks.intake.reading import _float_texts
+
+    values = [0.0, -0.0, 1.0, 10.5, 1234.56, 0.1 + 0.2, 241234567.0, 1e-05, 123456789012345.0, -3.0, 5e-324]
+    for column in (values, [v for v in values if v != 0]):
+        texts, joined = _float_texts(column)
+        assert texts == [cell_text(v) for v in column] and joined == "\n".join(texts)
+
+
+@pytest.mark.parametrize(
+    ("xml", "found"),
+    [
+        (b'<c r="A1"><f>SUM(B1:B2)</f><v>3</v></c>', True),
+        (b'<c r="A1"><f t="shared" si="0"/></c>', True),
+        (b'<x:c r="A1"><x:f>1+1</x:f></x:c>', True),
+        (b'<c r="A1" t="inlineStr"><is><t>staff of the fund: f </t></is></c>', False),
+        (b'<c r="A1"><v>1</v></c><sheetFormatPr defaultRowHeight="15"/>', False),
+        (b'<c r="A1" t="inlineStr"><is><t>x:f y</t></is></c>', False),
+    ],
+)
+def test_formula_detection(xml: bytes, found: bool) -> None:
+    from tasks.intake.safety import _has_formula
+
+    assert _has_formula(xml) is found
