@@ -287,14 +287,17 @@ def _gc_paused() -> Iterator[None]:
     On the way out the survivors go straight to the oldest generation (``freeze`` then ``unfreeze`` moves
     them there without a traversal); otherwise the first young collection after re-enabling walks all of
     them (70 ms at 100k rows). They are still collected, with the old generation, if they ever form cycles.
+    A process that froze objects itself (the sandbox) keeps them frozen and pays that young collection.
     """
     was_enabled = gc.isenabled()
+    promote = gc.get_freeze_count() == 0  # unfreeze would also release what the process froze on purpose
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
-        gc.unfreeze()
+        if promote:
+            gc.freeze()
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
 

@@ -204,3 +204,24 @@ def test_header_below_title_rows_and_offset_columns(tmp_path: Path) -> None:
     rows = [[], [None, *HEADER], [None, *GOOD]]
     result = read_payout_sheet(str(write_xlsx(tmp_path / "o.xlsx", rows)))
     assert result.errors == [] and result.rows[0].row == 3
+
+
+def test_every_column_refuses_an_oversized_cell_once(tmp_path: Path) -> None:
+    """Each field check refuses a cell over max_cell_chars before its own checks; extra columns too."""
+    long = "9" * 1200
+    rows = [HEADER + ["team"], GOOD + ["ops"]]
+    for k, column in enumerate(
+        ("reference", "amount", "currency", "provider", "destination", "payee name", "team")
+    ):
+        row = [f"PAY-{k}", *GOOD[1:4], f"024123450{k}", *GOOD[5:], "ops"]
+        row[(HEADER + ["team"]).index(column)] = long
+        rows.append(row)
+    result = read_payout_sheet(write_csv(tmp_path / "long.csv", rows))
+    assert [r.row for r in result.rows] == [2]
+    assert [(e.row, e.column, e.message) for e in result.errors] == [
+        (3 + k, column, "the cell has 1200 characters; at most 1000 are allowed")
+        for k, column in enumerate(
+            ("reference", "amount", "currency", "provider", "destination", "payee name", "team")
+        )
+    ]
+    assert result.errors[0].value.endswith("…(1200 characters)")
