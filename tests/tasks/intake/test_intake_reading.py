@@ -225,3 +225,12 @@ def test_every_column_refuses_an_oversized_cell_once(tmp_path: Path) -> None:
         )
     ]
     assert result.errors[0].value.endswith("…(1200 characters)")
+
+
+def test_only_ascii_digits_reach_the_api(tmp_path: Path) -> None:
+    """Digits of other scripts pass ``\\d`` and ``str.isdigit``; a destination must be ASCII to be sent."""
+    rows = [HEADER, rows_with(destination="0" + "\u0662\u0664\u0661\u0662\u0663\u0664\u0665\u0666\u0667")[1]]
+    for path in (write_csv(tmp_path / "d.csv", rows), write_xlsx(tmp_path / "d.xlsx", rows)):
+        result = read_payout_sheet(path)
+        assert result.rows == []
+        assert [(e.row, e.column) for e in result.errors] == [(2, "destination")]
