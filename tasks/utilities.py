@@ -20,7 +20,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -43,12 +42,10 @@ from connectors.payments import (
     UtilityPurchaseRequest,
 )
 from tasks.clients import payments_client
-from tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue
+from tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, read_raw_sheet
 from tasks.intake.amounts import CellError, parse_amount
 from tasks.intake.columns import header_key
 from tasks.intake.phones import normalise_msisdn
-from tasks.intake.reading import _gc_paused, _read_csv, _read_xlsx
-from tasks.intake.sources import SUPPORTED, extension, load_bytes
 from tasks.intake.validation import RawSheet
 from tasks.labels import REFERENCE_PATTERN, money, row_reference
 from tasks.settlements import _transient
@@ -76,28 +73,8 @@ _FIELD_OF = {header_key(a): f for f, aliases in COLUMN_ALIASES.items() for a in 
 
 
 # --------------------------------------------------------------------------------------------------
-# Reading the sheet
+# Reading the sheet (cells as text: tasks.intake.read_raw_sheet, with the payout intake's safety checks)
 # --------------------------------------------------------------------------------------------------
-
-
-def read_raw_sheet(source: str | os.PathLike[str], options: IntakeOptions | None = None) -> RawSheet:
-    """Every cell as text, with the intake's safety checks; IntakeError for whole-file problems."""
-    options = options or IntakeOptions()
-    name = os.fspath(source)
-    ext = extension(name)
-    if ext not in SUPPORTED:
-        raise IntakeError(f"unsupported file type {ext or '(no extension)'!r}; upload .xlsx, .xlsm or .csv")
-    with _gc_paused():
-        data = load_bytes(name, options.max_bytes)
-        if not data:
-            raise IntakeError("the file is empty")
-        if ext == ".csv":
-            return _read_csv(data, options)
-        if not data.startswith(b"PK"):
-            raise IntakeError(
-                f"the file is not a valid {ext} (not a zip archive); save it from Excel as .xlsx"
-            )
-        return _read_xlsx(data, options)
 
 
 def map_utility_columns(columns: Sequence[str]) -> dict[str, int]:

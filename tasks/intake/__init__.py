@@ -5,7 +5,7 @@ See docs/intake.md for the accepted columns, the rules and the safety limits.
 
 from .models import IntakeError, IntakeResult, PayoutRow, RowIssue
 from .options import IntakeOptions
-from .reading import read_payout_sheet
+from .reading import read_payout_sheet, read_raw_sheet
 from .report import write_validation_report
 from .template import write_template
 
@@ -16,6 +16,7 @@ __all__ = [
     "PayoutRow",
     "RowIssue",
     "read_payout_sheet",
+    "read_raw_sheet",
     "write_template",
     "write_validation_report",
 ]

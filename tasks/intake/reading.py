@@ -322,7 +322,17 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _read(name: str, options: IntakeOptions) -> IntakeResult:
+def read_raw_sheet(source: str | os.PathLike[str], options: IntakeOptions | None = None) -> RawSheet:
+    """Every cell of a sheet (xlsx/xlsm/csv, local path or fsspec URL) as text, after the same checks as
+    :func:`read_payout_sheet` (file type, size, zip bomb, XML entities, formulas without a value, header);
+    for sheets with their own columns and rules (utility purchases). IntakeError for whole-file problems."""
+    options = options or IntakeOptions()
+    with _gc_paused():
+        return _read_cells(os.fspath(source), options)[0]
+
+
+def _read_cells(name: str, options: IntakeOptions) -> tuple[RawSheet, bytes]:
+    """The sheet's cells as text and the file's bytes."""
     ext = extension(name)
     if ext == ".xls":
         raise IntakeError("old Excel 97-2003 (.xls) files are not supported; save the sheet as .xlsx")
@@ -334,18 +344,19 @@ def _read(name: str, options: IntakeOptions) -> IntakeResult:
     if not data:
         raise IntakeError("the file is empty")
     if ext == ".csv":
-        raw = _read_csv(data, options)
-    else:
-        if data.startswith(b"\xd0\xcf\x11\xe0"):
-            raise IntakeError(
-                "the file is not a valid xlsx (it is an old .xls or a password-protected workbook); "
-                "save an unprotected .xlsx"
-            )
-        if not data.startswith(b"PK"):
-            raise IntakeError(
-                f"the file is not a valid {ext} (not a zip archive); save it from Excel as .xlsx"
-            )
-        raw = _read_xlsx(data, options)
+        return _read_csv(data, options), data
+    if data.startswith(b"\xd0\xcf\x11\xe0"):
+        raise IntakeError(
+            "the file is not a valid xlsx (it is an old .xls or a password-protected workbook); "
+            "save an unprotected .xlsx"
+        )
+    if not data.startswith(b"PK"):
+        raise IntakeError(f"the file is not a valid {ext} (not a zip archive); save it from Excel as .xlsx")
+    return _read_xlsx(data, options), data
+
+
+def _read(name: str, options: IntakeOptions) -> IntakeResult:
+    raw, data = _read_cells(name, options)
     cmap = map_columns(raw.columns, currency_defaulted=options.default_currency is not None)
     checked = validate_sheet(raw, cmap, options)
     return IntakeResult(

@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 from openpyxl import Workbook
 
-from tasks.intake import IntakeError
+from tasks.intake import IntakeError, read_raw_sheet
 from tasks.labels import REFERENCE_PATTERN
 from tasks.utilities import (
     ProductInfo,
     chunks,
     purchase_orders,
-    read_raw_sheet,
     validate_utility_sheet,
 )
 
@@ -88,8 +87,10 @@ def test_ambiguous_network_category_and_missing_columns(tmp_path: Path) -> None:
         validate(sheet(tmp_path, ["number2", "product"], [["1", "mtn-airtime"]], "m.csv"))
     with pytest.raises(IntakeError, match="'product' column"):
         validate(sheet(tmp_path, ["msisdn", "network"], [["0245550300", "mtn"]], "n.csv"))
-    with pytest.raises(IntakeError, match="unsupported file type"):
+    with pytest.raises(IntakeError, match=r"\.xls\) files are not supported; save the sheet as \.xlsx"):
         read_raw_sheet(tmp_path / "x.xls")
+    with pytest.raises(IntakeError, match="unsupported file type '.ods'"):
+        read_raw_sheet(tmp_path / "x.ods")
 
 
 def test_xlsx_is_read_with_the_intake_safety(tmp_path: Path) -> None:

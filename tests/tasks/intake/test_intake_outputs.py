@@ -22,6 +22,7 @@ def test_public_surface() -> None:
         "PayoutRow",
         "RowIssue",
         "read_payout_sheet",
+        "read_raw_sheet",
         "write_template",
         "write_validation_report",
     ]
