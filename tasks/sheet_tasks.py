@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -24,5 +22,5 @@ def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult | str:
 
 @task(cache_policy=NO_CACHE, name="write-validation-report")
 def write_validation_report_task(result: IntakeResult, path: str) -> str:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return str(write_validation_report(result, Path(path)))
+    """The validation report at ``path`` (local path or fsspec URL)."""
+    return write_validation_report(result, path)

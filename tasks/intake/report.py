@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import posixpath
 from collections import defaultdict
-from pathlib import Path
 
-from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.styles import Font, PatternFill
+import fsspec
 
-from tasks.xlsx import neutralise
+from tasks.xlsx import report_workbook, safe_cell
 
 from .models import IntakeResult, RowIssue
 
-_ERROR_FILL = PatternFill("solid", fgColor="FFC7CE")
-_WARNING_FILL = PatternFill("solid", fgColor="FFEB9C")
+ERROR_FILL = "#FFC7CE"
+WARNING_FILL = "#FFEB9C"
+_LARGE_ROWS = 50_000
 
 
 def _by_row(issues: list[RowIssue]) -> dict[int, str]:
@@ -32,47 +32,38 @@ def _free_name(name: str, taken: list[str]) -> str:
     return candidate
 
 
-def write_validation_report(result: IntakeResult, path: Path) -> Path:
-    """Write an xlsx: ``row``, the original columns, ``errors`` and ``warnings`` (messages joined by ``;``).
+def write_validation_report(result: IntakeResult, path: str | os.PathLike[str]) -> str:
+    """Write an xlsx (local path or fsspec URL): ``row``, the original columns, ``errors`` and ``warnings``
+    (messages joined by ``;``).
 
     Every cell is written as text; cells starting with ``= + - @`` are prefixed with ``'`` so a spreadsheet
-    never evaluates them (formula injection). Rows with errors are shaded red, with only warnings yellow.
+    never evaluates them (formula injection). Error cells are shaded red, warnings of rows without errors
+    yellow.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    target = os.fspath(path)
+    fs, local = fsspec.core.url_to_fs(target)
+    if posixpath.dirname(local):
+        fs.makedirs(posixpath.dirname(local), exist_ok=True)
     errors = _by_row(result.errors)
     warnings = _by_row(result.warnings)
     row_col = _free_name("row", result.columns)
     err_col = _free_name("errors", result.columns)
     warn_col = _free_name("warnings", result.columns + [err_col])
-    book = Workbook(write_only=True)
-    sheet = book.create_sheet("validation")
-    sheet.freeze_panes = "A2"
-    bold = Font(bold=True)
     header = [row_col, *result.columns, err_col, warn_col]
-    sheet.append([_styled(sheet, neutralise(h), font=bold) for h in header])
-    for record in result.table:
-        number = int(record["__row__"])
-        error = errors.get(number, "")
-        warning = warnings.get(number, "")
-        fill = _ERROR_FILL if error else _WARNING_FILL if warning else None
-        cells = [_styled(sheet, number)]
-        cells += [_styled(sheet, neutralise(record.get(column, ""))) for column in result.columns]
-        cells.append(_styled(sheet, neutralise(error), fill=fill))
-        cells.append(_styled(sheet, neutralise(warning), fill=fill if not error else None))
-        sheet.append(cells)
-    book.save(path)
-    return path
-
-
-def _styled(
-    sheet: object, value: object, *, font: Font | None = None, fill: PatternFill | None = None
-) -> object:
-    cell = WriteOnlyCell(sheet, value=value)
-    if isinstance(value, str):
-        cell.data_type = "s"
-    if font is not None:
-        cell.font = font
-    if fill is not None:
-        cell.fill = fill
-    return cell
+    with report_workbook(target, large=len(result.table) > _LARGE_ROWS) as book:
+        sheet = book.add_worksheet("validation")
+        red = book.add_format({"bg_color": ERROR_FILL, "pattern": 1})
+        yellow = book.add_format({"bg_color": WARNING_FILL, "pattern": 1})
+        sheet.freeze_panes(1, 0)
+        sheet.write_row(0, 0, [safe_cell(h) for h in header], book.add_format({"bold": True}))
+        last = len(header) - 1
+        for r, record in enumerate(result.table, start=1):
+            number = int(record["__row__"])
+            error, warning = errors.get(number, ""), warnings.get(number, "")
+            sheet.write_number(r, 0, number)
+            sheet.write_row(r, 1, [safe_cell(record.get(column, "")) for column in result.columns])
+            if error:
+                sheet.write_string(r, last - 1, safe_cell(error), red)
+            if warning:
+                sheet.write_string(r, last, safe_cell(warning), None if error else yellow)
+    return target

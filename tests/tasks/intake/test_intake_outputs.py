@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+import fsspec
 import pytest
 from intake_corpus import HEADER, rows_with, write_csv
 from openpyxl import load_workbook
@@ -109,6 +111,21 @@ def test_validation_report(tmp_path: Path) -> None:
     )
     assert values[3][8] == "'+fine" and values[3][9] in (None, "")
     assert all(c.data_type != "f" for row in sheet.iter_rows() for c in row)
+    assert sheet.cell(3, 10).fill.fgColor.rgb.endswith("FFC7CE")  # the error cell of row 3
+    assert sheet.cell(2, 10).fill.fgColor.rgb == "00000000"
+    assert sheet.freeze_panes == "A2"
+
+
+def test_validation_report_to_an_fsspec_url(tmp_path: Path) -> None:
+    rows = [HEADER, rows_with()[1], rows_with(reference="P2")[1]]  # same payee and amount twice: warnings
+    result = read_payout_sheet(str(write_csv(tmp_path / "in.csv", rows)))
+    assert [w.row for w in result.warnings] == [2, 3] and not result.errors
+    url = write_validation_report(result, "memory://reports/run-validation.xlsx")
+    with fsspec.open(url, "rb") as fh:
+        sheet = load_workbook(io.BytesIO(fh.read())).active
+    header = [c.value for c in sheet[1]]
+    assert header[-2:] == ["errors", "warnings"]
+    assert sheet.cell(2, len(header)).fill.fgColor.rgb.endswith("FFEB9C")  # a warning, no error: yellow
 
 
 def test_report_column_names_do_not_collide(tmp_path: Path) -> None:
