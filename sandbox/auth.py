@@ -140,3 +140,26 @@ def require(permission: str) -> Callable[..., Awaitable[AuthContext]]:
 
     dependency.__name__ = f"require_{permission.replace('.', '_')}"
     return dependency
+
+
+def _needs_token(dependant: Any) -> bool:
+    return any(d.call is bearer or _needs_token(d) for d in getattr(dependant, "dependencies", ()))
+
+
+def token_problem(request: Request) -> ApiError | None:
+    """The 401 a request to a token-protected route gets for a missing, invalid or expired token, else None.
+
+    FastAPI parses and validates the body before it runs the auth dependency, so a malformed body would
+    otherwise answer 400 to a caller who has not authenticated. Read-only: no rate-limit token is taken.
+    """
+    route = request.scope.get("route")
+    if not _needs_token(getattr(route, "dependant", None)):
+        return None
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return ApiError(401, "unauthenticated", "missing bearer token")
+    try:
+        _claims(get_sandbox(request), token.strip())
+    except ApiError as exc:
+        return exc
+    return None

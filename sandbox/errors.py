@@ -91,8 +91,12 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(ApiError(400, "invalid_input", _validation_message(exc)))
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        from .auth import token_problem  # auth imports this module
+
+        return error_response(
+            token_problem(request) or ApiError(400, "invalid_input", _validation_message(exc))
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:

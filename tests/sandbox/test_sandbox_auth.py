@@ -74,6 +74,25 @@ async def test_missing_invalid_and_expired_tokens_are_401(client, clock) -> None
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated"
 
 
+async def test_a_caller_without_a_valid_token_gets_401_even_for_a_malformed_body(client, clock) -> None:
+    """FastAPI validates the body before the auth dependency runs; the caller still learns it must log in."""
+    key = {"Idempotency-Key": "k-1", "Content-Type": "application/json"}
+    for headers in ({}, {"Authorization": "Bearer not-a-jwt"}):
+        r = await client.post("/v1/payout-batches", content=b"{not json", headers={**key, **headers})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated", r.text
+        r = await client.post("/v1/payouts", json={"reference": "x"}, headers={**key, **headers})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated", r.text
+    api = Api(client)
+    await api.login()
+    r = await api.post("/v1/payouts", {"reference": "x"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_input"
+    clock.advance(300)  # the token expires: a malformed body is again a 401
+    r = await api.post("/v1/payouts", {"reference": "x"})
+    assert r.status_code == 401 and r.json()["error"]["message"] == "access token has expired"
+    r = await client.post(TOKEN_PATH, data={"grant_type": "client_credentials"})  # no token needed here
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_input"
+
+
 async def test_token_ttl_is_configurable(client, config) -> None:
     config.token_ttl_s = 5
     r = await client.post(TOKEN_PATH, data=form())
