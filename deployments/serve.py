@@ -67,8 +67,13 @@ def schedules_of(spec: Mapping[str, Any]) -> list[Any]:
         if "cron" in item:
             out.append(Cron(item["cron"], timezone=item.get("timezone"), active=item.get("active", True)))
         elif "interval" in item:
-            out.append(Interval(timedelta(seconds=float(item["interval"])), timezone=item.get("timezone"),
-                                active=item.get("active", True)))
+            out.append(
+                Interval(
+                    timedelta(seconds=float(item["interval"])),
+                    timezone=item.get("timezone"),
+                    active=item.get("active", True),
+                )
+            )
         else:
             raise ValueError(f"deployment {spec.get('name')!r}: only cron and interval schedules supported")
     return out
@@ -87,8 +92,9 @@ def triggers_of(spec: Mapping[str, Any]) -> list[Any]:
     return triggers
 
 
-def runner_deployments(specs: list[dict[str, Any]], root: Path = ROOT,
-                       warn: Callable[[str], None] = print) -> list[Any]:
+def runner_deployments(
+    specs: list[dict[str, Any]], root: Path = ROOT, warn: Callable[[str], None] = print
+) -> list[Any]:
     """``flow.to_deployment(...)`` for every spec whose entrypoint file exists (the others are reported)."""
     from prefect.flows import load_flow_from_entrypoint
 
@@ -98,10 +104,16 @@ def runner_deployments(specs: list[dict[str, Any]], root: Path = ROOT,
             warn(f"skipping deployment {spec['name']!r}: {spec['entrypoint']} does not exist yet")
             continue
         flow = load_flow_from_entrypoint(spec["entrypoint"], use_placeholder_flow=False)
-        deployments.append(flow.to_deployment(
-            name=spec["name"], description=spec.get("description"), tags=spec.get("tags"),
-            parameters=spec.get("parameters") or {}, schedules=schedules_of(spec), triggers=triggers_of(spec),
-        ))
+        deployments.append(
+            flow.to_deployment(
+                name=spec["name"],
+                description=spec.get("description"),
+                tags=spec.get("tags"),
+                parameters=spec.get("parameters") or {},
+                schedules=schedules_of(spec),
+                triggers=triggers_of(spec),
+            )
+        )
     return deployments
 
 
@@ -117,13 +129,15 @@ def _child_setup() -> None:  # pragma: no cover - runs in the child between fork
         return  # not glibc Linux: the parent still terminates its children on exit
 
 
-def start_child(cmd: list[str], env: Mapping[str, str], log_path: Path | None = None,
-                cwd: Path = ROOT) -> subprocess.Popen[bytes]:
+def start_child(
+    cmd: list[str], env: Mapping[str, str], log_path: Path | None = None, cwd: Path = ROOT
+) -> subprocess.Popen[bytes]:
     """Start ``cmd`` in its own process group; output to ``log_path`` (or discarded)."""
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
     try:
-        return subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
-                                preexec_fn=_child_setup)  # noqa: PLW1509 - setsid + pdeathsig only
+        return subprocess.Popen(
+            cmd, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, preexec_fn=_child_setup
+        )  # noqa: PLW1509 - setsid + pdeathsig only
     finally:
         if log_path:
             out.close()  # type: ignore[union-attr]
@@ -172,13 +186,16 @@ def prefect_server_env(host: str, port: int, base: Mapping[str, str]) -> dict[st
 
     env = dict(base)
     env.pop("PREFECT_API_URL", None)
-    env.update({
-        "PREFECT_SERVER_API_HOST": host, "PREFECT_SERVER_API_PORT": str(port),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_UI_API_URL": f"http://{host}:{port}/api",
-        "PREFECT_SERVER_UI_STATIC_DIRECTORY": env.get("PREFECT_SERVER_UI_STATIC_DIRECTORY")
-        or str(prefect_home() / "ui-build"),
-    })
+    env.update(
+        {
+            "PREFECT_SERVER_API_HOST": host,
+            "PREFECT_SERVER_API_PORT": str(port),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_UI_API_URL": f"http://{host}:{port}/api",
+            "PREFECT_SERVER_UI_STATIC_DIRECTORY": env.get("PREFECT_SERVER_UI_STATIC_DIRECTORY")
+            or str(prefect_home() / "ui-build"),
+        }
+    )
     return env
 
 
@@ -242,9 +259,15 @@ def _terminate_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_all_in_one(*, port: int = 4200, console_port: int = 8400, sandbox: bool = False,
-                   sandbox_port: int = 8800, host: str = "127.0.0.1",
-                   say: Callable[[str], None] = print) -> int:
+def run_all_in_one(
+    *,
+    port: int = 4200,
+    console_port: int = 8400,
+    sandbox: bool = False,
+    sandbox_port: int = 8800,
+    host: str = "127.0.0.1",
+    say: Callable[[str], None] = print,
+) -> int:
     """``payops serve``: Prefect server, (emulator), console and every deployment, until Ctrl-C."""
     from prefect import serve
 
@@ -269,25 +292,42 @@ def run_all_in_one(*, port: int = 4200, console_port: int = 8400, sandbox: bool 
             if sandbox:
                 env_file = log_dir / "sandbox.env"
                 say(f"starting the Payments Service emulator on http://{host}:{sandbox_port} ...")
-                cmd = [sys.executable, "-m", "deployments.cli", "sandbox", "--host", host,
-                       "--port", str(sandbox_port), "--env-file", str(env_file)]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "deployments.cli",
+                    "sandbox",
+                    "--host",
+                    host,
+                    "--port",
+                    str(sandbox_port),
+                    "--env-file",
+                    str(env_file),
+                ]
                 proc = sup.start("sandbox", cmd, os.environ)
                 wait_http(f"http://{host}:{sandbox_port}/openapi.json", proc, 60, "the emulator")
                 os.environ.update(_read_env_file(env_file))
             console_env = dict(os.environ)
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
             password_file = console_password(console_env, prefect_home() / "payops")
-            proc = sup.start("console", [sys.executable, "-m", "deployments.console", "--host", host,
-                                         "--port", str(console_port)], console_env)
+            proc = sup.start(
+                "console",
+                [sys.executable, "-m", "deployments.console", "--host", host, "--port", str(console_port)],
+                console_env,
+            )
             wait_http(f"http://{host}:{console_port}/healthz", proc, 60, "the console")
-            say(f"console: http://{host}:{console_port}"
-                + (f"  (password in {password_file})" if password_file else ""))
+            say(
+                f"console: http://{host}:{console_port}"
+                + (f"  (password in {password_file})" if password_file else "")
+            )
             if sandbox:
                 say(f"webhooks: http://{host}:{console_port}/webhooks/payments")
             specs = asyncio.run(resolve_templates(load_specs()))
             deployments = runner_deployments(specs, warn=say)
-            say(f"serving {len(deployments)} deployments; logs of the other processes in {log_dir}; "
-                "Ctrl-C stops everything")
+            say(
+                f"serving {len(deployments)} deployments; logs of the other processes in {log_dir}; "
+                "Ctrl-C stops everything"
+            )
             serve(*deployments, print_starting_message=False)
         except KeyboardInterrupt:
             say("interrupted")

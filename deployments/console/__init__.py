@@ -5,5 +5,11 @@ from .runs import DeploymentLauncher, LocalLauncher
 from .settings import ConsoleSettings
 from .webhooks import WebhookReceiver, prefect_event
 
-__all__ = ["ConsoleSettings", "DeploymentLauncher", "LocalLauncher", "WebhookReceiver", "create_app",
-           "prefect_event"]
+__all__ = [
+    "ConsoleSettings",
+    "DeploymentLauncher",
+    "LocalLauncher",
+    "WebhookReceiver",
+    "create_app",
+    "prefect_event",
+]

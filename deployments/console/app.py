@@ -33,8 +33,11 @@ log = logging.getLogger("payops.console")
 HERE = Path(__file__).parent
 SESSION_COOKIE, CSRF_COOKIE = "payops_session", "payops_csrf"
 PREVIEW_ERRORS = 200
-MEDIA_TYPES = {".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-               ".csv": "text/csv; charset=utf-8", ".json": "application/json"}
+MEDIA_TYPES = {
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".csv": "text/csv; charset=utf-8",
+    ".json": "application/json",
+}
 
 
 class ConsoleError(Exception):
@@ -75,16 +78,28 @@ class Console:
             raise ConsoleError(403, "The form expired or did not come from this console. Reload and retry.")
 
     def _cookie(self, response: Response, name: str, value: str, max_age: int) -> None:
-        response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="lax",
-                            secure=self.settings.console_secure_cookies, path="/")
+        response.set_cookie(
+            name,
+            value,
+            max_age=max_age,
+            httponly=True,
+            samesite="lax",
+            secure=self.settings.console_secure_cookies,
+            path="/",
+        )
 
-    def render(self, request: Request, template: str, context: dict[str, Any],
-               status: int = 200) -> HTMLResponse:
+    def render(
+        self, request: Request, template: str, context: dict[str, Any], status: int = 200
+    ) -> HTMLResponse:
         nonce = request.cookies.get(CSRF_COOKIE)
         fresh = not nonce
         nonce = nonce or new_nonce()
-        context = {"csrf_token": self.signer.csrf_token(nonce), "logged_in": self.logged_in(request),
-                   "mode": self.launcher.mode, **context}
+        context = {
+            "csrf_token": self.signer.csrf_token(nonce),
+            "logged_in": self.logged_in(request),
+            "mode": self.launcher.mode,
+            **context,
+        }
         response = self.templates.TemplateResponse(request, template, context, status_code=status)
         if fresh:
             self._cookie(response, CSRF_COOKIE, nonce, self.settings.console_session_ttl_s)
@@ -113,8 +128,12 @@ def _preview(result: IntakeResult) -> dict[str, Any]:
         "errors_total": len(result.errors),
         "warnings": [asdict(w) for w in result.warnings[:PREVIEW_ERRORS]],
         "totals": {c: f"{v:,.2f}" for c, v in sorted(totals.items())},
-        "sample": [r.model_dump(include={"row", "reference", "amount", "currency", "provider", "destination",
-                                         "payee_name"}) for r in result.rows[:10]],
+        "sample": [
+            r.model_dump(
+                include={"row", "reference", "amount", "currency", "provider", "destination", "payee_name"}
+            )
+            for r in result.rows[:10]
+        ],
     }
 
 
@@ -134,8 +153,12 @@ def _parse_uuid(text: str) -> UUID:
         raise ConsoleError(404, "No such run.") from None
 
 
-def create_app(settings: ConsoleSettings | None = None, *, launcher: RunLauncher | None = None,
-               emitter: Emitter = default_emitter) -> FastAPI:
+def create_app(
+    settings: ConsoleSettings | None = None,
+    *,
+    launcher: RunLauncher | None = None,
+    emitter: Emitter = default_emitter,
+) -> FastAPI:
     """The console app. ``launcher`` default: the configured deployment, else local single-process mode."""
     settings = settings or ConsoleSettings()
     if launcher is None:
@@ -223,20 +246,34 @@ def create_app(settings: ConsoleSettings | None = None, *, launcher: RunLauncher
         preview: dict[str, Any] | None = None
         try:
             result = await asyncio.to_thread(
-                read_payout_sheet, saved.source, IntakeOptions(max_bytes=settings.max_upload_bytes))
+                read_payout_sheet, saved.source, IntakeOptions(max_bytes=settings.max_upload_bytes)
+            )
         except IntakeError as exc:
             saved.refused = str(exc)
         else:
             preview = _preview(result)
             saved.rows_total, saved.rows_invalid, saved.errors = (
-                result.rows_total, result.rows_invalid, len(result.errors))
+                result.rows_total,
+                result.rows_invalid,
+                len(result.errors),
+            )
         await asyncio.to_thread(console.store.write_meta, saved)
-        log.info("upload %s (%s, %d bytes): %d rows, %d errors", saved.id, saved.filename, saved.size,
-                 saved.rows_total, saved.errors)
+        log.info(
+            "upload %s (%s, %d bytes): %d rows, %d errors",
+            saved.id,
+            saved.filename,
+            saved.size,
+            saved.rows_total,
+            saved.errors,
+        )
         can_submit = saved.refused is None and saved.errors == 0 and saved.rows_total > 0
         status = 200 if can_submit else 422
-        return console.render(request, "preview.html", {"upload": saved, "preview": preview,
-                                                        "can_submit": can_submit}, status=status)
+        return console.render(
+            request,
+            "preview.html",
+            {"upload": saved, "preview": preview, "can_submit": can_submit},
+            status=status,
+        )
 
     @app.post("/runs")
     async def submit(request: Request) -> Response:
@@ -251,8 +288,10 @@ def create_app(settings: ConsoleSettings | None = None, *, launcher: RunLauncher
         if upload.refused or upload.errors or not upload.rows_total:
             raise ConsoleError(409, "This sheet has errors; fix it and upload it again. Nothing was sent.")
         params = PayoutRunParams(
-            source=upload.source, report_dir=console.store.report_dir(upload.id),
-            require_approval=form.get("require_approval") == "on", dry_run=form.get("dry_run") == "on",
+            source=upload.source,
+            report_dir=console.store.report_dir(upload.id),
+            require_approval=form.get("require_approval") == "on",
+            dry_run=form.get("dry_run") == "on",
             credentials_block=settings.credentials_block,
         )
         run_id = await console.launcher.start(params, f"console-{upload.id}")
@@ -279,8 +318,11 @@ def create_app(settings: ConsoleSettings | None = None, *, launcher: RunLauncher
             reports = await asyncio.to_thread(console.store.reports, view.upload_id)
             if view.final:
                 summary = await asyncio.to_thread(console.store.summary, view.upload_id)
-        return console.render(request, "run.html", {
-            "run": view, "reports": reports, "summary": summary, "prefect_link": console.run_link(view.id)})
+        return console.render(
+            request,
+            "run.html",
+            {"run": view, "reports": reports, "summary": summary, "prefect_link": console.run_link(view.id)},
+        )
 
     @app.post("/runs/{run_id}/approval")
     async def approval(request: Request, run_id: str) -> Response:
@@ -310,7 +352,10 @@ def create_app(settings: ConsoleSettings | None = None, *, launcher: RunLauncher
         except StorageError:
             raise ConsoleError(404, "No such report for this run.") from None
         suffix = Path(name).suffix.lower()
-        return Response(data, media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        return Response(
+            data,
+            media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
 
     return app

@@ -44,8 +44,12 @@ class DeploymentLauncher:
         from prefect.deployments import run_deployment
 
         flow_run = await run_deployment(
-            name=self.name, parameters={"params": params.model_dump(mode="json")}, timeout=0,
-            flow_run_name=run_name, tags=[CONSOLE_TAG], as_subflow=False,
+            name=self.name,
+            parameters={"params": params.model_dump(mode="json")},
+            timeout=0,
+            flow_run_name=run_name,
+            tags=[CONSOLE_TAG],
+            as_subflow=False,
         )
         return flow_run.id
 
@@ -63,10 +67,14 @@ class LocalLauncher:
 
         async with get_client() as client:
             flow_run = await client.create_flow_run(
-                payout_spreadsheet, name=run_name, parameters={"params": params.model_dump(mode="json")},
-                tags=[CONSOLE_TAG])
-        thread = threading.Thread(target=self._execute, args=(flow_run, params), name=f"payout-{run_name}",
-                                  daemon=True)
+                payout_spreadsheet,
+                name=run_name,
+                parameters={"params": params.model_dump(mode="json")},
+                tags=[CONSOLE_TAG],
+            )
+        thread = threading.Thread(
+            target=self._execute, args=(flow_run, params), name=f"payout-{run_name}", daemon=True
+        )
         self.threads[flow_run.id] = thread
         thread.start()
         return flow_run.id
@@ -76,8 +84,11 @@ class LocalLauncher:
         from prefect.flow_engine import run_flow_async
 
         try:
-            asyncio.run(run_flow_async(payout_spreadsheet, flow_run=flow_run, parameters={"params": params},
-                                       return_type="state"))
+            asyncio.run(
+                run_flow_async(
+                    payout_spreadsheet, flow_run=flow_run, parameters={"params": params}, return_type="state"
+                )
+            )
         except Exception as exc:  # noqa: BLE001 - the Prefect state records the failure; log it for the operator
             log.error("local payout run %s ended with %s", flow_run.id, type(exc).__name__)
 
@@ -111,11 +122,16 @@ def _view(flow_run: Any, upload_id_of: Any) -> RunView:
     message = (state.message or None) if state else None
     when = flow_run.start_time or flow_run.expected_start_time or flow_run.created
     return RunView(
-        id=str(flow_run.id), name=flow_run.name, state_type=state.type.value if state else "UNKNOWN",
-        state_name=state.name if state else "Unknown", message=message[:300] if message else None,
+        id=str(flow_run.id),
+        name=flow_run.name,
+        state_type=state.type.value if state else "UNKNOWN",
+        state_name=state.name if state else "Unknown",
+        message=message[:300] if message else None,
         start=when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else None,
-        final=bool(state and state.is_final()), paused=bool(state and state.is_paused()),
-        upload_id=upload_id_of(report_dir), source_name=str(source).rsplit("/", 1)[-1] if source else None,
+        final=bool(state and state.is_final()),
+        paused=bool(state and state.is_paused()),
+        upload_id=upload_id_of(report_dir),
+        source_name=str(source).rsplit("/", 1)[-1] if source else None,
     )
 
 
@@ -134,9 +150,12 @@ async def read_run(flow_run_id: UUID, upload_id_of: Any) -> RunView | None:
         if flow.name != FLOW_NAME:
             return None
         view = _view(flow_run, upload_id_of)
-        artifacts = await client.read_artifacts(artifact_filter=ArtifactFilter(
-            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
-            type=ArtifactFilterType(any_=["progress"])))
+        artifacts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
+                type=ArtifactFilterType(any_=["progress"]),
+            )
+        )
     progress = [a.data for a in artifacts if isinstance(a.data, int | float)]
     if progress:
         view.progress = float(max(progress))
@@ -150,8 +169,11 @@ async def recent_runs(upload_id_of: Any, limit: int = 25) -> list[RunView]:
     from prefect.client.schemas.sorting import FlowRunSort
 
     async with get_client() as client:
-        runs = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
-                                           sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=limit)
+        runs = await client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+            sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+            limit=limit,
+        )
     return [_view(r, upload_id_of) for r in runs]
 
 

@@ -43,8 +43,9 @@ class PasswordHash:
         self._hash = self._derive(password)
 
     def _derive(self, password: str) -> bytes:
-        return hashlib.scrypt(password.encode("utf-8"), salt=self._salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P,
-                              dklen=32)
+        return hashlib.scrypt(
+            password.encode("utf-8"), salt=self._salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32
+        )
 
     def verify(self, password: str) -> bool:
         return hmac.compare_digest(self._derive(password), self._hash)

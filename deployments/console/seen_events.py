@@ -28,8 +28,9 @@ class SeenEvents:
 
     def claim(self, event_id: str) -> bool:
         with self._lock:
-            cur = self._db.execute("INSERT OR IGNORE INTO seen (id, received_at) VALUES (?, ?)",
-                                   (event_id, time.time()))
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO seen (id, received_at) VALUES (?, ?)", (event_id, time.time())
+            )
             return cur.rowcount == 1
 
     def release(self, event_id: str) -> None:

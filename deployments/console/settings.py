@@ -22,14 +22,16 @@ class ConsoleSettings(BaseSettings):
 
     console_password: SecretStr | None = Field(None, description="Operator password (required to log in)")
     console_session_key: SecretStr | None = Field(
-        None, description="Key signing session and CSRF cookies; default: random per process")
+        None, description="Key signing session and CSRF cookies; default: random per process"
+    )
     console_secure_cookies: bool = Field(False, description="Mark cookies Secure (behind HTTPS)")
     console_session_ttl_s: int = Field(8 * 3600, ge=60)
     upload_url: str = Field("uploads", description="Folder or fsspec URL for uploaded sheets")
     report_url: str = Field("reports", description="Folder or fsspec URL; each console run reports under it")
     max_upload_mb: float = Field(20, gt=0, description="Largest sheet accepted")
     payout_deployment: str | None = Field(
-        None, description="Deployment that pays sheets ('payout-spreadsheet/NAME'); unset: local mode")
+        None, description="Deployment that pays sheets ('payout-spreadsheet/NAME'); unset: local mode"
+    )
     credentials_block: str | None = Field(None, description="PaymentsCredentials block passed to runs")
     webhook_secrets: SecretStr | None = Field(None, description="Comma-separated webhook signing secrets")
     webhook_store: Path | None = Field(None, description="SQLite file of seen webhook event ids")

@@ -77,8 +77,13 @@ class UploadStore:
         self.upload_fs.makedirs(folder, exist_ok=True)
         path = f"{folder}/{name}"
         self.upload_fs.pipe_file(path, data)
-        return Upload(id=upload_id, filename=name, source=_public(self.upload_fs, path), size=len(data),
-                      uploaded_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        return Upload(
+            id=upload_id,
+            filename=name,
+            source=_public(self.upload_fs, path),
+            size=len(data),
+            uploaded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
 
     def write_meta(self, upload: Upload) -> None:
         path = f"{self.upload_root}/{upload.id}/{META}"

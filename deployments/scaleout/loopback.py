@@ -39,10 +39,16 @@ def free_port() -> int:
 class LoopbackCluster:
     """Everything of the recipe as child processes bound to 127.0.0.1; ``stop()`` ends them all."""
 
-    def __init__(self, *, workers: int = 2, limit: int = 10, decay_per_s: float | None = None,
-                 worker_env: Mapping[str, str] | None = None,
-                 deployments: tuple[str, ...] = ("payout-spreadsheet",),
-                 log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        workers: int = 2,
+        limit: int = 10,
+        decay_per_s: float | None = None,
+        worker_env: Mapping[str, str] | None = None,
+        deployments: tuple[str, ...] = ("payout-spreadsheet",),
+        log_dir: Path | None = None,
+    ) -> None:
         self.workers = workers
         self.limit = limit
         self.decay_per_s = decay_per_s if decay_per_s is not None else float(limit)
@@ -58,15 +64,27 @@ class LoopbackCluster:
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """Environment of a Prefect client process of this cluster."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "PAYOPS_"))}
-        env.update({"PREFECT_API_URL": self.api_url, "PREFECT_HOME": str(self.home),
-                    "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"})
+        env.update(
+            {
+                "PREFECT_API_URL": self.api_url,
+                "PREFECT_HOME": str(self.home),
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "PREFECT_LOGGING_LEVEL": "WARNING",
+            }
+        )
         env.update(extra or {})
         return env
 
     def cli(self, *args: str, timeout: float = 120) -> str:
         """Run ``prefect <args>`` against the cluster; its output, or RuntimeError with the output."""
-        proc = subprocess.run([*prefect_cli(), "--no-prompt", *args], cwd=ROOT, env=self.env(),
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [*prefect_cli(), "--no-prompt", *args],
+            cwd=ROOT,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"prefect {' '.join(args)} failed: {(proc.stdout + proc.stderr)[-1500:]}")
         return proc.stdout
@@ -75,19 +93,36 @@ class LoopbackCluster:
         self.home.mkdir(parents=True, exist_ok=True)
         self.postgres.start()
         server_env = prefect_server_env("127.0.0.1", self.port, self.env())
-        server_env.update({"PREFECT_API_DATABASE_CONNECTION_URL": self.postgres.url,
-                           "PREFECT_SERVER_UI_ENABLED": "false"})
+        server_env.update(
+            {"PREFECT_API_DATABASE_CONNECTION_URL": self.postgres.url, "PREFECT_SERVER_UI_ENABLED": "false"}
+        )
         server_env.pop("PREFECT_API_URL", None)
         proc = self.sup.start("prefect-server", [*prefect_cli(), "server", "start"], server_env)
         wait_http(f"{self.api_url}/health", proc, 180, "the Prefect server")
         self.cli("work-pool", "create", POOL, "--type", "process")
-        self.cli("global-concurrency-limit", "create", LIMIT_NAME, "--limit", str(self.limit),
-                 "--slot-decay-per-second", str(self.decay_per_s))
+        self.cli(
+            "global-concurrency-limit",
+            "create",
+            LIMIT_NAME,
+            "--limit",
+            str(self.limit),
+            "--slot-decay-per-second",
+            str(self.decay_per_s),
+        )
         for name in self.deployments:
             self.cli("deploy", "--prefect-file", "deployments/prefect.yaml", "--name", name, timeout=180)
         for i in range(1, self.workers + 1):
-            cmd = [*prefect_cli(), "worker", "start", "--pool", POOL, "--type", "process",
-                   "--name", f"loopback-worker-{i}"]
+            cmd = [
+                *prefect_cli(),
+                "worker",
+                "start",
+                "--pool",
+                POOL,
+                "--type",
+                "process",
+                "--name",
+                f"loopback-worker-{i}",
+            ]
             env = self.env({"PREFECT_WORKER_QUERY_SECONDS": "1", **self.worker_env})
             self.sup.start(f"worker-{i}", cmd, env)
         return self
@@ -121,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     cluster = LoopbackCluster(workers=args.workers, limit=args.limit, worker_env=worker_env)
     try:
         cluster.start()
-        print(f"Prefect API {cluster.api_url} on PostgreSQL; pool {POOL!r} with {args.workers} workers; "
-              f"limit {LIMIT_NAME!r} {args.limit}/s; logs in {cluster.log_dir}. Ctrl-C stops everything.")
+        print(
+            f"Prefect API {cluster.api_url} on PostgreSQL; pool {POOL!r} with {args.workers} workers; "
+            f"limit {LIMIT_NAME!r} {args.limit}/s; logs in {cluster.log_dir}. Ctrl-C stops everything."
+        )
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -23,8 +23,10 @@ def postgres_bin() -> Path | None:
     """The newest installed ``/usr/lib/postgresql/<version>/bin``."""
     if not PG_ROOT.is_dir():
         return None
-    versions = sorted((p for p in PG_ROOT.iterdir() if (p / "bin" / "initdb").exists()),
-                      key=lambda p: int(p.name) if p.name.isdigit() else 0)
+    versions = sorted(
+        (p for p in PG_ROOT.iterdir() if (p / "bin" / "initdb").exists()),
+        key=lambda p: int(p.name) if p.name.isdigit() else 0,
+    )
     return versions[-1] / "bin" if versions else None
 
 
@@ -37,8 +39,9 @@ def ensure_postgres() -> Path:
         raise RuntimeError("PostgreSQL is not installed: sudo apt-get install -y postgresql")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "postgresql"], check=True, env=env,
-                   capture_output=True)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "postgresql"], check=True, env=env, capture_output=True
+    )
     found = postgres_bin()
     if not found:
         raise RuntimeError("apt-get installed postgresql but no initdb was found")
@@ -65,31 +68,73 @@ class PrivatePostgres:
         return f"postgresql+asyncpg://prefect:{self.password}@127.0.0.1:{self.port}/prefect"
 
     def _run(self, *cmd: str, stdin: str | None = None) -> None:
-        subprocess.run([*self._as_user, *cmd], check=True, capture_output=True, input=stdin, text=True,
-                       cwd=self.dir)
+        subprocess.run(
+            [*self._as_user, *cmd], check=True, capture_output=True, input=stdin, text=True, cwd=self.dir
+        )
 
     def start(self, timeout: float = 60) -> PrivatePostgres:
         pwfile = self.dir / "pw"
         pwfile.write_text(self.password + "\n")
         if self._as_user:
             shutil.chown(pwfile, "postgres", "postgres")
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "prefect", "--auth=scram-sha-256",
-                  f"--pwfile={pwfile}", "-E", "UTF8", "--no-sync")
+        self._run(
+            str(self.bin / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "prefect",
+            "--auth=scram-sha-256",
+            f"--pwfile={pwfile}",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
         pwfile.unlink()
-        cmd = [*self._as_user, str(self.bin / "postgres"), "-D", str(self.data), "-h", "127.0.0.1",
-               "-p", str(self.port), "-k", str(self.dir), "-c", "max_connections=200", "-c", "fsync=off",
-               "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        cmd = [
+            *self._as_user,
+            str(self.bin / "postgres"),
+            "-D",
+            str(self.data),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.dir),
+            "-c",
+            "max_connections=200",
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ]
         self.proc = start_child(cmd, os.environ, self.dir / "postgres.log", cwd=self.dir)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"postgres exited: {(self.dir / 'postgres.log').read_text()[-800:]}")
-            ready = subprocess.run([str(self.bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
-                                   capture_output=True)
+            ready = subprocess.run(
+                [str(self.bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)], capture_output=True
+            )
             if ready.returncode == 0:
                 env = {**os.environ, "PGPASSWORD": self.password}
-                subprocess.run([str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
-                                "prefect", "prefect"], check=True, capture_output=True, env=env)
+                subprocess.run(
+                    [
+                        str(self.bin / "createdb"),
+                        "-h",
+                        "127.0.0.1",
+                        "-p",
+                        str(self.port),
+                        "-U",
+                        "prefect",
+                        "prefect",
+                    ],
+                    check=True,
+                    capture_output=True,
+                    env=env,
+                )
                 return self
             time.sleep(0.3)
         raise RuntimeError("postgres did not start")

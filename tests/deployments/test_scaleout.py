@@ -122,6 +122,14 @@ def test_three_runs_on_two_workers_share_one_request_rate(
         seen = most_in_window(times, window)
         assert seen <= allowed, f"{seen} requests within {window}s; the limit allows {allowed}"
     sustained = (len(times) - LIMIT) / (max(times) - min(times))
-    print(json.dumps({"requests": len(times), "span_s": round(max(times) - min(times), 1),
-                      "max_in_1s": most_in_window(times, 1.0), "sustained_per_s": round(sustained, 2)}))
+    print(
+        json.dumps(
+            {
+                "requests": len(times),
+                "span_s": round(max(times) - min(times), 1),
+                "max_in_1s": most_in_window(times, 1.0),
+                "sustained_per_s": round(sustained, 2),
+            }
+        )
+    )
     assert sustained <= DECAY * 1.1, f"sustained {sustained:.2f} req/s over a {DECAY}/s limit"
