@@ -336,6 +336,22 @@ def _groups(keys: list[Hashable], positions: list[int]) -> list[list[int]]:
     return list(groups.values())
 
 
+def _flag_repeats(
+    groups: list[list[int]],
+    numbers: list[int],
+    column: int,
+    data: list[list[str]],
+    message: Callable[[str, str], str],
+    into: list[tuple[int, int, str, str]],
+) -> None:
+    """One entry per row of each group of repeats: ``message(cell text, the group's other rows)``."""
+    for group in groups:
+        rows = [numbers[p] for p in group]
+        for p in group:
+            others = _rows_list([r for r in rows if r != numbers[p]])
+            into.append((p, column, data[column][p], message(data[column][p], others)))
+
+
 def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Validated:
     """Check every data row; return valid rows (sheet order), errors and warnings (sorted by row, column).
 
@@ -500,19 +516,16 @@ def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Va
     else:
         with_ref = [p for p, r in enumerate(references) if r is not None]
         folded = list(map(str.casefold, [references[p] for p in with_ref]))  # type: ignore[arg-type]
-    for group in _groups(folded, with_ref):  # type: ignore[arg-type]
-        rows = [numbers[p] for p in group]
-        for p in group:
-            others = [r for r in rows if r != numbers[p]]
-            issues.append(
-                (
-                    p,
-                    i_ref,  # type: ignore[arg-type]
-                    data[i_ref][p],  # type: ignore[index]
-                    f"the reference {data[i_ref][p]!r} is also used on row(s) {_rows_list(others)}; "  # type: ignore[index]
-                    "references must be unique",
-                )
-            )
+    _flag_repeats(
+        _groups(folded, with_ref),  # type: ignore[arg-type]
+        numbers,
+        i_ref,  # type: ignore[arg-type]
+        data,
+        lambda text, others: (
+            f"the reference {text!r} is also used on row(s) {others}; references must be unique"
+        ),
+        issues,
+    )
 
     invalid = {issue[0] for issue in issues}
     good = [p for p in range(n) if p not in invalid] if invalid else range(n)
@@ -521,19 +534,16 @@ def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Va
     good_destinations = [destinations[p] for p in good] if invalid else destinations
     if len(set(good_destinations)) < len(good_destinations):  # only a repeated destination can repeat a payee
         keys = [(kinds[p], destinations[p], amounts[p]) for p in good]
-        for group in _groups(keys, good):  # type: ignore[arg-type]
-            rows = [numbers[p] for p in group]
-            for p in group:
-                others = [r for r in rows if r != numbers[p]]
-                notes.append(
-                    (
-                        p,
-                        i_dest,  # type: ignore[arg-type]
-                        data[i_dest][p],  # type: ignore[index]
-                        f"same destination and amount as row(s) {_rows_list(others)}; "
-                        "is this payee paid twice?",
-                    )
-                )
+        _flag_repeats(
+            _groups(keys, good),  # type: ignore[arg-type]
+            numbers,
+            i_dest,  # type: ignore[arg-type]
+            data,
+            lambda _text, others: (
+                f"same destination and amount as row(s) {others}; is this payee paid twice?"
+            ),
+            notes,
+        )
     for p in sorted(raw.numeric.get(i_dest, ())):  # type: ignore[arg-type]
         if kinds[p] == "account" and p not in invalid:
             notes.append(
