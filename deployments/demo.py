@@ -36,23 +36,16 @@ def read_env_file(path: Path) -> dict[str, str]:
     return env
 
 
+def sandbox_command(host: str, port: int, env_file: Path, *options: str) -> list[str]:
+    """``payops sandbox`` on ``host:port`` writing its credential exports to ``env_file``, as a command."""
+    cli = [sys.executable, "-m", "deployments.cli", "sandbox", "--host", host, "--port", str(port)]
+    return [*cli, "--env-file", str(env_file), *options]
+
+
 def start_sandbox(port: int, env_file: Path, latency_ms: int = 0) -> subprocess.Popen[bytes]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "deployments.cli",
-        "sandbox",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--env-file",
-        str(env_file),
-        "--delivery-delay",
-        "1.5",
-        "--latency-ms",
-        str(latency_ms),
-    ]
+    cmd = sandbox_command(
+        "127.0.0.1", port, env_file, "--delivery-delay", "1.5", "--latency-ms", str(latency_ms)
+    )
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

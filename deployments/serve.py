@@ -28,6 +28,8 @@ from typing import Any
 import httpx
 import yaml
 
+from deployments.demo import read_env_file, sandbox_command
+
 ROOT = Path(__file__).resolve().parents[1]
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
 PAYOUT_DEPLOYMENT = "payout-spreadsheet/payout-spreadsheet"
@@ -226,12 +228,6 @@ def _api_configured() -> bool:
     return bool(PREFECT_API_URL.value())
 
 
-def _read_env_file(path: Path) -> dict[str, str]:
-    from deployments.demo import read_env_file
-
-    return read_env_file(path)
-
-
 def console_password(env: dict[str, str], home: Path) -> str | None:
     """Make sure the console has a password: keep the configured one, else write a random one to a 0600 file
     and return that file's path (the password itself is never printed)."""
@@ -292,21 +288,9 @@ def run_all_in_one(
             if sandbox:
                 env_file = log_dir / "sandbox.env"
                 say(f"starting the Payments Service emulator on http://{host}:{sandbox_port} ...")
-                cmd = [
-                    sys.executable,
-                    "-m",
-                    "deployments.cli",
-                    "sandbox",
-                    "--host",
-                    host,
-                    "--port",
-                    str(sandbox_port),
-                    "--env-file",
-                    str(env_file),
-                ]
-                proc = sup.start("sandbox", cmd, os.environ)
+                proc = sup.start("sandbox", sandbox_command(host, sandbox_port, env_file), os.environ)
                 wait_http(f"http://{host}:{sandbox_port}/openapi.json", proc, 60, "the emulator")
-                os.environ.update(_read_env_file(env_file))
+                os.environ.update(read_env_file(env_file))
             console_env = dict(os.environ)
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
             password_file = console_password(console_env, prefect_home() / "payops")
