@@ -16,7 +16,7 @@ class Base(DeclarativeBase):
 
 
 def payops_home() -> Path:
-    """The folder payops keeps its own files in: ``PAYOPS_HOME``, default ``~/.payops`` (created, mode 0700)."""
+    """The folder payops keeps its own files in: ``PAYOPS_HOME``, default ``~/.payops`` (mode 0700)."""
     home = Path(os.environ.get("PAYOPS_HOME") or Path.home() / ".payops").expanduser()
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     return home
