@@ -18,6 +18,11 @@ class SheetRunParams(BaseModel):
         None, description="PaymentsCredentials block name; default: env vars"
     )
     rate_limit_per_s: float = Field(
-        50, gt=0, description="Requests per second when no `payments-api` global concurrency limit exists"
+        1000,
+        gt=0,
+        description=(
+            "Ceiling of the adaptive request rate (per second) used when no `payments-api` global concurrency"
+            " limit exists: below it the rate follows the service's 429s"
+        ),
     )
     default_country_code: str = Field("233", pattern=r"^\d{1,3}$")

@@ -1,9 +1,19 @@
-"""One request rate shared by every flow run and worker.
+"""One request rate shared by every flow run and worker, at the service's pace.
 
-Where the Prefect server has a global concurrency limit named `payments-api` with a slot decay (its decay is
-requests per second), every API request acquires one slot of it, so all workers together stay under the rate.
-Where none is configured, an in-process token bucket keeps this process under `fallback_per_s`. The bucket is
-hand-rolled on purpose: it is a dozen lines, async, and only a fallback for Prefect's own limiter.
+Two ways to pace requests, and how they combine:
+
+* Where the Prefect server has a global concurrency limit named `payments-api` with a slot decay (its decay is
+  requests per second), every API request acquires one slot of it, so all workers together stay under the
+  operator's fixed rate. A 429 still pauses this process until its `Retry-After` has passed (the service's
+  word wins over the configured rate), but the rate itself is the operator's: it is not adapted.
+* Where none is configured, `AdaptiveRate` finds the service's pace by itself (AIMD, as TCP does): it starts
+  low, doubles each second while every request is answered, and after the first 429 grows additively; each 429
+  pauses every request of the process until `Retry-After` has passed and cuts the rate. It never goes above
+  `ceiling` (the run's `rate_limit_per_s`). Each process adapts on its own; many workers sharing one
+  credential should use the global limit, which is why that path stays.
+
+Both limiters are hand-rolled on purpose: a token bucket and AIMD are a few dozen lines of asyncio, no library
+here paces asyncio requests adaptively from a response signal, and Prefect's own limiter is the shared path.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -19,7 +29,10 @@ from typing import Protocol
 
 import httpx
 
+from connectors.payments import parse_retry_after
+
 LIMIT_NAME = "payments-api"
+_EPSILON_S = 1e-6  # clocks with microsecond steps: a sleep shorter than this would never end the wait
 log = logging.getLogger(__name__)
 
 
@@ -27,6 +40,13 @@ class Limiter(Protocol):
     source: str
 
     async def acquire(self) -> None: ...
+
+    def observe(self, status: int, retry_after_s: float | None) -> None:
+        """Learn from one response (429s pause and slow the limiter)."""
+
+    @property
+    def rate_per_s(self) -> float | None:
+        """The rate the limiter allows now (None when it is not its own to tell)."""
 
 
 class TokenBucket:
@@ -54,6 +74,132 @@ class TokenBucket:
                     return
                 await asyncio.sleep((1 - self._tokens) / self.rate)
 
+    def observe(self, status: int, retry_after_s: float | None) -> None:
+        """A fixed bucket learns nothing (the client's retry policy honours `Retry-After`)."""
+
+    @property
+    def rate_per_s(self) -> float | None:
+        return self.rate
+
+
+class _RetryAfterGate:
+    """Holds every request of the process until the latest 429's `Retry-After` has passed."""
+
+    def __init__(self, clock: Callable[[], float], sleep: Callable[[float], Awaitable[None]]) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self.paused_until = 0.0
+
+    def pause(self, retry_after_s: float | None) -> float:
+        """Pause for `Retry-After` (1 s when the header is missing or unreadable); returns the end."""
+        self.paused_until = max(self.paused_until, self._clock() + (retry_after_s if retry_after_s else 1.0))
+        return self.paused_until
+
+    async def wait(self) -> bool:
+        """Sleep until the pause is over; True if it had to."""
+        waited = False
+        while (left := self.paused_until - self._clock()) > _EPSILON_S:
+            waited = True
+            await self._sleep(left)
+        return waited
+
+
+class AdaptiveRate:
+    """AIMD request rate: as fast as the service answers, slower after each 429, never above `ceiling`.
+
+    * Slow start: from `start` the rate doubles each second that the limiter is the bottleneck (requests
+      waited for a token), until the first 429.
+    * Then it grows by `increase` (a share of the rate at the last cut) per second of such use.
+    * A 429 pauses every request until its `Retry-After` has passed and multiplies the rate by `decrease`
+      (`slow_start_decrease` for the first one, which typically overshot by up to 2x). 429s answering
+      requests sent before the pause ended are the same congestion event: one cut per event.
+    * Requests are paced evenly (a bucket of at most 2% of a second's requests), so a pause's end is no storm.
+    """
+
+    source = "local"
+
+    def __init__(
+        self,
+        ceiling: float,
+        *,
+        start: float = 50.0,
+        floor: float = 1.0,
+        increase: float = 0.03,
+        decrease: float = 0.85,
+        slow_start_decrease: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if ceiling <= 0:
+            raise ValueError("ceiling must be positive")
+        self.ceiling = ceiling
+        self.floor = min(floor, ceiling)
+        self.rate = min(start, ceiling)
+        self.rate_max = self.rate
+        self.increase = increase
+        self.decrease = decrease
+        self.slow_start_decrease = slow_start_decrease
+        self.slow_start = True
+        self.throttled = 0
+        self.cuts = 0
+        self._step = self.rate * increase
+        self._clock = clock
+        self._sleep = sleep
+        self._gate = _RetryAfterGate(clock, sleep)
+        self._tokens = 1.0
+        self._stamp = self._grown = clock()
+        self._saturated = False
+        self._event_end = 0.0  # requests sent before this belong to the last congestion event
+        self._lock = asyncio.Lock()
+
+    @property
+    def rate_per_s(self) -> float | None:
+        return self.rate
+
+    async def acquire(self) -> None:
+        async with self._lock:
+            while True:
+                if await self._gate.wait():
+                    self._tokens = 0.0  # resume paced, not with a saved-up burst
+                    self._stamp = self._clock()
+                now = self._clock()
+                capacity = max(1.0, self.rate * 0.02)
+                self._tokens = min(capacity, self._tokens + (now - self._stamp) * self.rate)
+                self._stamp = now
+                if self._tokens >= 1 - _EPSILON_S:
+                    self._tokens -= 1
+                    return
+                self._saturated = True
+                await self._sleep((1 - self._tokens) / self.rate)
+
+    def observe(self, status: int, retry_after_s: float | None) -> None:
+        now = self._clock()
+        if status == 429:
+            self.throttled += 1
+            end = self._gate.pause(retry_after_s)
+            if now >= self._event_end:
+                factor = self.slow_start_decrease if self.slow_start else self.decrease
+                self.rate = max(self.floor, self.rate * factor)
+                self._step = max(self.rate * self.increase, 0.5)
+                self.slow_start = False
+                self.cuts += 1
+            self._event_end = end
+            self._grown = end
+            self._saturated = False
+            return
+        if now < self._event_end:
+            return
+        dt = now - self._grown
+        if dt < 0.05:
+            return
+        self._grown = now
+        if not self._saturated:  # the caller, not the limiter, set the pace: no evidence for more
+            return
+        self._saturated = False
+        grown = self.rate * 2 ** min(dt, 1.0) if self.slow_start else self.rate + self._step * min(dt, 1.0)
+        self.rate = min(self.ceiling, grown)
+        self.rate_max = max(self.rate_max, self.rate)
+
 
 class PrefectRateLimit:
     """Prefect global concurrency limit used as a rate limit (slots decay at the limit's rate)."""
@@ -62,15 +208,27 @@ class PrefectRateLimit:
 
     def __init__(self, name: str = LIMIT_NAME) -> None:
         self.name = name
+        self._gate = _RetryAfterGate(time.monotonic, asyncio.sleep)
 
     async def acquire(self) -> None:
         from prefect.concurrency.asyncio import rate_limit
 
+        await self._gate.wait()
         await rate_limit(self.name, occupy=1, strict=True)
+
+    def observe(self, status: int, retry_after_s: float | None) -> None:
+        """The operator's rate stays; a 429 pauses this process until `Retry-After` has passed."""
+        if status == 429:
+            self._gate.pause(retry_after_s)
+
+    @property
+    def rate_per_s(self) -> float | None:
+        return None
 
 
 async def resolve_limiter(fallback_per_s: float, name: str = LIMIT_NAME) -> Limiter:
-    """Prefect's limit when the server has an active one with a slot decay, else a local token bucket."""
+    """Prefect's limit when the server has an active one with a slot decay, else an adaptive rate whose
+    ceiling is `fallback_per_s`."""
     try:
         from prefect.client.orchestration import get_client
 
@@ -83,37 +241,70 @@ async def resolve_limiter(fallback_per_s: float, name: str = LIMIT_NAME) -> Limi
         log.info(
             "no usable global concurrency limit %r (%s); using a local limiter", name, type(exc).__name__
         )
-    return TokenBucket(fallback_per_s)
+    return AdaptiveRate(fallback_per_s)
 
 
 @dataclass
 class LimiterStats:
-    """What the limiter cost: acquisitions and the time spent waiting for them."""
+    """What the limiter cost: acquisitions, the time spent waiting for them, 429s and the rate reached."""
 
     source: str
     acquires: int = 0
     wait_s: float = 0.0
     request_s: float = 0.0
+    throttled: int = 0
+    rate_max_per_s: float | None = None
+    first_s: float | None = None
+    last_s: float | None = None
+
+    def record(self, t0: float, t1: float, t2: float, status: int | None, rate: float | None) -> None:
+        """One request: asked for a slot at `t0`, got it at `t1`, answered at `t2` with `status`."""
+        self.acquires += 1
+        self.wait_s += t1 - t0
+        self.request_s += t2 - t1
+        self.throttled += status == 429
+        if rate is not None:
+            self.rate_max_per_s = max(rate, self.rate_max_per_s or 0.0)
+        self.first_s = t1 if self.first_s is None else min(self.first_s, t1)
+        self.last_s = t2 if self.last_s is None else max(self.last_s, t2)
 
     @classmethod
     def combine(cls, parts: list[LimiterStats]) -> LimiterStats:
         """One figure for several tasks' transports."""
         sources = ",".join(sorted({p.source for p in parts})) or "none"
+        rates = [p.rate_max_per_s for p in parts if p.rate_max_per_s is not None]
+        firsts = [p.first_s for p in parts if p.first_s is not None]
+        lasts = [p.last_s for p in parts if p.last_s is not None]
         return cls(
             sources,
             sum(p.acquires for p in parts),
             sum(p.wait_s for p in parts),
             sum(p.request_s for p in parts),
+            sum(p.throttled for p in parts),
+            max(rates) if rates else None,
+            min(firsts) if firsts else None,
+            max(lasts) if lasts else None,
         )
+
+    @property
+    def achieved_per_s(self) -> float | None:
+        """Requests per second from the first slot to the last answer (None for fewer than two requests)."""
+        if self.acquires < 2 or self.first_s is None or self.last_s is None or self.last_s <= self.first_s:
+            return None
+        return self.acquires / (self.last_s - self.first_s)
 
     def as_dict(self) -> dict[str, object]:
         avg_wait = self.wait_s / self.acquires if self.acquires else 0.0
         avg_req = self.request_s / self.acquires if self.acquires else 0.0
+        achieved = self.achieved_per_s
         return {
             "source": self.source,
             "acquires": self.acquires,
             "wait_ms_avg": round(avg_wait * 1000, 2),
             "request_ms_avg": round(avg_req * 1000, 2),
+            "throttled_429": self.throttled,
+            "rate_reached_per_s": round(self.rate_max_per_s, 1) if self.rate_max_per_s else None,
+            "achieved_per_s": round(achieved, 1) if achieved else None,
         }
 
 
@@ -146,14 +337,17 @@ class RateLimitedTransport(httpx.AsyncBaseTransport):
         t0 = time.perf_counter()
         await self.limiter.acquire()
         t1 = time.perf_counter()
+        status: int | None = None
         try:
-            return await self.inner.handle_async_request(request)
+            response = await self.inner.handle_async_request(request)
+            status = response.status_code
+            self.limiter.observe(status, parse_retry_after(response.headers.get("Retry-After")))
+            return response
         finally:
-            spent = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            rate = self.limiter.rate_per_s
             for stats in {id(s): s for s in (self._stats, _STATS_SCOPE.get()) if s is not None}.values():
-                stats.acquires += 1
-                stats.wait_s += t1 - t0
-                stats.request_s += spent
+                stats.record(t0, t1, t2, status, rate)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -1,0 +1,83 @@
+"""AIMD request rate against the emulator's per-credential rate limit, on a virtual clock.
+
+The emulator and the limiter read one `ManualClock`; the limiter's sleeps move it, and every request costs
+5 ms of it, so a minute of traffic runs in a second and the figures do not depend on this machine's load.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from sandbox import SandboxConfig, create_app
+from sandbox.clock import ManualClock
+from tasks.ratelimit import AdaptiveRate, RateLimitedTransport
+from tests.sandbox.sandbox_support import START, Api
+
+REQUEST_S = 0.005
+
+
+class Traffic:
+    """One sender, paced by an `AdaptiveRate`, against an emulator limited to `service_rate` per second."""
+
+    def __init__(self, service_rate: float, ceiling: float = 1000.0) -> None:
+        self.clock = ManualClock(START)
+        app = create_app(SandboxConfig(clock=self.clock, rate_limit_per_s=service_rate))
+        self.limiter = AdaptiveRate(ceiling, clock=self.now, sleep=self.sleep)
+        self.transport = RateLimitedTransport(httpx.ASGITransport(app=app), self.limiter)
+        self.sent: list[tuple[float, int, float]] = []  # (sent at, status, Retry-After)
+
+    def now(self) -> float:
+        return self.clock.now().timestamp() - START.timestamp()
+
+    async def sleep(self, seconds: float) -> None:
+        self.clock.advance(max(1e-6, seconds))  # the clock moves in microseconds
+
+    async def run(self, seconds: float) -> None:
+        async with httpx.AsyncClient(transport=self.transport, base_url="http://s") as client:
+            api = Api(client)
+            await api.login()
+            while self.now() < seconds:
+                r = await api.get("/v1/wallet")
+                self.clock.advance(REQUEST_S)
+                self.sent.append((self.now() - REQUEST_S, r.status_code, float(r.headers.get("Retry-After", 0))))
+
+    def ok_rate(self, start: float, end: float) -> float:
+        return sum(1 for t, s, _ in self.sent if start <= t < end and s == 200) / (end - start)
+
+
+@pytest.fixture(scope="module")
+async def limited() -> Traffic:
+    """40 virtual seconds against a service that allows 50 requests per second (burst 50)."""
+    traffic = Traffic(service_rate=50)
+    await traffic.run(40)
+    return traffic
+
+
+async def test_converges_on_the_service_rate_with_few_429s(limited: Traffic) -> None:
+    traffic = limited
+    throttled = sum(1 for _, s, _ in traffic.sent if s == 429)
+    assert throttled >= 1  # it did probe the service's limit
+    assert throttled / len(traffic.sent) <= 0.05
+    assert traffic.ok_rate(10, 40) >= 40  # most of the service's 50/s, pauses included
+    assert 30 <= traffic.limiter.rate <= 65
+    assert traffic.limiter.rate_max <= 150  # slow start overshoots while the service's burst lasts
+
+
+async def test_goes_as_fast_as_an_unlimited_service_allows_up_to_the_ceiling() -> None:
+    traffic = Traffic(service_rate=10_000, ceiling=100)
+    await traffic.run(6)
+    assert traffic.limiter.rate == 100 and traffic.limiter.throttled == 0
+    assert 90 <= traffic.ok_rate(3, 6) <= 105
+
+
+async def test_honours_retry_after_and_resumes_without_a_storm(limited: Traffic) -> None:
+    traffic = limited
+    pauses = [(t, ra) for t, s, ra in traffic.sent if s == 429]
+    assert pauses
+    for t, retry_after in pauses:
+        assert retry_after >= 1
+        inside = [u for u, _, _ in traffic.sent if t < u < t + retry_after]
+        assert not inside, f"requests sent {inside[:3]} during the Retry-After of a 429 at {t:.3f}"
+        after = [u for u, _, _ in traffic.sent if t + retry_after <= u < t + retry_after + 0.1]
+        assert len(after) <= 0.1 * traffic.limiter.rate_max + 3  # paced after the pause, no burst
