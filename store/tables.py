@@ -1,1 +1,3 @@
 """Imports every module that declares tables, so that ``Base.metadata`` knows them all (Alembic, tests)."""
+
+from store import cache  # noqa: F401

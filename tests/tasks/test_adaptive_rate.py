@@ -40,7 +40,8 @@ class Traffic:
             while self.now() < seconds:
                 r = await api.get("/v1/wallet")
                 self.clock.advance(REQUEST_S)
-                self.sent.append((self.now() - REQUEST_S, r.status_code, float(r.headers.get("Retry-After", 0))))
+                retry_after = float(r.headers.get("Retry-After", 0))
+                self.sent.append((self.now() - REQUEST_S, r.status_code, retry_after))
 
     def ok_rate(self, start: float, end: float) -> float:
         return sum(1 for t, s, _ in self.sent if start <= t < end and s == 200) / (end - start)
