@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -23,8 +23,9 @@ from tasks.clients import close_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
 from tasks.labels import content_label, money
+from tasks.lookup_cache import CachePolicy
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
-from tasks.preflight import Preflight, preflight_task
+from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.ratelimit import LimiterStats
 from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
 from tasks.run_meter import RunMeter
@@ -51,6 +52,17 @@ class PayoutRunParams(SheetRunParams):
     )
     check_names: bool = Field(True, description="Look up account holder names when the sheet has payee names")
     block_on_name_mismatch: bool = Field(False, description="Refuse the run when a payee name mismatches")
+    preflight_concurrency: int = Field(32, ge=1, le=128, description="Pre-flight reads in flight at once")
+    exact_fees: bool = Field(
+        False,
+        description="Quote every distinct amount, not bracketing fees on a grid (tasks/fee_pricing.py)",
+    )
+    use_lookup_cache: bool = Field(True, description="Reuse holder names and fee quotes from earlier runs")
+    name_cache_ttl_s: int = Field(7 * 86400, ge=0, description="How long a looked-up holder name is reused")
+    quote_cache_ttl_s: int = Field(900, ge=0, description="How long a fee quote is reused")
+    lookup_failure_ttl_s: int = Field(
+        300, ge=0, le=3600, description="How long a 'no such account' answer is kept (transient errors never)"
+    )
     allow_preflight_problems: bool = Field(
         False, description="Send even if pre-flight finds the balance or limits short (items may be refused)"
     )
@@ -62,6 +74,21 @@ class Approval(RunInput):
 
     approve: bool = Field(description="Send the payouts")
     comment: str = Field("", max_length=500)
+
+
+def _preflight_options(params: PayoutRunParams) -> PreflightOptions:
+    return PreflightOptions(
+        check_names=params.check_names,
+        block_on_name_mismatch=params.block_on_name_mismatch,
+        concurrency=params.preflight_concurrency,
+        exact_fees=params.exact_fees,
+        use_cache=params.use_lookup_cache,
+        policy=CachePolicy(
+            name_ttl=timedelta(seconds=params.name_cache_ttl_s),
+            failure_ttl=timedelta(seconds=params.lookup_failure_ttl_s),
+            quote_ttl=timedelta(seconds=params.quote_cache_ttl_s),
+        ),
+    )
 
 
 def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approval: bool) -> str:
@@ -95,6 +122,16 @@ def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approv
             ],
         )
     )
+    counts = pf.cache_counts()
+    lines += [
+        "",
+        "## Lookups and quotes",
+        "",
+        markdown_table(
+            ["", "cached", "fresh", "failed"],
+            [[kind.replace("_", " "), c["cached"], c["fresh"], c["failed"]] for kind, c in counts.items()],
+        ),
+    ]
     if pf.problems:
         lines += ["", "## Problems", ""] + [f"- {p}" for p in pf.problems]
     if pf.notes:
@@ -239,11 +276,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     pf = None
     if intake.rows and settings is not None:
         pf = await preflight_task(
-            settings,
-            untraversed(intake.rows),
-            params.check_names,
-            params.block_on_name_mismatch,
-            params.rate_limit_per_s,
+            settings, untraversed(intake.rows), _preflight_options(params), params.rate_limit_per_s
         )
         meter.api_calls.update(pf.api_calls)
         summary["fee_total"] = money(pf.fee_total)
@@ -251,6 +284,8 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "problems": pf.problems,
             "notes": pf.notes,
             "name_checks": Counter(n.verdict for n in pf.names),
+            "cache": pf.cache_counts(),
+            "rate_limit": pf.limiter.as_dict() if pf.limiter else None,
         }
         needs_approval = params.require_approval or (
             params.approval_threshold is not None and pf.amount_total >= params.approval_threshold

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, defaultdict
+import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from sqlalchemy.exc import SQLAlchemyError
 
-from connectors.payments import APIStatusError, PaymentsClient, PaymentsSettings
+from connectors.payments import APIStatusError, NotFoundError, PaymentsClient, PaymentsSettings
+from store import migrate, open_engine
+from store.cache import NAMES, QUOTES, Cached, LookupCache, cache_key
+from tasks import fee_pricing
 from tasks.clients import payments_client
+from tasks.fee_pricing import FeeRange, PriceKey
 from tasks.intake import PayoutRow
+from tasks.lookup_cache import CachePolicy, through_cache
 from tasks.ratelimit import LimiterStats
 
 ZERO = Decimal("0")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -26,7 +34,8 @@ class CurrencyCheck:
     currency: str
     count: int = 0
     amount: Decimal = ZERO
-    fees: Decimal = ZERO
+    fees: Decimal = ZERO  # the highest the fees can be (exact where every row's fee is known)
+    fees_low: Decimal = ZERO
     available: Decimal | None = None
     daily_remaining: Decimal | None = None
     monthly_remaining: Decimal | None = None
@@ -49,12 +58,22 @@ class NameCheck:
 @dataclass
 class Preflight:
     currencies: dict[str, CurrencyCheck]
-    fees_by_row: dict[int, Decimal]
+    fees_by_row: dict[int, FeeRange]
     names: list[NameCheck] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     api_calls: Counter[str] = field(default_factory=Counter)
     limiter: LimiterStats | None = None
+    lookups: Counter[str] = field(default_factory=Counter)  # cached, fresh, failed
+    quotes: Counter[str] = field(default_factory=Counter)
+
+    def cache_counts(self) -> dict[str, dict[str, int]]:
+        """Cached / fresh / failed answers, for name lookups and fee quotes."""
+        keys = ("cached", "fresh", "failed")
+        return {
+            "name_lookups": {k: self.lookups[k] for k in keys},
+            "fee_quotes": {k: self.quotes[k] for k in keys},
+        }
 
     @property
     def amount_total(self) -> Decimal:
@@ -78,69 +97,100 @@ def name_verdict(sheet_name: str, holder: str) -> str:
     return "partial" if a & b else "mismatch"
 
 
-async def _fees(client: PaymentsClient, rows: Sequence[PayoutRow], concurrency: int) -> dict[int, Decimal]:
-    """One fee quote per distinct (amount, currency, provider, destination type), shared by its rows."""
-    keys = {(r.amount, r.currency, r.provider, r.destination_type) for r in rows}
-    quotes: dict[tuple[Decimal, str, str, str], Decimal] = {}
-    sem = asyncio.Semaphore(concurrency)
-
-    async def quote(key: tuple[Decimal, str, str, str]) -> None:
-        amount, currency, provider, dtype = key
-        async with sem:
-            q = await client.fee_quotes.payout(
-                amount=amount, currency=currency, provider=provider, destination_type=dtype
-            )
-        quotes[key] = Decimal(q.fee)
-
-    await asyncio.gather(*(quote(k) for k in keys))
-    return {r.row: quotes[(r.amount, r.currency, r.provider, r.destination_type)] for r in rows}
+async def _lookup(client: PaymentsClient, number: tuple[str, str]) -> Cached | Exception:
+    """The holder name on a number; "no such account" is an answer worth keeping briefly, other errors not."""
+    provider, msisdn = number
+    try:
+        return Cached((await client.party_lookups.lookup(provider=provider, msisdn=msisdn)).name, True)
+    except NotFoundError:
+        return Cached(None, False)
+    except APIStatusError as exc:
+        return exc
 
 
-async def _names(client: PaymentsClient, rows: Sequence[PayoutRow], concurrency: int) -> list[NameCheck]:
-    """Party lookups for rows that carry a payee name and a mobile money number (one per distinct number)."""
-    wanted = [r for r in rows if r.payee_name and r.destination_type == "msisdn"]
-    holders: dict[tuple[str, str], str | None] = {}
-    sem = asyncio.Semaphore(concurrency)
-
-    async def lookup(provider: str, msisdn: str) -> None:
-        async with sem:
-            try:
-                holders[(provider, msisdn)] = (
-                    await client.party_lookups.lookup(provider=provider, msisdn=msisdn)
-                ).name
-            except APIStatusError:
-                holders[(provider, msisdn)] = None
-
-    await asyncio.gather(*(lookup(p, m) for p, m in {(r.provider, r.destination) for r in wanted}))
-    checks = []
-    for r in wanted:
-        holder = holders[(r.provider, r.destination)]
-        verdict = "unverified" if holder is None else name_verdict(r.payee_name or "", holder)
-        checks.append(NameCheck(r.row, r.destination, r.payee_name or "", holder, verdict))
-    return checks
+async def _quote(client: PaymentsClient, key: PriceKey) -> Cached | Exception:
+    amount, currency, provider, dtype = key
+    try:
+        q = await client.fee_quotes.payout(
+            amount=amount, currency=currency, provider=provider, destination_type=dtype
+        )
+    except APIStatusError as exc:
+        return exc
+    return Cached(str(q.fee), True)
 
 
-async def run_preflight(
-    client: PaymentsClient,
-    rows: Sequence[PayoutRow],
-    *,
-    check_names: bool = True,
-    block_on_name_mismatch: bool = False,
-    concurrency: int = 8,
-) -> Preflight:
-    """All read-only checks; `problems` lists what would make the run fail if sent as it is."""
-    fees = await _fees(client, rows, concurrency)
-    currencies: dict[str, CurrencyCheck] = defaultdict(lambda: CurrencyCheck(""))
+@dataclass
+class _Asker:
+    """The pre-flight's read-only calls: through the cache, deduplicated, at most `concurrency` at a time."""
+
+    client: PaymentsClient
+    cache: LookupCache | None
+    policy: CachePolicy
+    concurrency: int
+    lookups: Counter[str] = field(default_factory=Counter)
+    quotes: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self.semaphore = asyncio.Semaphore(self.concurrency)
+
+    async def quote_many(self, keys: list[PriceKey]) -> dict[PriceKey, Decimal | Exception]:
+        inputs = {cache_key("payout-fee", *k): k for k in keys}
+        answers, tally = await through_cache(
+            self.cache,
+            QUOTES,
+            inputs,
+            lambda k: _quote(self.client, k),
+            self.policy.for_quote,
+            self.semaphore,
+        )
+        self.quotes.update(tally)
+        out: dict[PriceKey, Decimal | Exception] = {}
+        for h, key in inputs.items():
+            a = answers[h]
+            out[key] = Decimal(a.value) if isinstance(a, Cached) and a.ok and a.value else _refused(a)
+        return out
+
+    async def names(self, rows: Sequence[PayoutRow]) -> list[NameCheck]:
+        """Holder names for rows that carry a payee name and a mobile money number (one per number)."""
+        wanted = [r for r in rows if r.payee_name and r.destination_type == "msisdn"]
+        inputs = {cache_key("msisdn", r.provider, r.destination): (r.provider, r.destination) for r in wanted}
+        answers, tally = await through_cache(
+            self.cache,
+            NAMES,
+            inputs,
+            lambda n: _lookup(self.client, n),
+            self.policy.for_name,
+            self.semaphore,
+        )
+        self.lookups.update(tally)
+        checks = []
+        for r in wanted:
+            a = answers[cache_key("msisdn", r.provider, r.destination)]
+            holder = a.value if isinstance(a, Cached) and a.ok else None
+            verdict = "unverified" if holder is None else name_verdict(r.payee_name or "", holder)
+            checks.append(NameCheck(r.row, r.destination, r.payee_name or "", holder, verdict))
+        return checks
+
+
+def _refused(answer: Cached | Exception) -> Exception:
+    return answer if isinstance(answer, Exception) else ValueError("the fee quote carried no fee")
+
+
+def _check_currencies(
+    rows: Sequence[PayoutRow], fees: dict[int, FeeRange], wallet: list, limits: list
+) -> tuple[dict[str, CurrencyCheck], list[str], set[str]]:
+    """Totals and headroom per currency with each row's highest possible fee; problems, and the currencies
+    whose problems might vanish with exact fees."""
+    currencies: dict[str, CurrencyCheck] = {}
     largest: dict[str, PayoutRow] = {}
     for r in rows:
-        c = currencies[r.currency]
-        c.currency = r.currency
+        c = currencies.setdefault(r.currency, CurrencyCheck(r.currency))
         c.count += 1
         c.amount += r.amount
-        c.fees += fees[r.row]
+        c.fees += fees[r.row].high
+        c.fees_low += fees[r.row].low
         if r.currency not in largest or r.amount > largest[r.currency].amount:
             largest[r.currency] = r
-    wallet, limits = await asyncio.gather(client.wallet.get(), client.limits.get())
     for account in wallet:
         for cur, bal in account.balances.items():
             if cur in currencies:
@@ -152,53 +202,133 @@ async def run_preflight(
             c.per_transaction = Decimal(lim.per_transaction)
             c.daily_remaining = Decimal(lim.daily.out.remaining)
             c.monthly_remaining = Decimal(lim.monthly.out.remaining)
-    pf = Preflight(dict(currencies), fees)
-    for cur, c in pf.currencies.items():
+    problems: list[str] = []
+    refinable: set[str] = set()
+    for cur, c in currencies.items():
         if c.available is None or c.available < c.needed:
-            pf.problems.append(
+            problems.append(
                 f"{cur}: wallet has {c.available or ZERO} available, the sheet needs {c.needed} "
                 f"(amounts {c.amount} + fees {c.fees})"
             )
+            if c.available is not None and c.available >= c.amount + c.fees_low:
+                refinable.add(cur)
         if c.per_transaction is None:
-            pf.problems.append(f"{cur}: no limits are set for this currency, so no payment can be made")
+            problems.append(f"{cur}: no limits are set for this currency, so no payment can be made")
             continue
         big = largest[cur]
         if big.amount > c.per_transaction:
             over = sum(1 for r in rows if r.currency == cur and r.amount > c.per_transaction)
-            pf.problems.append(
+            problems.append(
                 f"{cur}: {over} row(s) exceed the per-transaction limit {c.per_transaction} "
                 f"(largest: row {big.row}, {big.amount})"
             )
         for period, remaining in (("daily", c.daily_remaining), ("monthly", c.monthly_remaining)):
             if remaining is not None and remaining < c.needed:
-                pf.problems.append(
+                problems.append(
                     f"{cur}: {period} outbound headroom {remaining} is below the sheet's {c.needed}"
                 )
-    if check_names:
-        pf.names = await _names(client, rows, concurrency)
-        mismatches = pf.name_mismatches
-        if mismatches:
-            msg = (
-                f"{len(mismatches)} payee name(s) do not match the account holder (rows "
-                + ", ".join(str(n.row) for n in mismatches[:10])
-                + ("…)" if len(mismatches) > 10 else ")")
-            )
-            (pf.problems if block_on_name_mismatch else pf.notes).append(msg)
+                if remaining >= c.amount + c.fees_low:
+                    refinable.add(cur)
+    return currencies, problems, refinable
+
+
+async def run_preflight(
+    client: PaymentsClient,
+    rows: Sequence[PayoutRow],
+    *,
+    check_names: bool = True,
+    block_on_name_mismatch: bool = False,
+    concurrency: int = 32,
+    exact_fees: bool = False,
+    cache: LookupCache | None = None,
+    policy: CachePolicy | None = None,
+) -> Preflight:
+    """All read-only checks; `problems` lists what would make the run fail if sent as it is.
+
+    Fees are bracketed on a fixed amount grid (`tasks.fee_pricing`: its assumption is stated there) unless
+    `exact_fees`; a currency whose checks fail only because of the bracket is quoted amount by amount.
+    """
+    asker = _Asker(client, cache, policy or CachePolicy(), concurrency)
+    price = fee_pricing.exact_fees if exact_fees else fee_pricing.bracketed_fees
+    fees, wallet, limits, names = await asyncio.gather(
+        price(asker.quote_many, rows),
+        client.wallet.get(),
+        client.limits.get(),
+        asker.names(rows) if check_names else _no_names(),
+    )
+    currencies, problems, refinable = _check_currencies(rows, fees, wallet, limits)
+    if refinable:
+        inexact = [r for r in rows if r.currency in refinable and not fees[r.row].exact]
+        fees.update(await fee_pricing.exact_fees(asker.quote_many, inexact))
+        currencies, problems, _ = _check_currencies(rows, fees, wallet, limits)
+    pf = Preflight(currencies, fees, names, problems)
+    pf.lookups, pf.quotes = asker.lookups, asker.quotes
+    bounded = sum(1 for f in fees.values() if not f.exact)
+    if bounded:
+        pf.notes.append(
+            f"fees are an upper bound for {bounded} row(s) (priced on the fee grid; "
+            "each payout's own fee comes back when it is sent)"
+        )
+    mismatches = pf.name_mismatches
+    if mismatches:
+        msg = (
+            f"{len(mismatches)} payee name(s) do not match the account holder (rows "
+            + ", ".join(str(n.row) for n in mismatches[:10])
+            + ("…)" if len(mismatches) > 10 else ")")
+        )
+        (pf.problems if block_on_name_mismatch else pf.notes).append(msg)
     return pf
+
+
+async def _no_names() -> list[NameCheck]:
+    return []
+
+
+@dataclass(frozen=True)
+class PreflightOptions:
+    """What the pre-flight checks and how: names, fees, concurrency of its reads, the lookup cache."""
+
+    check_names: bool = True
+    block_on_name_mismatch: bool = False
+    concurrency: int = 32
+    exact_fees: bool = False
+    use_cache: bool = True
+    policy: CachePolicy = field(default_factory=CachePolicy)
+
+
+def _open_cache() -> tuple[LookupCache | None, str | None]:
+    """The payops database's lookup cache, or None and why (a broken cache costs speed, never the run)."""
+    try:
+        engine = open_engine()
+        migrate(engine)
+    except (SQLAlchemyError, ImportError) as exc:  # unreachable database, missing driver
+        log.warning("lookup cache unavailable (%s): every lookup is asked", type(exc).__name__)
+        return None, f"lookup cache unavailable ({type(exc).__name__}): every lookup was asked"
+    return LookupCache(engine), None
 
 
 @task(cache_policy=NO_CACHE, name="preflight", retries=2, retry_delay_seconds=2)
 async def preflight_task(
-    settings: PaymentsSettings,
-    rows: list[PayoutRow],
-    check_names: bool,
-    block_on_name_mismatch: bool,
-    rate_per_s: float,
+    settings: PaymentsSettings, rows: list[PayoutRow], options: PreflightOptions, rate_per_s: float
 ) -> Preflight:
-    async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
-        pf = await run_preflight(
-            client, rows, check_names=check_names, block_on_name_mismatch=block_on_name_mismatch
-        )
-        pf.api_calls = Counter(client.api_calls)
-        pf.limiter = transport.stats
-        return pf
+    cache, why = await asyncio.to_thread(_open_cache) if options.use_cache else (None, None)
+    try:
+        async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
+            pf = await run_preflight(
+                client,
+                rows,
+                check_names=options.check_names,
+                block_on_name_mismatch=options.block_on_name_mismatch,
+                concurrency=options.concurrency,
+                exact_fees=options.exact_fees,
+                cache=cache,
+                policy=options.policy,
+            )
+            pf.api_calls = Counter(client.api_calls)
+            pf.limiter = transport.stats
+    finally:
+        if cache is not None:
+            cache.engine.dispose()
+    if why:
+        pf.notes.append(why)
+    return pf

@@ -39,6 +39,16 @@ def human_summary(s: dict[str, Any]) -> str:
     if len(s.get("errors", [])) > 20:
         lines.append(f"  ... and {len(s['errors']) - 20} more errors (see the validation report)")
     preflight = s.get("preflight") or {}
+    for kind, c in (preflight.get("cache") or {}).items():
+        lines.append(
+            f"  {kind.replace('_', ' ')}: {c['cached']} cached, {c['fresh']} fresh, {c['failed']} failed"
+        )
+    rate = s.get("rate_limit") or {}
+    if rate.get("rate_reached_per_s") or rate.get("throttled_429"):
+        lines.append(
+            f"  request rate: reached {rate.get('rate_reached_per_s')}/s, "
+            f"429s: {rate.get('throttled_429', 0)} of {rate.get('acquires', 0)} requests"
+        )
     for p in preflight.get("problems", []) + preflight.get("notes", []):
         lines.append(f"  pre-flight: {p}")
     for kind, path in (s.get("report_files") or {}).items():
