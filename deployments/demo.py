@@ -42,9 +42,10 @@ def sandbox_command(host: str, port: int, env_file: Path, *options: str) -> list
     return [*cli, "--env-file", str(env_file), *options]
 
 
-def start_sandbox(port: int, env_file: Path, latency_ms: int = 0) -> subprocess.Popen[bytes]:
+def start_sandbox(port: int, env_file: Path, latency_ms: int = 0, *options: str) -> subprocess.Popen[bytes]:
+    """The emulator for demo and benchmarks (`options`: more `payops sandbox` flags, e.g. --rate-limit)."""
     cmd = sandbox_command(
-        "127.0.0.1", port, env_file, "--delivery-delay", "1.5", "--latency-ms", str(latency_ms)
+        "127.0.0.1", port, env_file, "--delivery-delay", "1.5", "--latency-ms", str(latency_ms), *options
     )
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
