@@ -22,10 +22,11 @@ from tasks.batching import build_batches
 from tasks.clients import close_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
-from tasks.labels import content_label, money
+from tasks.money import money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, preflight_task
 from tasks.ratelimit import LimiterStats
+from tasks.references import content_label
 from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
 from tasks.run_meter import RunMeter
 from tasks.sheet_tasks import read_sheet_task, write_validation_report_task

@@ -20,24 +20,23 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import Failed, State
 from pydantic import BaseModel, Field
 
+from connectors.payments.models import REFERENCE_PATTERN
 from tasks.artifacts import markdown_table
 from tasks.credentials import load_settings
-from tasks.labels import money
+from tasks.money import money
+from tasks.references import resettlement_reference, settle_now_reference
 from tasks.settlements import (
     POLICY_FIX,
     RetryResult,
     RunInfo,
     poll_settlements_task,
     resettle_task,
-    resettlement_reference,
     run_row_action,
     scan_settlements_task,
-    settle_now_reference,
     settle_now_task,
 )
 from tasks.tabular_reports import write_table_reports
 
-REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 REPORT_HEADERS = [
     "run id",
     "reference",

@@ -23,7 +23,8 @@ from flows.run_params import SheetRunParams
 from tasks.artifacts import artifact_key, markdown_table
 from tasks.credentials import load_settings
 from tasks.intake import IntakeOptions, write_validation_report
-from tasks.labels import content_label, money
+from tasks.money import money
+from tasks.references import content_label
 from tasks.reports import ensure_reports_spare_source, report_paths
 from tasks.run_meter import RunMeter
 from tasks.tabular_reports import write_table_reports
