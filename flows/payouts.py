@@ -19,7 +19,7 @@ from pydantic import Field
 from flows.run_params import SheetRunParams
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts
 from tasks.batching import build_batches
-from tasks.clients import close_clients
+from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
 from tasks.money import money
@@ -163,10 +163,8 @@ async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
 @flow(name="payout-spreadsheet", log_prints=False)
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
-    try:
+    async with open_clients():
         return await _pay(params)
-    finally:
-        await close_clients()
 
 
 async def _pay(params: PayoutRunParams) -> dict[str, Any]:
