@@ -17,6 +17,8 @@ HEADERS = [
     "destination",
     "note",
 ]
+TEST_ENDINGS = {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0404", "0502", "0504"}
+"""Destination endings the emulator treats as test values (failures, review): kept out of plain rows."""
 
 
 def payroll_rows(n: int, *, prefix: str = "T", specials: dict[int, str] | None = None) -> list[list[str]]:
@@ -25,7 +27,7 @@ def payroll_rows(n: int, *, prefix: str = "T", specials: dict[int, str] | None =
     rows = []
     for i in range(n):
         dest = f"23324{i:07d}"
-        if dest[-4:] in {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0404", "0502", "0504"}:
+        if dest[-4:] in TEST_ENDINGS:
             dest = dest[:-4] + "9999"
         if i in specials:
             dest = dest[:-4] + specials[i]
