@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from connectors.payments.models import UtilityPurchaseRequest
+from connectors.payments.models import UTILITY_PURCHASE_FINAL_STATUSES, UtilityPurchaseRequest
 
 from ..errors import ApiError, invalid, not_found
 from ..money import ZERO, fmt, q
@@ -26,7 +26,7 @@ from .collections import start_collection
 PURCHASE_NS = "utility_purchase"
 CURRENCY = "GHS"
 FEE_RATE, FEE_MIN = Decimal("0.01"), Decimal("0.10")
-FINAL = frozenset({"delivered", "failed", "refunded"})
+FINAL = UTILITY_PURCHASE_FINAL_STATUSES
 
 
 def _p(
