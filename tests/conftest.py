@@ -17,9 +17,6 @@ os.environ["PREFECT_SERVER_UI_ENABLED"] = "false"
 for _key in [k for k in os.environ if k.startswith("PAYOPS_")]:
     del os.environ[_key]
 
-REPO = Path(__file__).resolve().parents[1]
-SPEC = REPO.parent / "shared" / "spec" / "payments-api.md"
-
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:

@@ -8,6 +8,7 @@ from . import (
     admin,
     auth,
     batches,
+    contract,
     fee_quotes,
     limits,
     payment_methods,
@@ -28,6 +29,7 @@ ROUTERS: list[APIRouter] = [
     transactions.router,
     settlements.router,
     admin.router,
+    contract.router,
 ]
 
 __all__ = ["ROUTERS"]

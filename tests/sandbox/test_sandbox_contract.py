@@ -1,0 +1,180 @@
+"""The emulator against the authored contract: its generated document must not drift from it.
+
+The mutation tests prove the checks can fail: a contract that loses a required field or changes a status
+code, and an emulator route whose response shape changes, are each reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import schemathesis
+from fastapi import FastAPI
+from fastapi.responses import Response
+from fastapi.routing import APIRoute
+from openapi_spec_validator import validate
+from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+from schemathesis.core.failures import FailureGroup
+from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
+
+from connectors.payments.contract import openapi_document, openapi_text
+from connectors.payments.models import Transfer
+from sandbox import SandboxConfig, create_app
+from sandbox.auth import token_for
+from sandbox.routes import payouts
+from sandbox.routes import wallet as wallet_routes
+from tests.openapi_contract import compare, operations
+
+
+def _generated() -> dict[str, Any]:
+    return create_app(SandboxConfig()).openapi()
+
+
+def test_contract_is_a_valid_openapi_31_document() -> None:
+    doc = openapi_document()
+    validate(doc)
+    assert doc["openapi"].startswith("3.1")
+    broken = openapi_document()
+    del broken["paths"]["/v1/payouts/{reference}"]["get"]["parameters"]  # {reference} no longer declared
+    with pytest.raises(OpenAPIValidationError):
+        validate(broken)
+
+
+def test_generated_document_does_not_drift_from_the_contract() -> None:
+    assert compare(openapi_document(), _generated()) == []
+
+
+def test_drift_check_reports_a_dropped_required_field() -> None:
+    contract = openapi_document()
+    required = contract["components"]["schemas"]["SettlementRun"]["required"]
+    required.remove("itemCount")
+    problems = compare(contract, _generated())
+    assert any("GET /v1/settlements/{id} 200" in p and "itemCount" in p for p in problems), problems
+
+
+def test_drift_check_reports_a_dropped_required_request_field() -> None:
+    contract = openapi_document()
+    contract["components"]["schemas"]["PayoutRequest"]["required"].remove("destination")
+    problems = compare(contract, _generated())
+    assert any(p.startswith("POST /v1/payouts request") and "destination" in p for p in problems), problems
+
+
+def test_drift_check_reports_a_changed_status_code() -> None:
+    contract = openapi_document()
+    responses = contract["paths"]["/v1/payouts"]["post"]["responses"]
+    responses["201"] = responses.pop("202")
+    problems = compare(contract, _generated())
+    assert any(p.startswith("POST /v1/payouts: status codes differ") for p in problems), problems
+
+
+def test_drift_check_reports_a_missing_operation_and_parameter() -> None:
+    contract = openapi_document()
+    del contract["paths"]["/v1/limits"]
+    contract["paths"]["/v1/transactions"]["get"]["parameters"].pop()  # cursor
+    problems = compare(contract, _generated())
+    assert "GET /v1/limits: generated, not in the contract" in problems
+    assert any(p.startswith("GET /v1/transactions: parameters differ") and "cursor" in p for p in problems)
+
+
+def _payouts_app(get_model: type | None = None) -> FastAPI:
+    """An app with the emulator's payout routes only; ``get_model`` swaps the GET route's response model."""
+    app = FastAPI()
+    for route in payouts.router.routes:
+        assert isinstance(route, APIRoute)
+        swap = get_model is not None and "GET" in route.methods
+        app.router.add_api_route(
+            route.path,
+            route.endpoint,
+            methods=list(route.methods),
+            status_code=route.status_code,
+            response_model=get_model if swap else route.response_model,
+            responses=route.responses,
+        )
+    return app
+
+
+def test_drift_check_reports_a_changed_route_response_shape() -> None:
+    """Swap the response model of one emulator route: its generated document now differs from the contract."""
+
+    def shape_drift(app: FastAPI) -> list[str]:
+        # a bare FastAPI app also documents its default 422; only the response shape matters here
+        prefix = "GET /v1/payouts/{reference} 200"
+        return [p for p in compare(openapi_document(), app.openapi()) if p.startswith(prefix)]
+
+    assert shape_drift(_payouts_app()) == []
+    changed = shape_drift(_payouts_app(Transfer))
+    assert changed and "required fields differ" in changed[0] and "amount" in changed[0], changed
+
+
+def _one_case_against(app: Any, contract: dict[str, Any], path: str, method: str) -> None:
+    schema = schemathesis.openapi.from_dict(contract)
+    schema.app = app
+    sandbox = app.state.sandbox
+    token, _ = token_for(sandbox, sandbox.state.credentials["demo-test-client"])
+    case = schema[path][method].Case()
+    case.call_and_validate(
+        headers={"Authorization": f"Bearer {token}"},
+        checks=[status_code_conformance, response_schema_conformance],
+    )
+
+
+def test_conformance_passes_for_the_emulator_as_it_is() -> None:
+    _one_case_against(create_app(SandboxConfig()), openapi_document(), "/v1/wallet", "GET")
+
+
+def test_conformance_reports_an_emulator_route_answering_another_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = wallet_routes.json_response
+
+    def wallet_with_numbers(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
+        return real(status, {"items": [{"balances": {"GHS": 10.5}}]})  # no name, money as a JSON number
+
+    monkeypatch.setattr(wallet_routes, "json_response", wallet_with_numbers)
+    with pytest.raises(FailureGroup) as failure:
+        _one_case_against(create_app(SandboxConfig()), openapi_document(), "/v1/wallet", "GET")
+    assert "Response violates schema" in str(failure.value.exceptions)
+
+
+def test_conformance_reports_a_contract_whose_status_code_changed() -> None:
+    contract = openapi_document()
+    responses = contract["paths"]["/v1/wallet"]["get"]["responses"]
+    responses["201"] = responses.pop("200")
+    with pytest.raises(FailureGroup) as failure:
+        _one_case_against(create_app(SandboxConfig()), contract, "/v1/wallet", "GET")
+    assert "Undocumented status code" in str(failure.value.exceptions)
+    assert "Received: 200" in str(failure.value.exceptions)
+
+
+def test_conformance_reports_a_contract_requiring_a_field_the_emulator_leaves_out() -> None:
+    contract = openapi_document()
+    contract["components"]["schemas"]["WalletAccount"]["required"].append("iban")
+    with pytest.raises(FailureGroup) as failure:
+        _one_case_against(create_app(SandboxConfig()), contract, "/v1/wallet", "GET")
+    assert "iban" in str(failure.value.exceptions)
+
+
+async def test_emulator_serves_the_contract() -> None:
+    import httpx
+
+    app = create_app(SandboxConfig())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sandbox") as client:
+        response = await client.get("/openapi.yaml")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/yaml")
+    assert response.text == openapi_text()
+    assert response.headers["Request-Id"]
+    assert "/openapi.yaml" not in app.openapi()["paths"]
+
+
+def test_every_operation_names_its_permission_and_idempotency_key() -> None:
+    contract = openapi_document()
+    scopes = contract["components"]["securitySchemes"]["clientCredentials"]["flows"]["clientCredentials"][
+        "scopes"
+    ]
+    for method, path, op in operations(contract):
+        permissions = [op["x-permission"]] if "x-permission" in op else op["x-permission-any-of"]
+        assert permissions and set(permissions) <= set(scopes), (method, path)
+        headers = [p.get("$ref", "") for p in op.get("parameters", [])]
+        assert (method == "POST") == ("#/components/parameters/IdempotencyKey" in headers), (method, path)
