@@ -6,6 +6,7 @@ code, and an emulator route whose response shape changes, are each reported.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -20,11 +21,12 @@ from schemathesis.specs.openapi.checks import response_schema_conformance, statu
 
 from connectors.payments.contract import openapi_document, openapi_text
 from connectors.payments.models import Transfer
-from sandbox import SandboxConfig, create_app
+from sandbox import ManualClock, SandboxConfig, create_app
 from sandbox.auth import token_for
 from sandbox.routes import payouts
 from sandbox.routes import wallet as wallet_routes
 from tests.openapi_contract import compare, operations
+from tests.sandbox.sandbox_support import START
 
 
 def _generated() -> dict[str, Any]:
@@ -178,3 +180,89 @@ def test_every_operation_names_its_permission_and_idempotency_key() -> None:
         assert permissions and set(permissions) <= set(scopes), (method, path)
         headers = [p.get("$ref", "") for p in op.get("parameters", [])]
         assert (method == "POST") == ("#/components/parameters/IdempotencyKey" in headers), (method, path)
+
+
+# ------------------------------------------------------------------ links: create → get, as the contract says
+
+
+def _links() -> list[tuple[str, str, str]]:
+    """(source operationId, status, link name) for every link of the contract."""
+    found = []
+    for _, _, op in operations(openapi_document()):
+        for status, response in op["responses"].items():
+            for name in response.get("links", {}):
+                found.append((op["operationId"], status, name))
+    return found
+
+
+def _pointer(body: Any, expression: str) -> Any:
+    """Value of a ``$response.body#/a/0/b`` runtime expression."""
+    assert expression.startswith("$response.body#/"), expression
+    for part in expression.split("#/", 1)[1].split("/"):
+        body = body[int(part)] if isinstance(body, list) else body[part]
+    return body
+
+
+class _Walker:
+    """Calls operations of the contract by operationId on one emulator, validating every answer."""
+
+    def __init__(self) -> None:
+        self.contract = openapi_document()
+        self.clock = ManualClock(START)
+        self.app = create_app(SandboxConfig(clock=self.clock, delivery_delay_s=2.0))
+        self.schema = schemathesis.openapi.from_dict(openapi_document())
+        self.schema.app = self.app
+        sandbox = self.app.state.sandbox
+        token, _ = token_for(sandbox, sandbox.state.credentials["demo-test-client"])
+        self.auth = {"Authorization": f"Bearer {token}"}
+        self.by_id = {op["operationId"]: (m, p, op) for m, p, op in operations(self.contract)}
+
+    def example(self, operation_id: str) -> Any:
+        _, _, op = self.by_id[operation_id]
+        if "requestBody" not in op:
+            return None
+        ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        schema = self.contract["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+        return schema.get("examples", [{}])[0]
+
+    def call(self, operation_id: str, path_parameters: dict[str, Any] | None = None, body: Any = None) -> Any:
+        method, path, op = self.by_id[operation_id]
+        headers = dict(self.auth)
+        if method == "POST":
+            headers["Idempotency-Key"] = f"key-{uuid.uuid4().hex}"
+        kwargs: dict[str, Any] = {"path_parameters": path_parameters or {}, "headers": headers}
+        if method in ("POST", "PUT"):
+            kwargs["body"] = self.example(operation_id) if body is None else body
+        case = self.schema[path][method].Case(**kwargs)
+        response = case.call()
+        case.validate_response(response, checks=[status_code_conformance, response_schema_conformance])
+        assert 200 <= response.status_code < 300, (operation_id, response.status_code, response.text)
+        return response.json() if response.content else None
+
+
+@pytest.mark.parametrize("source,status,link", _links())
+def test_links_lead_from_a_created_record_to_its_reads(source: str, status: str, link: str) -> None:
+    walker = _Walker()
+    # A settlement policy whose calbank destination fails (…9991), so a settled run can be retried.
+    policy = {
+        "schedule": "manual",
+        "destinations": [
+            {"type": "bank", "provider": "calbank", "accountNumber": "1400000009991", "share": "50"},
+            {"type": "mobile_money", "provider": "mtn", "accountNumber": "233240000001", "share": "50"},
+        ],
+    }
+    walker.call("putSettlementPolicy", body=policy)
+    path_parameters: dict[str, Any] = {}
+    if source == "createResettlement":
+        failed = walker.call("createSettlement", body={"reference": "stl-to-retry"})
+        walker.clock.advance(5)
+        path_parameters = {"id": failed["id"]}
+    created = walker.call(source, path_parameters)
+    walker.clock.advance(5)  # a settlement run completes (failed_partial), a payout is delivered
+    _, _, op = walker.by_id[source]
+    spec = op["responses"][status]["links"][link]
+    parameters = {name: _pointer(created, expr) for name, expr in spec["parameters"].items()}
+    target = walker.call(spec["operationId"], parameters)
+    if walker.by_id[spec["operationId"]][0] == "GET":
+        key, value = next(iter(parameters.items()))
+        assert target[{"checkoutId": "id"}.get(key, key)] == value
