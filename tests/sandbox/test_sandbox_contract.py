@@ -14,6 +14,8 @@ import schemathesis
 from fastapi import FastAPI
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from openapi_schema_validator import OAS31Validator
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from schemathesis.core.failures import FailureGroup
@@ -206,10 +208,10 @@ def _pointer(body: Any, expression: str) -> Any:
 class _Walker:
     """Calls operations of the contract by operationId on one emulator, validating every answer."""
 
-    def __init__(self) -> None:
+    def __init__(self, **config: Any) -> None:
         self.contract = openapi_document()
         self.clock = ManualClock(START)
-        self.app = create_app(SandboxConfig(clock=self.clock, delivery_delay_s=2.0))
+        self.app = create_app(SandboxConfig(clock=self.clock, delivery_delay_s=2.0, **config))
         self.schema = schemathesis.openapi.from_dict(openapi_document())
         self.schema.app = self.app
         sandbox = self.app.state.sandbox
@@ -266,3 +268,27 @@ def test_links_lead_from_a_created_record_to_its_reads(source: str, status: str,
     if walker.by_id[spec["operationId"]][0] == "GET":
         key, value = next(iter(parameters.items()))
         assert target[{"checkoutId": "id"}.get(key, key)] == value
+
+
+def test_events_the_emulator_records_match_the_contract_webhook_payloads() -> None:
+    """Each event of the feed (as delivered to webhooks) conforms to the document's payload of its type."""
+    walker = _Walker(allow_local_webhooks=True)
+    with TestClient(walker.app) as admin:
+        created = admin.post(
+            "/_sandbox/businesses/demo/test/webhook-endpoints", json={"url": "http://127.0.0.1:9/hook"}
+        )
+    assert created.status_code == 201, created.text
+    for operation_id in ("createPayout", "createCollection", "createUtilityPurchase", "createTransfer"):
+        walker.call(operation_id)
+    walker.call("createSettlement")
+    walker.clock.advance(10)
+    feed = walker.call("listEvents")
+    contract = walker.contract
+    seen = set()
+    for event in feed["items"]:
+        post = contract["webhooks"][event["type"]]["post"]
+        ref = post["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        validator = OAS31Validator({"$ref": ref, "components": contract["components"]})
+        assert [e.message for e in validator.iter_errors(event)] == [], event
+        seen.add(event["type"])
+    assert {"payout.status_changed", "collection.status_changed", "settlement.status_changed"} <= seen, seen
