@@ -8,6 +8,7 @@ catalogue and the webhook payloads.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
@@ -166,3 +167,15 @@ def test_webhook_payloads_match_the_typed_record_of_the_client(event_type: str) 
     assert _conforms(payload, event) == []
     record = models.WebhookEnvelope.model_validate(event).record()
     assert type(record).__name__ == data_schema
+
+
+async def test_token_request_sends_the_documented_form(make_client) -> None:
+    h = make_client(lambda r: httpx.Response(200, json={"items": []}))
+    async with h.client as client:
+        await client.wallet.get()
+    (request,) = h.service.token_requests
+    assert request.method == "POST" and request.url.path.endswith("/v1/oauth/token")
+    assert request.headers["content-type"].startswith("application/x-www-form-urlencoded")
+    form = {k: v[0] for k, v in parse_qs(request.content.decode()).items()}
+    assert _conforms("TokenRequest", form) == []
+    assert set(form) == set(SCHEMAS["TokenRequest"]["properties"])
