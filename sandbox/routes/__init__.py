@@ -10,6 +10,7 @@ from . import (
     batches,
     checkouts,
     collections,
+    contract,
     events,
     fee_quotes,
     limits,
@@ -46,6 +47,7 @@ ROUTERS: list[APIRouter] = [
     party_lookups.router,
     events.router,
     webhook_admin.router,
+    contract.router,
 ]
 
 __all__ = ["ROUTERS"]
