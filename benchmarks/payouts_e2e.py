@@ -37,13 +37,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.sheets import TEST_ENDINGS, write_sheet  # noqa: E402
 from deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
 from sandbox.engine.party_lookups import FIRST_NAMES, SURNAMES, holder_name  # noqa: E402
-from tests.flows.support import write_sheet  # noqa: E402
 
 FINAL = {"delivered", "failed", "refunded"}
-# Last four digits the emulator treats as test values (failures, holds, lookup errors): never a payee here.
-SPECIAL_ENDINGS = {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0404", "0502", "0504"}
 NAIVE_CONCURRENCY = 16
 
 
@@ -59,7 +57,7 @@ def payees(n: int, seed: int = 15) -> list[tuple[str, str]]:
     seen: set[str] = set()
     while len(numbers) < n:
         number = f"23324{rng.randrange(10_000_000):07d}"
-        if number not in seen and number[-4:] not in SPECIAL_ENDINGS:
+        if number not in seen and number[-4:] not in TEST_ENDINGS:
             seen.add(number)
             numbers.append(number)
     out = []
