@@ -170,7 +170,7 @@ def with_sandbox(latency_ms: int, rate_limit: float | None, fn, *args):
     options = ["--rate-limit", str(rate_limit)] if rate_limit else []
     with tempfile.TemporaryDirectory() as tmp:
         env_file = Path(tmp) / "env"
-        proc = start_sandbox(port, env_file, latency_ms, *options)
+        proc = start_sandbox(port, env_file, latency_ms, *options, start_timeout_s=120)  # a busy machine
         try:
             os.environ.update(read_env_file(env_file))
             return fn(*args)

@@ -42,13 +42,15 @@ def sandbox_command(host: str, port: int, env_file: Path, *options: str) -> list
     return [*cli, "--env-file", str(env_file), *options]
 
 
-def start_sandbox(port: int, env_file: Path, latency_ms: int = 0, *options: str) -> subprocess.Popen[bytes]:
+def start_sandbox(
+    port: int, env_file: Path, latency_ms: int = 0, *options: str, start_timeout_s: float = 30
+) -> subprocess.Popen[bytes]:
     """The emulator for demo and benchmarks (`options`: more `payops sandbox` flags, e.g. --rate-limit)."""
     cmd = sandbox_command(
         "127.0.0.1", port, env_file, "--delivery-delay", "1.5", "--latency-ms", str(latency_ms), *options
     )
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + start_timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(
@@ -64,7 +66,7 @@ def start_sandbox(port: int, env_file: Path, latency_ms: int = 0, *options: str)
             pass
         time.sleep(0.2)
     proc.kill()
-    raise RuntimeError("the emulator did not start within 30 s")
+    raise RuntimeError(f"the emulator did not start within {start_timeout_s:g} s")
 
 
 def main() -> int:
