@@ -53,7 +53,12 @@ class PayoutRunParams(SheetRunParams):
     )
     check_names: bool = Field(True, description="Look up account holder names when the sheet has payee names")
     block_on_name_mismatch: bool = Field(False, description="Refuse the run when a payee name mismatches")
-    preflight_concurrency: int = Field(32, ge=1, le=128, description="Pre-flight reads in flight at once")
+    preflight_concurrency: int = Field(
+        16,
+        ge=1,
+        le=128,
+        description="Pre-flight reads in flight at once (within the client's 20 kept-alive connections)",
+    )
     exact_fees: bool = Field(
         False,
         description="Quote every distinct amount, not bracketing fees on a grid (tasks/fee_pricing.py)",

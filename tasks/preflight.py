@@ -238,7 +238,7 @@ async def run_preflight(
     *,
     check_names: bool = True,
     block_on_name_mismatch: bool = False,
-    concurrency: int = 32,
+    concurrency: int = 16,
     exact_fees: bool = False,
     cache: LookupCache | None = None,
     policy: CachePolicy | None = None,
@@ -290,7 +290,7 @@ class PreflightOptions:
 
     check_names: bool = True
     block_on_name_mismatch: bool = False
-    concurrency: int = 32
+    concurrency: int = 16
     exact_fees: bool = False
     use_cache: bool = True
     policy: CachePolicy = field(default_factory=CachePolicy)
