@@ -126,9 +126,10 @@ class WebhookInbox:
                 next_attempt_at=0.0,
             )
             .on_conflict_do_nothing(index_elements=["id"])
+            .returning(T.id)  # psycopg reports no rowcount for a skipped insert; a returned row is portable
         )
         with self.engine.begin() as conn:
-            return conn.execute(stmt).rowcount == 1
+            return conn.execute(stmt).first() is not None
 
     def __contains__(self, event_id: object) -> bool:
         with self.engine.connect() as conn:

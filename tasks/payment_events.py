@@ -104,9 +104,9 @@ class ForwardFilter:
             rule = raw.strip()
             if not rule:
                 continue
-            pattern, _, statuses = rule.partition(":")
-            names = frozenset(s.strip() for s in statuses.split("|") if s.strip()) if statuses else None
-            if not pattern.strip() or (statuses and not names):
+            pattern, colon, statuses = rule.partition(":")
+            names = frozenset(s.strip() for s in statuses.split("|") if s.strip()) if colon else None
+            if not pattern.strip() or (colon and not names):
                 raise ValueError(f"forward rule {rule!r}: expected '<type pattern>[:<status>|<status>]'")
             self.rules.append((pattern.strip(), names))
         if not self.rules:

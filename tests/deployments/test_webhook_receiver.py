@@ -36,15 +36,14 @@ def delivery(
     age_s: int = 0,
     event_type: str = "settlement.status_changed",
     data: dict[str, Any] | None = None,
+    created_at: str = "2025-01-02T03:04:05Z",
 ) -> tuple[bytes, dict[str, str]]:
     data = (
         data
         if data is not None
         else {"reference": "SET-1", "status": "completed", "outcome": "failed_partial"}
     )
-    body = json.dumps(
-        {"id": event_id, "type": event_type, "createdAt": "2025-01-02T03:04:05Z", "data": data}
-    ).encode()
+    body = json.dumps({"id": event_id, "type": event_type, "createdAt": created_at, "data": data}).encode()
     ts = int(time.time()) - age_s
     headers = {
         "Webhook-Id": event_id,
@@ -68,13 +67,13 @@ class Recorder:
 
 
 def settings_for(tmp_path: Path, secrets: str | None = f"{OLD},{NEW}", **extra: Any) -> ConsoleSettings:
-    return ConsoleSettings(
-        webhook_secrets=secrets,
-        database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
-        upload_url=str(tmp_path / "up"),
-        report_url=str(tmp_path / "rep"),
-        **extra,
-    )
+    fields: dict[str, Any] = {
+        "webhook_secrets": secrets,
+        "database_url": f"sqlite:///{tmp_path / 'payops.sqlite3'}",
+        "upload_url": str(tmp_path / "up"),
+        "report_url": str(tmp_path / "rep"),
+    }
+    return ConsoleSettings(**{**fields, **extra})
 
 
 def make_client(
