@@ -1,9 +1,9 @@
 """The webhook inbox: every accepted Payments Service event, kept before the 2xx answer, forwarded after.
 
 One row per webhook id (the envelope's ``id``; every retry and replay of an event carries the same one), so
-the primary key is the seen-ids list of the receiver and of the events catch-up alike. A row is ``pending`` while
-it is selected for forwarding and Prefect does not have it yet; relays (one per console process, several on
-PostgreSQL) take ``pending`` rows under a lease, so one relay works on a row at a time:
+the primary key is the seen-ids list of the receiver and of the events catch-up alike. A row is ``pending``
+while it is selected for forwarding and Prefect does not have it yet; relays (one per console process, several
+on PostgreSQL) take ``pending`` rows under a lease, so one relay works on a row at a time:
 
 * ``claim`` leases up to N due rows (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite has one writer);
 * ``mark_sent`` records the send and extends the lease while Prefect's answer is confirmed;

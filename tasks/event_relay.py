@@ -1,10 +1,10 @@
 """The relay: forwards the webhook inbox's pending rows to Prefect, and marks them only when Prefect has them.
 
-Prefect's events API answers ``POST /events`` once the events are handed to its message broker, which may still
-drop them (the in-memory broker drops when its queue is full) or die before they are stored. So a row is marked
-forwarded only after the event is read back by id (``POST /events/filter``); until then its lease keeps other
-relays away, and when the lease runs out any relay confirms first and sends again only what Prefect lacks. A
-resend carries the same event id (uuid5 of the webhook id), which Prefect stores once.
+Prefect's events API answers ``POST /events`` once the events are handed to its message broker, which may
+still drop them (the in-memory broker drops when its queue is full) or die before they are stored. So a row is
+marked forwarded only after the event is read back by id (``POST /events/filter``); until then its lease keeps
+other relays away, and when the lease runs out any relay confirms first and sends again only what Prefect
+lacks. A resend carries the same event id (uuid5 of the webhook id), which Prefect stores once.
 
 Failures (Prefect down, 5xx, timeouts) release the rows with exponential backoff (`store.webhook_inbox`).
 Database work runs in worker threads, so the relay never blocks the console's event loop.
@@ -43,7 +43,7 @@ class EventSender(Protocol):
 
 
 class PrefectEventsSender:
-    """Prefect's events API at ``PREFECT_API_URL``: ``POST /events``, then read back with ``/events/filter``."""
+    """Prefect's events API at ``PREFECT_API_URL``: ``POST /events``, then read back (``/events/filter``)."""
 
     def __init__(self) -> None:
         self._client: Any = None

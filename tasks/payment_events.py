@@ -17,8 +17,8 @@ Prefect event, so one deployment trigger serves them all and a duplicate is the 
 from __future__ import annotations
 
 import uuid
-from fnmatch import fnmatchcase
 from collections.abc import Callable, Mapping
+from fnmatch import fnmatchcase
 from typing import Any
 
 from connectors.payments import WebhookEnvelope

@@ -2,9 +2,9 @@
 
 A delivery is answered 2xx only after its envelope is committed to the webhook inbox of the payops database
 (`store.webhook_inbox`, keyed by webhook id: a retry or replay is answered ``duplicate``). The relay
-(`tasks.event_relay`, started with the console) turns the rows the forward filter selects into the same Prefect
-event as the events catch-up (`tasks.payment_events`) and marks them forwarded once Prefect has them. When the
-relay falls behind (more than ``backlog_limit`` rows waiting), new deliveries are answered 503 with
+(`tasks.event_relay`, started with the console) turns the rows the forward filter selects into the same
+Prefect event as the events catch-up (`tasks.payment_events`) and marks them forwarded once Prefect has them.
+When the relay falls behind (more than ``backlog_limit`` rows waiting), new deliveries are answered 503 with
 ``Retry-After``: the service retries six times over a day, so nothing is accepted that cannot be kept.
 
 Verification and the database work run in a worker thread, off the event loop. Every delivery logs one line
