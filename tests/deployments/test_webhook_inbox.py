@@ -315,3 +315,37 @@ def test_answered_delivery_survives_sigkill_and_a_prefect_outage_and_reaches_pre
         _stop(proc, signal.SIGTERM)
     events = in_prefect()
     assert len(events) == 1 and events[0]["event"] == "payments.settlement.status_changed"
+
+
+# -- payops webhooks status --------------------------------------------------------------------------------
+def test_webhooks_status_shows_backlog_oldest_unforwarded_and_failures(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from deployments.cli import app
+
+    url = f"sqlite:///{tmp_path / 'payops.sqlite3'}"
+    engine = open_engine(url)
+    migrate(engine)
+    inbox = WebhookInbox(engine)
+    for i, forward in enumerate([True, True, False]):
+        inbox.accept({"id": f"evt_s{i}", "type": "settlement.status_changed", "data": {}}, forward=forward)
+    inbox.mark_forwarded(["evt_s0"])
+    inbox.mark_failed(inbox.claim("test", 10, 30), "ConnectError: Prefect down")
+    engine.dispose()
+    result = CliRunner().invoke(app, ["webhooks", "status", "--database-url", url, "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert {k: figures[k] for k in ["total", "forwarded", "kept_only", "backlog", "failing"]} == {
+        "total": 3,
+        "forwarded": 1,
+        "kept_only": 1,
+        "backlog": 1,
+        "failing": 1,
+    }
+    assert figures["last_error"] == "ConnectError: Prefect down" and figures["oldest_unforwarded_at"] > 0
+    human = CliRunner().invoke(app, ["webhooks", "status", "--database-url", url])
+    assert "backlog (not yet in Prefect): 1" in human.stdout and "Prefect down" in human.stdout
+    bad = CliRunner().invoke(app, ["webhooks", "status", "--database-url", "not a url"])
+    assert bad.exit_code == 1 and "--database-url" in bad.output and "Traceback" not in bad.output
