@@ -109,8 +109,13 @@ class WebhookInbox:
             )
         return dialect.insert(T)
 
-    def accept(self, envelope: dict[str, Any], *, forward: bool, source: str = "webhook") -> bool:
-        """Keep ``envelope`` (committed on return); False when its id is already in the inbox."""
+    def accept(
+        self, envelope: dict[str, Any], *, forward: bool, source: str = "webhook", forwarded: bool = False
+    ) -> bool:
+        """Keep ``envelope`` (committed on return); False when its id is already in the inbox.
+
+        ``forwarded``: the caller handed it to Prefect itself (the events catch-up), so it is not pending.
+        """
         now = time.time()
         stmt = (
             self._insert()
@@ -121,7 +126,8 @@ class WebhookInbox:
                 source=source,
                 received_at=now,
                 forward=forward,
-                pending=forward,
+                pending=forward and not forwarded,
+                forwarded_at=now if forward and forwarded else None,
                 attempts=0,
                 next_attempt_at=0.0,
             )

@@ -349,3 +349,57 @@ def test_webhooks_status_shows_backlog_oldest_unforwarded_and_failures(tmp_path:
     assert "backlog (not yet in Prefect): 1" in human.stdout and "Prefect down" in human.stdout
     bad = CliRunner().invoke(app, ["webhooks", "status", "--database-url", "not a url"])
     assert bad.exit_code == 1 and "--database-url" in bad.output and "Traceback" not in bad.output
+
+
+# -- the events catch-up shares the inbox ------------------------------------------------------------------
+class FeedClient:
+    """``client.events.list`` over a fixed feed, one page."""
+
+    def __init__(self, feed: list[dict[str, Any]]) -> None:
+        from connectors.payments.models import WebhookEnvelope
+
+        self.items = [WebhookEnvelope.model_validate(e) for e in feed]
+        self.events = self
+        self.api_calls: Counter[str] = Counter()
+
+    async def list(self, after: str | None, limit: int) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(items=[] if after else self.items, next_after=None)
+
+
+def test_catch_up_and_receiver_share_the_inbox_and_its_seen_ids(tmp_path: Path) -> None:
+    from tasks.events_sync import MemoryCursorStore, sync_events
+
+    recorder = Recorder()
+    recorder.down = True  # the receiver keeps evt_c1 but cannot forward it yet
+    with app_client(settings_for(tmp_path), recorder) as client:
+        assert post(client, "evt_c1").json()["status"] == "accepted"
+        inbox: WebhookInbox = client.app.state.webhooks.inbox
+        feed = [
+            {"id": "evt_c1", "type": "settlement.status_changed", "data": {"reference": "S"}},
+            {
+                "id": "evt_c2",
+                "type": "payout.status_changed",
+                "data": {"reference": "P", "status": "delivered"},
+            },
+            {
+                "id": "evt_c3",
+                "type": "collection.status_changed",
+                "data": {"reference": "C", "status": "settled"},
+            },
+        ]
+        emitted = Recorder()
+        result = asyncio.run(
+            sync_events(FeedClient(feed), MemoryCursorStore(), emitted, inbox=inbox, forward=ForwardFilter())
+        )
+        assert (result.duplicates_skipped, result.kept_not_forwarded, result.emitted) == (1, 1, 1)
+        assert list(emitted.ids()) == ["evt_c3"]
+        # what the catch-up read is now a duplicate for the receiver, and is not forwarded again
+        assert post(client, "evt_c3").json()["status"] == "duplicate"
+        assert post(client, "evt_c2").json()["status"] == "duplicate"
+        recorder.down = False
+        wait_for(lambda: inbox.backlog() == 0, timeout=20)
+        status = inbox.status()
+    assert list(recorder.ids()) == ["evt_c1"]
+    assert (status.total, status.forwarded, status.kept_only) == (3, 2, 1)
