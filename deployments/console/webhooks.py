@@ -28,7 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from connectors.payments.models import WebhookEnvelope
 from connectors.payments.webhooks import WebhookVerificationError, WebhookVerifier
 from store import migrate, open_engine
-from store.webhook_inbox import WebhookInbox
+from store.webhook_inbox import GroupCommit, WebhookInbox
 from tasks.event_relay import EmitterSender, PrefectEventsSender, Relay
 from tasks.payment_events import Emitter, ForwardFilter, default_emitter, envelope_to_event
 
@@ -68,6 +68,7 @@ class WebhookReceiver:
     ) -> None:
         self.verifier = WebhookVerifier(secrets) if secrets else None
         self.inbox = inbox
+        self.writer = GroupCommit(inbox)
         self.forward = forward or ForwardFilter()
         self.backlog_limit = backlog_limit
         self.retry_after_s = retry_after_s
@@ -109,7 +110,7 @@ class WebhookReceiver:
             else:
                 wire = envelope.model_dump(mode="json", by_alias=True)
                 forward = self.forward(envelope)
-                outcome = "accepted" if self.inbox.accept(wire, forward=forward) else "duplicate"
+                outcome = "accepted" if self.writer.accept(wire, forward) else "duplicate"
                 if outcome == "accepted" and forward:
                     with self._lock:
                         self._backlog += 1
@@ -174,5 +175,6 @@ class WebhookService:
         finally:
             self.relay.stop()
             await task
+            await asyncio.to_thread(self.receiver.writer.close)
             await self.relay.sender.aclose()
             self.engine.dispose()

@@ -403,3 +403,23 @@ def test_catch_up_and_receiver_share_the_inbox_and_its_seen_ids(tmp_path: Path) 
         status = inbox.status()
     assert list(recorder.ids()) == ["evt_c1"]
     assert (status.total, status.forwarded, status.kept_only) == (3, 2, 1)
+
+
+def test_group_commit_answers_each_delivery_after_its_commit_and_one_accept_per_id(tmp_path: Path) -> None:
+    from store.webhook_inbox import GroupCommit
+
+    engine = open_engine(f"sqlite:///{tmp_path / 'g.sqlite3'}")
+    migrate(engine)
+    writer = GroupCommit(WebhookInbox(engine))
+    ids = [f"evt_g{i % 50}" for i in range(400)]  # every id delivered 8 times, concurrently
+    with ThreadPoolExecutor(32) as pool:
+        answers = list(
+            pool.map(
+                lambda i: (i, writer.accept({"id": i, "type": "payout.accepted", "data": {}}, False)), ids
+            )
+        )
+    writer.close()
+    assert Counter(i for i, new in answers if new) == Counter({f"evt_g{i}": 1 for i in range(50)})
+    assert all(i in WebhookInbox(engine) for i, _new in answers)  # committed before the answer
+    assert WebhookInbox(engine).status().total == 50
+    engine.dispose()
