@@ -423,3 +423,32 @@ def test_group_commit_answers_each_delivery_after_its_commit_and_one_accept_per_
     assert all(i in WebhookInbox(engine) for i, _new in answers)  # committed before the answer
     assert WebhookInbox(engine).status().total == 50
     engine.dispose()
+
+
+def test_one_log_line_per_delivery_even_with_the_root_logger_at_warning(tmp_path: Path) -> None:
+    """`payops console` keeps Prefect's logging set-up (root at WARNING): the delivery lines still appear."""
+    import io
+    import logging
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.WARNING)
+    root.addHandler(handler)
+    try:
+        with app_client(settings_for(tmp_path), Recorder()) as client:
+            assert post(client, "evt_log1").status_code == 200
+            assert post(client, "evt_log1").status_code == 200
+            body, headers = delivery("evt_log2")
+            assert client.post("/webhooks/payments", content=body + b" ", headers=headers).status_code == 400
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    lines = [line for line in stream.getvalue().splitlines() if "webhook delivery" in line]
+    assert lines[:2] == [
+        "webhook delivery id=evt_log1 type=settlement.status_changed outcome=accepted",
+        "webhook delivery id=evt_log1 type=settlement.status_changed outcome=duplicate",
+    ]
+    assert len(lines) == 3 and lines[2].startswith("webhook delivery id=evt_log2 outcome=refused")
+    assert "failed_partial" not in stream.getvalue()  # never the body
