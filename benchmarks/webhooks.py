@@ -26,6 +26,7 @@ import hmac
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -250,6 +251,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--outage-s", type=float, default=10.0)
     parser.add_argument("--drain-timeout-s", type=float, default=900.0)
+    parser.add_argument("--keep", action="store_true", help="Keep the temporary home (logs, databases)")
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="payops-bench-webhooks-"))
@@ -369,6 +371,8 @@ def main() -> None:
         if console_proc is not None:
             stop_child(console_proc)
         stop_child(server)
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":
