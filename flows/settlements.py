@@ -20,6 +20,7 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import Failed, State
 from pydantic import BaseModel, Field
 
+from tasks.alerts import emit_settlement_alerts
 from tasks.artifacts import markdown_table
 from tasks.credentials import load_settings
 from tasks.labels import money
@@ -282,6 +283,7 @@ async def retry_failed_settlements(params: SettlementRetryParams | None = None) 
         ],
     )
     await _publish("settlement-retry", f"Settlement retry {label}", summary, rows)
+    await emit_settlement_alerts(label, results, summary["report_files"])
     for r in results:
         if r.action == "skipped":
             logger.warning("settlement run %s not retried: %s", r.run.id, r.reason)
