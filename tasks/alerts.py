@@ -330,6 +330,33 @@ class Crossings:
         return on and not was_on
 
 
+# -- wallet ----------------------------------------------------------------------------------------------
+def emit_low_balance(
+    watch: Any, horizon_hours: float, upcoming_runs: int, emitter: Emitter | None = None
+) -> Any:
+    """A currency crossed below its threshold (a `tasks.wallet_watch.CurrencyWatch`)."""
+    facts = {
+        "currency": watch.currency,
+        "available": _money(watch.available),
+        "upcoming": _money(watch.upcoming),
+        "after_upcoming": _money(watch.after_upcoming),
+        "threshold": _money(watch.threshold),
+        "daily_remaining": _money(watch.daily_remaining),
+        "monthly_remaining": _money(watch.monthly_remaining),
+        "horizon_hours": horizon_hours,
+        "upcoming_runs": upcoming_runs,
+        "reasons": [_text(r) for r in watch.reasons[:MAX_PROBLEMS]],
+    }
+    return emit_alert(
+        WALLET_LOW_BALANCE,
+        f"payops.wallet.{watch.currency}",
+        f"wallet {watch.currency}",
+        facts,
+        None,
+        emitter,
+    )
+
+
 # -- events feed ------------------------------------------------------------------------------------------
 def lag_alert_after() -> timedelta:
     """How old a caught-up event may be before the feed counts as lagging (env, default 15 minutes)."""
