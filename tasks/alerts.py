@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import PurePosixPath
@@ -299,11 +299,10 @@ class Crossings:
 
     variable: str = CROSSINGS_VARIABLE
     memory: dict[str, bool] | None = None
-    _state: dict[str, bool] | None = field(default=None, repr=False)
 
     async def _load(self) -> dict[str, bool]:
         if self.memory is not None:
-            return self.memory
+            return dict(self.memory)
         from prefect.variables import Variable
 
         value = await Variable.aget(self.variable, default={})
