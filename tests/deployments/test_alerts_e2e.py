@@ -235,6 +235,20 @@ def test_a_failed_resettlement_sends_one_message(
     receiver.wait_for(lambda m: m["subject"].startswith(f"Settlement {ids['failed_all']}"), "no repeat")
 
 
+def test_a_crashed_payout_run_sends_one_message_naming_only_the_error_type(
+    applied, receiver: Receiver, emulator: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PAYOPS_CLIENT_SECRET")  # the run stops before sending: no credentials
+    sheet = write_sheet(tmp_path / "crash.xlsx", payroll_rows(2, prefix="CR"))
+    params = PayoutRunParams(source=str(sheet), label="alerts-crash", report_dir=str(tmp_path / "r"))
+    state = asyncio.run(payout_spreadsheet(params, return_state=True))
+    assert state.is_failed()
+    m = receiver.wait_for(lambda m: "alerts-crash" in m["subject"], "the failed run")
+    assert m["subject"] == "Payout run alerts-crash failed (error)"
+    assert "stopped with CredentialsMissing" in m["body"] and "same label" in m["body"]
+    assert_nothing_sensitive(m, [str(tmp_path)])
+
+
 def test_no_other_messages_were_sent(applied, receiver: Receiver) -> None:
     subjects = sorted(m["subject"] for m in receiver.messages)
-    assert len(subjects) == 5, subjects
+    assert len(subjects) == 6, subjects
