@@ -249,6 +249,27 @@ def test_a_crashed_payout_run_sends_one_message_naming_only_the_error_type(
     assert_nothing_sensitive(m, [str(tmp_path)])
 
 
+def test_cli_reapplies_in_place_sends_a_test_and_names_a_wrong_block(
+    applied, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from deployments.alerts import TEST_SUBJECT
+    from deployments.cli import app
+
+    monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "WARNING")  # restored after the CLI sets it
+    runner = CliRunner()
+    r = runner.invoke(app, ["alerts", "apply", "--block", BLOCK, "--console-url", "https://console.example"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("updated: payops: ") == len(load_alert_specs()) and "created" not in r.output
+    r = runner.invoke(app, ["alerts", "test", "--block", f"custom-webhook/{BLOCK}"])
+    assert r.exit_code == 0 and f"sent through custom-webhook/{BLOCK}" in r.output, r.output
+    receiver.wait_for(lambda m: m["subject"] == TEST_SUBJECT, "the test message", timeout=10)
+    r = runner.invoke(app, ["alerts", "apply", "--block", "no-such-block"])
+    assert r.exit_code == 2 and "no notification block named 'no-such-block'" in r.output
+    assert "Traceback" not in r.output
+
+
 def test_no_other_messages_were_sent(applied, receiver: Receiver) -> None:
     subjects = sorted(m["subject"] for m in receiver.messages)
-    assert len(subjects) == 6, subjects
+    assert len(subjects) == 7, subjects  # six alerts and the CLI's test message
