@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from connectors.payments import PaymentsClient
@@ -129,9 +130,21 @@ def applied(prefect_harness, receiver: Receiver) -> Iterator[list[tuple[str, str
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[SandboxServer]:
     with (
-        SandboxServer(SandboxConfig(delivery_delay_s=0.3, settlement_delay_s=0.2)) as s,
+        SandboxServer(
+            SandboxConfig(
+                delivery_delay_s=0.3,
+                settlement_delay_s=0.2,
+                events_lag_s=0,
+                allow_local_webhooks=True,
+                webhook_worker=False,
+            )
+        ) as s,
         pytest.MonkeyPatch.context() as mp,
     ):
+        # The service keeps an events feed once the business has a webhook endpoint (never called here).
+        endpoint = {"url": "http://127.0.0.1:9/hook"}
+        url = f"{s.base_url}/_sandbox/businesses/demo/test/webhook-endpoints"
+        httpx.post(url, json=endpoint, timeout=10).raise_for_status()
         for k, v in s.env.items():
             mp.setenv(k, v)
         mp.setenv("PAYOPS_BACKOFF_BASE_S", "0.05")
@@ -249,6 +262,23 @@ def test_a_crashed_payout_run_sends_one_message_naming_only_the_error_type(
     assert_nothing_sensitive(m, [str(tmp_path)])
 
 
+def test_a_lagging_events_feed_sends_one_message(
+    applied, receiver: Receiver, emulator: SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 0-minute limit makes every caught-up event late: the first catch-up alerts, the next is quiet."""
+    from flows.events import EventsCatchUpParams, events_catch_up
+
+    monkeypatch.setenv("PAYOPS_EVENTS_LAG_ALERT_MINUTES", "0")
+    first = asyncio.run(events_catch_up(EventsCatchUpParams(variable="payops-e2e-cursor")))
+    assert first["events_emitted"] > 0 and first["oldest_emitted_at"]
+    m = receiver.wait_for(lambda m: m["subject"].startswith("Payments events lag"), "the lagging feed")
+    assert f"emitted {first['events_emitted']} Payments Service event(s)" in m["body"]
+    assert "limit 0.0" in m["body"] and "/runs/flow-run/" in m["body"]
+    asyncio.run(events_catch_up(EventsCatchUpParams(variable="payops-e2e-cursor")))
+    receiver.wait_for(lambda m: m["subject"].startswith("Payments events lag"), "no repeat")
+    assert_nothing_sensitive(m, [])
+
+
 def test_cli_reapplies_in_place_sends_a_test_and_names_a_wrong_block(
     applied, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -272,4 +302,4 @@ def test_cli_reapplies_in_place_sends_a_test_and_names_a_wrong_block(
 
 def test_no_other_messages_were_sent(applied, receiver: Receiver) -> None:
     subjects = sorted(m["subject"] for m in receiver.messages)
-    assert len(subjects) == 7, subjects  # six alerts and the CLI's test message
+    assert len(subjects) == 8, subjects  # seven alerts and the CLI's test message
