@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from tasks.alerts import CROSSINGS_VARIABLE, Crossings, emit_low_balance
 from tasks.artifacts import markdown_table
-from tasks.clients import close_clients
+from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.wallet_watch import CurrencyWatch, assess, read_headroom_task, upcoming_totals_task
 
@@ -83,10 +83,8 @@ async def wallet_watch(params: WalletWatchParams | None = None) -> WalletWatchSu
     params = params or WalletWatchParams()
     logger = get_run_logger()
     settings = load_settings(params.credentials_block)
-    try:
+    async with open_clients():
         rooms = await read_headroom_task(settings, params.rate_limit_per_s)
-    finally:
-        await close_clients()
     upcoming = await upcoming_totals_task(params.horizon_hours)
     watches = assess(rooms, upcoming.totals, params.threshold, params.thresholds)
     crossings = Crossings(params.crossings_variable)
