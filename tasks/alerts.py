@@ -37,6 +37,7 @@ from decimal import Decimal
 from pathlib import PurePosixPath
 from typing import Any
 
+from tasks.money import money
 from tasks.payment_events import Emitter, default_emitter
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,6 @@ EVENT_NAMES = (
 )
 
 FAILED_OUTCOMES = {"invalid_input", "preflight_failed"}
-ATTENTION_STATUSES = {"failed", "refunded"}
 CROSSINGS_VARIABLE = "payops-alert-crossings"
 LAG_ALERT_MINUTES_ENV = "PAYOPS_EVENTS_LAG_ALERT_MINUTES"
 DEFAULT_LAG_ALERT_MINUTES = 15.0
@@ -75,7 +75,7 @@ def _text(value: Any) -> str:
 
 
 def _money(value: Any) -> str | None:
-    return None if value is None else str(Decimal(str(value)))
+    return None if value is None else money(Decimal(str(value)))
 
 
 def _file_names(report_files: Mapping[str, Any] | None) -> dict[str, str]:
