@@ -1,3 +1,4 @@
 """Imports every module that declares tables, so that ``Base.metadata`` knows them all (Alembic, tests)."""
 
-from store import cache  # noqa: F401
+import store.cache  # noqa: F401 - the lookup and quote cache
+import store.webhook_inbox  # noqa: F401 - the webhook inbox

@@ -46,6 +46,24 @@ class CurrencyCheck:
         return self.amount + self.fees
 
 
+async def read_headroom(client: PaymentsClient) -> dict[str, CurrencyCheck]:
+    """Per currency: available balance (balances minus reserved, over every wallet account) and the limits'
+    per-transaction maximum and remaining daily / monthly outbound headroom."""
+    wallet, limits = await asyncio.gather(client.wallet.get(), client.limits.get())
+    rooms: dict[str, CurrencyCheck] = {}
+    for account in wallet:
+        for cur, bal in account.balances.items():
+            room = rooms.setdefault(cur, CurrencyCheck(cur))
+            reserved = Decimal(account.reserved.get(cur, ZERO))
+            room.available = (room.available or ZERO) + Decimal(bal) - reserved
+    for lim in limits:
+        room = rooms.setdefault(lim.currency, CurrencyCheck(lim.currency))
+        room.per_transaction = Decimal(lim.per_transaction)
+        room.daily_remaining = Decimal(lim.daily.out.remaining)
+        room.monthly_remaining = Decimal(lim.monthly.out.remaining)
+    return rooms
+
+
 @dataclass
 class NameCheck:
     row: int
@@ -177,7 +195,7 @@ def _refused(answer: Cached | Exception) -> Exception:
 
 
 def _check_currencies(
-    rows: Sequence[PayoutRow], fees: dict[int, FeeRange], wallet: list, limits: list
+    rows: Sequence[PayoutRow], fees: dict[int, FeeRange], rooms: dict[str, CurrencyCheck]
 ) -> tuple[dict[str, CurrencyCheck], list[str], set[str]]:
     """Totals and headroom per currency with each row's highest possible fee; problems, and the currencies
     whose problems might vanish with exact fees."""
@@ -191,17 +209,11 @@ def _check_currencies(
         c.fees_low += fees[r.row].low
         if r.currency not in largest or r.amount > largest[r.currency].amount:
             largest[r.currency] = r
-    for account in wallet:
-        for cur, bal in account.balances.items():
-            if cur in currencies:
-                reserved = Decimal(account.reserved.get(cur, ZERO))
-                currencies[cur].available = (currencies[cur].available or ZERO) + Decimal(bal) - reserved
-    for lim in limits:
-        if lim.currency in currencies:
-            c = currencies[lim.currency]
-            c.per_transaction = Decimal(lim.per_transaction)
-            c.daily_remaining = Decimal(lim.daily.out.remaining)
-            c.monthly_remaining = Decimal(lim.monthly.out.remaining)
+    for cur, room in rooms.items():
+        if cur in currencies:
+            c = currencies[cur]
+            c.available, c.per_transaction = room.available, room.per_transaction
+            c.daily_remaining, c.monthly_remaining = room.daily_remaining, room.monthly_remaining
     problems: list[str] = []
     refinable: set[str] = set()
     for cur, c in currencies.items():
@@ -250,17 +262,16 @@ async def run_preflight(
     """
     asker = _Asker(client, cache, policy or CachePolicy(), concurrency)
     price = fee_pricing.exact_fees if exact_fees else fee_pricing.bracketed_fees
-    fees, wallet, limits, names = await asyncio.gather(
+    fees, rooms, names = await asyncio.gather(
         price(asker.quote_many, rows),
-        client.wallet.get(),
-        client.limits.get(),
+        read_headroom(client),
         asker.names(rows) if check_names else _no_names(),
     )
-    currencies, problems, refinable = _check_currencies(rows, fees, wallet, limits)
+    currencies, problems, refinable = _check_currencies(rows, fees, rooms)
     if refinable:
         inexact = [r for r in rows if r.currency in refinable and not fees[r.row].exact]
         fees.update(await fee_pricing.exact_fees(asker.quote_many, inexact))
-        currencies, problems, _ = _check_currencies(rows, fees, wallet, limits)
+        currencies, problems, _ = _check_currencies(rows, fees, rooms)
     pf = Preflight(currencies, fees, names, problems)
     pf.lookups, pf.quotes = asker.lookups, asker.quotes
     bounded = sum(1 for f in fees.values() if not f.exact)
