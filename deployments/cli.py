@@ -138,6 +138,7 @@ def payouts(
         json_out,
         human_summary,
         "re-run with the same label to finish; nothing is sent twice",
+        sheet=file,
     )
 
 

@@ -46,14 +46,35 @@ def parse_time(option: str, value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def run_flow(call: Callable[[], Any]) -> Any:
+    """``asyncio.run(call())`` on a Prefect server: the configured one, ``payops serve``'s, or a temporary
+    one this process owns (deployments/prefect_server.py)."""
+    from deployments.prefect_server import prefect_api
+
+    with prefect_api(say=lambda line: typer.echo(line, err=True)):
+        return asyncio.run(call())
+
+
 def run_summary_flow(
-    call: Callable[[], Any], json_out: bool, summarize: Callable[[dict[str, Any]], str], interrupted: str
+    call: Callable[[], Any],
+    json_out: bool,
+    summarize: Callable[[dict[str, Any]], str],
+    interrupted: str,
+    sheet: str | None = None,
 ) -> NoReturn:
-    """Run a flow returning a summary dict; print it (only JSON with --json); exit with its outcome's code."""
+    """Run a flow returning a summary dict; print it (only JSON with --json); exit with its outcome's code.
+
+    With ``sheet``, the file's safety checks run first, so an unsafe or unreadable file is refused in one
+    line before any Prefect server is needed.
+    """
     from tasks.intake import IntakeError
 
     try:
-        summary = asyncio.run(call())
+        if sheet is not None:
+            from tasks.intake.reading import check_sheet_file
+
+            check_sheet_file(sheet)
+        summary = run_flow(call)
     except IntakeError as exc:
         fail(str(exc), EXIT_INVALID)
     except KeyboardInterrupt:

@@ -62,8 +62,8 @@ def human_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _run(call: Callable[[], Any], json_out: bool, interrupted: str) -> None:
-    run_summary_flow(call, json_out, human_summary, interrupted)
+def _run(call: Callable[[], Any], json_out: bool, interrupted: str, sheet: str | None = None) -> None:
+    run_summary_flow(call, json_out, human_summary, interrupted, sheet)
 
 
 def utilities(
@@ -96,6 +96,7 @@ def utilities(
         lambda: utility_purchases(params),
         json_out,
         "re-run with the same label to finish; nothing is bought twice",
+        sheet=file,
     )
 
 

@@ -7,7 +7,6 @@ Operators never see a traceback.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -16,7 +15,15 @@ from typing import Any
 
 import typer
 
-from deployments.cli_common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, fail, parse_time, quiet_prefect
+from deployments.cli_common import (
+    EXIT_ERROR,
+    EXIT_INVALID,
+    EXIT_OK,
+    fail,
+    parse_time,
+    quiet_prefect,
+    run_flow,
+)
 
 
 def _parse_since(value: str | None) -> datetime | None:
@@ -56,7 +63,7 @@ def human_summary(s: dict[str, Any]) -> str:
 def _run_flow(call: Callable[[], Any], json_out: bool) -> None:
     """Run a flow that may return a Failed state; print the summary; exit with the outcome's code."""
     try:
-        state = asyncio.run(call())
+        state = run_flow(call)
         data = state.result(raise_on_failure=False)
     except KeyboardInterrupt:
         fail("interrupted: run the command again; a retry is never started twice")

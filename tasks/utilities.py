@@ -46,7 +46,7 @@ from tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, rea
 from tasks.intake.amounts import CellError, parse_amount
 from tasks.intake.columns import header_key
 from tasks.intake.phones import normalise_msisdn
-from tasks.intake.validation import RawSheet
+from tasks.intake.raw import RawSheet
 from tasks.labels import REFERENCE_PATTERN, money, row_reference
 from tasks.settlements import _transient
 

@@ -10,12 +10,12 @@ from typing import overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .errors import IntakeError
+
+__all__ = ["IntakeError", "IntakeResult", "PayoutRow", "RowIssue", "RowTable", "REFERENCE_PATTERN"]
+
 REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 """Payments API reference pattern (spec, "References")."""
-
-
-class IntakeError(Exception):
-    """The whole file is refused; ``str(e)`` is a message for the operator."""
 
 
 @dataclass(frozen=True)
