@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from deployments.cli_common import EXIT_INVALID, fail, quiet_prefect, run_summary_flow
+from deployments.cli_common import EXIT_INVALID, fail, quiet_prefect, refuse_unsafe_sheet, run_summary_flow
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Payout operations on the Payments Service."
@@ -52,11 +52,17 @@ def operator_logging() -> None:
                 handler.setFormatter(_OneLine(handler.formatter))
 
 
+FLOW_COMMANDS = {"payouts", "utilities", "settlements", "events", "transactions"}
+"""Commands that run flows through ``cli_common.run_flow``, which sets up the logging when Prefect is needed
+(a refused sheet is answered before Prefect is even imported)."""
+
+
 @app.callback()
-def _setup() -> None:
+def _setup(ctx: typer.Context) -> None:
     """Payout operations on the Payments Service."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    operator_logging()
+    if ctx.invoked_subcommand not in FLOW_COMMANDS:
+        operator_logging()
 
 
 def human_summary(s: dict[str, Any]) -> str:
@@ -114,6 +120,7 @@ def payouts(
 ) -> None:
     """Pay a payout sheet: validate, pre-flight, send in batches of 100, poll to final, report."""
     quiet_prefect(json_out)
+    refuse_unsafe_sheet(file)
     try:
         threshold = Decimal(approval_threshold) if approval_threshold else None
     except InvalidOperation:
@@ -138,7 +145,6 @@ def payouts(
         json_out,
         human_summary,
         "re-run with the same label to finish; nothing is sent twice",
-        sheet=file,
     )
 
 

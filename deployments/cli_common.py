@@ -49,31 +49,33 @@ def parse_time(option: str, value: str | None) -> datetime | None:
 def run_flow(call: Callable[[], Any]) -> Any:
     """``asyncio.run(call())`` on a Prefect server: the configured one, ``payops serve``'s, or a temporary
     one this process owns (deployments/prefect_server.py)."""
+    from deployments.cli import operator_logging
     from deployments.prefect_server import prefect_api
 
+    operator_logging()
     with prefect_api(say=lambda line: typer.echo(line, err=True)):
         return asyncio.run(call())
 
 
-def run_summary_flow(
-    call: Callable[[], Any],
-    json_out: bool,
-    summarize: Callable[[dict[str, Any]], str],
-    interrupted: str,
-    sheet: str | None = None,
-) -> NoReturn:
-    """Run a flow returning a summary dict; print it (only JSON with --json); exit with its outcome's code.
+def refuse_unsafe_sheet(source: str) -> None:
+    """The sheet's safety checks (type, size, zip and dimension bombs), before Prefect is imported or a
+    server started: an unsafe or unreadable file is refused in one line (exit 2) within a second or two."""
+    from tasks.intake import IntakeError
+    from tasks.intake.reading import check_sheet_file
 
-    With ``sheet``, the file's safety checks run first, so an unsafe or unreadable file is refused in one
-    line before any Prefect server is needed.
-    """
+    try:
+        check_sheet_file(source)
+    except IntakeError as exc:
+        fail(str(exc), EXIT_INVALID)
+
+
+def run_summary_flow(
+    call: Callable[[], Any], json_out: bool, summarize: Callable[[dict[str, Any]], str], interrupted: str
+) -> NoReturn:
+    """Run a flow returning a summary dict; print it (only JSON with --json); exit with its outcome's code."""
     from tasks.intake import IntakeError
 
     try:
-        if sheet is not None:
-            from tasks.intake.reading import check_sheet_file
-
-            check_sheet_file(sheet)
         summary = run_flow(call)
     except IntakeError as exc:
         fail(str(exc), EXIT_INVALID)

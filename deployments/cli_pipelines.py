@@ -11,7 +11,14 @@ from typing import Any
 
 import typer
 
-from deployments.cli_common import EXIT_INVALID, fail, parse_time, quiet_prefect, run_summary_flow
+from deployments.cli_common import (
+    EXIT_INVALID,
+    fail,
+    parse_time,
+    quiet_prefect,
+    refuse_unsafe_sheet,
+    run_summary_flow,
+)
 
 
 def _validation_message(exc: Exception) -> str:
@@ -62,8 +69,8 @@ def human_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _run(call: Callable[[], Any], json_out: bool, interrupted: str, sheet: str | None = None) -> None:
-    run_summary_flow(call, json_out, human_summary, interrupted, sheet)
+def _run(call: Callable[[], Any], json_out: bool, interrupted: str) -> None:
+    run_summary_flow(call, json_out, human_summary, interrupted)
 
 
 def utilities(
@@ -77,6 +84,7 @@ def utilities(
 ) -> None:
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
     quiet_prefect(json_out)
+    refuse_unsafe_sheet(file)
     from pydantic import ValidationError
 
     from flows.utilities import UtilityRunParams, utility_purchases
@@ -96,7 +104,6 @@ def utilities(
         lambda: utility_purchases(params),
         json_out,
         "re-run with the same label to finish; nothing is bought twice",
-        sheet=file,
     )
 
 
