@@ -1,0 +1,58 @@
+"""Where the payops database is, how to open it, and how to bring its schema up to date."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import DeclarativeBase
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class Base(DeclarativeBase):
+    """Every payops table. Each feature declares its tables in its own module of this package."""
+
+
+def payops_home() -> Path:
+    """The folder payops keeps its own files in: ``PAYOPS_HOME``, default ``~/.payops`` (mode 0700)."""
+    home = Path(os.environ.get("PAYOPS_HOME") or Path.home() / ".payops").expanduser()
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return home
+
+
+def database_url() -> str:
+    """``PAYOPS_DATABASE_URL`` (e.g. ``postgresql+psycopg://user:pw@host/db``), else a SQLite file at home."""
+    return os.environ.get("PAYOPS_DATABASE_URL") or f"sqlite:///{payops_home() / 'payops.sqlite3'}"
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API connection
+    # WAL lets readers run beside one writer (console + relay + CLI on one file); busy_timeout waits for the
+    # writer instead of failing with "database is locked"; foreign keys are off in SQLite unless asked for.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def open_engine(url: str | None = None) -> Engine:
+    """A new engine for ``url`` (default :func:`database_url`). The caller owns it and disposes of it."""
+    url = url or database_url()
+    engine = create_engine(url, pool_pre_ping=True)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision (every branch head); safe to call on every start."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "heads")

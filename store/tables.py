@@ -1,0 +1,1 @@
+"""Imports every module that declares tables, so that ``Base.metadata`` knows them all (Alembic, tests)."""
