@@ -28,7 +28,7 @@ from tasks.preflight import Preflight, preflight_task
 from tasks.ratelimit import LimiterStats
 from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
 from tasks.run_meter import RunMeter
-from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
+from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
 
@@ -178,8 +178,8 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
     intake = await asyncio.to_thread(read_sheet_task, params.source, options)
     meter.phase("read_validate")
-    if isinstance(intake, str):
-        logger.error("sheet refused: %s; nothing sent", intake)
+    if isinstance(intake, SheetRefused):
+        logger.error("sheet refused: %s; nothing sent", intake.message)
         return {
             "label": params.label,
             "source": params.source,
@@ -187,7 +187,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "rows_total": 0,
             "rows_valid": 0,
             "rows_invalid": 0,
-            "errors": [{"row": None, "column": None, "message": intake}],
+            "errors": intake.errors,
             "warnings": [],
             "batches": 0,
             "payouts_by_status": {},

@@ -77,16 +77,30 @@ def parse_time(option: str, value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def refuse_unsafe_sheet(source: str) -> None:
+def refuse_unsafe_sheet(source: str, label: str | None, json_out: bool) -> None:
     """The sheet's safety checks (type, size, zip and dimension bombs), before Prefect is imported or a
-    server started: an unsafe or unreadable file is refused in one line (exit 2) within a second or two."""
+    server started: an unsafe or unreadable file is refused at once with exit 2, in one line on stderr, or
+    with ``--json`` as the run's JSON summary (outcome ``invalid_input``, the refusal in ``errors``)."""
     from tasks.intake import IntakeError
     from tasks.intake.reading import check_sheet_file
 
     try:
         check_sheet_file(source)
     except IntakeError as exc:
-        fail(str(exc), EXIT_INVALID)
+        if not json_out:
+            fail(str(exc), EXIT_INVALID)
+        summary = {
+            "label": label,
+            "source": source,
+            "outcome": "invalid_input",
+            "rows_total": 0,
+            "rows_valid": 0,
+            "rows_invalid": 0,
+            "errors": exc.errors(),
+            "warnings": [],
+        }
+        sys.stdout.write(json.dumps(summary) + "\n")
+        raise typer.Exit(EXIT_INVALID) from None
 
 
 def run_flow(call: Callable[[], Any]) -> Any:

@@ -65,7 +65,7 @@ def payouts(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Pay a payout sheet: validate, pre-flight, send in batches of 100, poll to final, report."""
-    refuse_unsafe_sheet(file)  # before Prefect is imported: a bad file is answered at once
+    refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     quiet_prefect(json_out)
     try:
         threshold = Decimal(approval_threshold) if approval_threshold else None

@@ -54,7 +54,7 @@ def utilities(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
-    refuse_unsafe_sheet(file)  # before Prefect is imported: a bad file is answered at once
+    refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     quiet_prefect(json_out)
     from pydantic import ValidationError
 
