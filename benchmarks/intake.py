@@ -150,6 +150,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "in_process_cpu_seconds": round(_median(in_process, "cpu"), 3),
             "in_process_peak_rss_mb": round(max(r["rss_kb"] for r in in_process) / 1024, 1),
             "parser_child_overhead_seconds": round(seconds - in_process_seconds, 3),
+            "parser_child_overhead_cpu_seconds": round(
+                cpu + _median(runs, "child_cpu") - _median(in_process, "cpu"), 3
+            ),
             "valid_rows": runs[0]["rows"],
             "errors": runs[0]["errors"],
             "warnings": runs[0]["warnings"],

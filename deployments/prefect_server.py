@@ -6,27 +6,24 @@ when it answers a short health request; else a temporary server started here, an
 
 Prefect's own temporary ("ephemeral") server is not used: it is a plain child process that outlives a
 killed parent. Ours runs the same single-process uvicorn command on a free 127.0.0.1 port, with the same
-SQLite database under ``PREFECT_HOME``, in its own process group, and receives SIGTERM when payops dies
-(``PR_SET_PDEATHSIG``), including on SIGKILL; a normal exit stops it explicitly.
+SQLite database under ``PREFECT_HOME``, started like ``payops serve``'s children (``serve.start_child``: its
+own process group, SIGTERM when payops dies, also on SIGKILL); a normal exit stops it explicitly.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
 import httpx
 
-from tasks.child_processes import preexec_own_group_dying_with_parent
+from deployments.demo import free_port
+from deployments.serve import start_child, stop_child, wait_http
 
 SERVE_API_URL = "http://127.0.0.1:4200/api"
 """Where ``payops serve`` runs its Prefect server by default (docs/operations.md)."""
@@ -46,19 +43,13 @@ def answers(api_url: str, timeout: float = 0.5) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LocalPrefectServer:
     """A temporary Prefect API server owned by this process (stopped by :meth:`stop` or by its death)."""
 
     def __init__(self, port: int | None = None) -> None:
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self._logs: tempfile.TemporaryDirectory[str] | None = None
 
     @property
     def api_url(self) -> str:
@@ -100,44 +91,24 @@ class LocalPrefectServer:
 
     def start(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
         """Start the server and wait until it answers; RuntimeError when it exits or time runs out."""
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop(); a pipe could fill and block
-        self.proc = subprocess.Popen(
-            self.command(),
-            env=self.environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=self._log,
-            preexec_fn=preexec_own_group_dying_with_parent(),  # noqa: PLW1509 - setsid + pdeathsig only
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                said = self.proc.stderr.read().decode("utf-8", "replace").strip() if self.proc.stderr else ""
-                last = said.splitlines()[-1] if said else ""
-                raise RuntimeError(
-                    f"the local Prefect server exited with code {self.proc.returncode}: {last}"
-                )
-            if answers(self.api_url, timeout=1.0):
-                return
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"the local Prefect server did not answer within {timeout:.0f} s")
+        self._logs = tempfile.TemporaryDirectory(prefix="payops-prefect-server-")
+        log = Path(self._logs.name) / "server.log"
+        self.proc = start_child(self.command(), self.environment(), log)
+        try:
+            wait_http(f"{self.api_url}/health", self.proc, timeout, "the local Prefect server")
+        except RuntimeError as exc:
+            said = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            self.stop()
+            raise RuntimeError(f"{exc}{': ' + said[-1] if said else ''}") from None
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM to the server's process group, SIGKILL after ``timeout`` seconds."""
+    def stop(self) -> None:
+        """SIGTERM to the server's process group, SIGKILL after 10 s."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
-            except ProcessLookupError:
-                pass  # it ended between poll and kill
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if proc is not None:
+            stop_child(proc)
+        if self._logs is not None:
+            self._logs.cleanup()
+            self._logs = None
 
 
 def _configured_api_url() -> str | None:

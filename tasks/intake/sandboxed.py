@@ -23,6 +23,7 @@ import tempfile
 import threading
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 from .errors import IntakeError
 from .options import IntakeOptions
@@ -44,6 +45,16 @@ def _child_env() -> dict[str, str]:
     env["RUST_BACKTRACE"] = "0"  # a panic prints one line (kept for the refusal), no backtrace
     env.pop("PYTHONSTARTUP", None)
     return env
+
+
+def _read_at_most(stream: IO[bytes], limit: int) -> bytes:
+    """Up to ``limit`` bytes until EOF, in 1 MiB reads (``read(limit)`` allocates ``limit`` bytes at once)."""
+    parts: list[bytes] = []
+    total = 0
+    while total < limit and (part := stream.read(min(1024 * 1024, limit - total))):
+        parts.append(part)
+        total += len(part)
+    return b"".join(parts)
 
 
 class ParserChild:
@@ -114,7 +125,7 @@ class ParserChild:
                 self.proc.stdin.close()
             except BrokenPipeError:
                 pass  # the child died early: its exit status says why (below)
-            frame = self.proc.stdout.read(opts.max_parser_output_bytes + 1)
+            frame = _read_at_most(self.proc.stdout, opts.max_parser_output_bytes + 1)
             if len(frame) > opts.max_parser_output_bytes:
                 self.proc.kill()
                 self.proc.wait()
