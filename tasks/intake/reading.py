@@ -21,6 +21,7 @@ from .raw import RawSheet
 from .safety import CheckedWorkbook, check_xlsx
 from .sandboxed import start_parser
 from .sources import SUPPORTED, extension, load_bytes
+from .structure import column_number
 from .validation import validate_sheet
 
 
@@ -138,10 +139,7 @@ def _refuse_uncached_formulas(checked: CheckedWorkbook, sheet: str, raw: RawShee
 def _locate(ref: str, raw: RawSheet | None) -> Located:
     """``"B4"`` → row 4 and column B's header text (``column B`` when it has none)."""
     letters = ref.rstrip("0123456789")
-    index = 0
-    for ch in letters:
-        index = index * 26 + ord(ch) - 64
-    index -= 1
+    index = column_number(letters) - 1
     column = f"column {column_letter(index)}"
     if raw is not None and raw.sheet_columns is not None and index in raw.sheet_columns:
         column = raw.columns[raw.sheet_columns.index(index)]
