@@ -86,14 +86,14 @@ def main() -> int:
         proc = start_sandbox(port, env_file)
         try:
             os.environ.update(read_env_file(env_file))
-            from deployments.cli._common import run_flow
-            from deployments.cli.payouts import human_summary
+            from deployments.cli._common import run_on_server
             from flows.payouts import PayoutRunParams, payout_spreadsheet
+            from flows.summaries import PayoutRunSummary
 
             print(f"paying {SHEET.relative_to(ROOT)} ...", flush=True)
             params = PayoutRunParams(source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)
-            summary = run_flow(lambda: payout_spreadsheet(params))
-            print(human_summary(summary))
+            summary = run_on_server(lambda: payout_spreadsheet(params))
+            print(PayoutRunSummary.model_validate(summary).text())
             not_final = summary.get("not_final") or []
             if summary["outcome"] != "completed" or not_final:
                 print(f"demo incomplete: outcome {summary['outcome']}, {len(not_final)} payouts not final")

@@ -20,9 +20,6 @@ os.environ["PAYOPS_HOME"] = str(_HOME / "payops")  # the payops database and cac
 # A `payops serve` someone runs on this machine is not this session's server: never borrow it.
 os.environ["PAYOPS_SERVE_API_URL"] = "http://127.0.0.1:9/api"
 
-REPO = Path(__file__).resolve().parents[1]
-SPEC = REPO.parent / "shared" / "spec" / "payments-api.md"
-
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:

@@ -10,12 +10,11 @@ from typing import overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from connectors.payments.models import REFERENCE_PATTERN
+
 from .errors import IntakeError
 
 __all__ = ["IntakeError", "IntakeResult", "PayoutRow", "RowIssue", "RowTable", "REFERENCE_PATTERN"]
-
-REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-"""Payments API reference pattern (spec, "References")."""
 
 
 @dataclass(frozen=True)
