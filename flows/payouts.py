@@ -17,6 +17,7 @@ from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
 from flows.run_params import SheetRunParams
+from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts
 from tasks.batching import build_batches
 from tasks.clients import open_clients
@@ -188,7 +189,7 @@ def _summary(
     }
 
 
-@flow(name="payout-spreadsheet", log_prints=False)
+@flow(name="payout-spreadsheet", log_prints=False, **PAYOUT_RUN_HOOKS)
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
     async with open_clients():
@@ -285,6 +286,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             logger.error("pre-flight: %s", p)
         return finish("preflight_failed")
     if needs_approval:
+        emit_needs_approval(label, pf, params.approval_timeout_s)
         approved, comment = await _approve(label, params.approval_timeout_s)
         summary["approval"] = {"approved": approved, "comment": comment}
         meter.phase("approval")
