@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import typer
 
-from deployments.cli import alerts, events, operations, payouts, purchases, settlements, transactions
+from deployments.cli import (
+    alerts,
+    events,
+    operations,
+    payouts,
+    purchases,
+    settlements,
+    transactions,
+    webhooks,
+)
 
 app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
 app.command("payouts")(payouts.payouts)
@@ -23,6 +32,7 @@ app.add_typer(settlements.app, name="settlements")
 app.add_typer(events.app, name="events")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(alerts.app, name="alerts")
+app.add_typer(webhooks.app, name="webhooks")
 
 
 def main() -> None:
