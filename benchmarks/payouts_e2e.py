@@ -199,11 +199,11 @@ def main() -> None:
         os.environ.pop("PAYOPS_DATABASE_URL", None)
         cold_sheet = write_sheet(Path(tmp) / "cycle1.xlsx", cold_rows)
         warm_sheet = write_sheet(Path(tmp) / "cycle2.xlsx", warm_rows)
-        # Start Prefect's temporary server before timing (its ~15 s start is not the flow's cost).
-        from prefect.testing.utilities import prefect_test_harness
+        # Start a Prefect server before timing (its ~20 s start is not the flow's cost); it dies with us.
+        from deployments.prefect_server import prefect_api
 
         reports = str(Path(tmp) / "reports")
-        with prefect_test_harness(server_startup_timeout=120):
+        with prefect_api(say=lambda line: print(line, file=sys.stderr)):
             cold = with_sandbox(args.latency_ms, args.rate_limit, run_flow, cold_sheet, "bench-c1", reports)
             warm = with_sandbox(args.latency_ms, args.rate_limit, run_flow, warm_sheet, "bench-c2", reports)
         nb = args.baseline_rows or n
