@@ -22,12 +22,13 @@ from tasks.batching import build_batches
 from tasks.clients import close_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
-from tasks.labels import content_label, money
+from tasks.labels import money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, preflight_task
 from tasks.ratelimit import LimiterStats
-from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
+from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
 from tasks.run_meter import RunMeter
+from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
@@ -115,13 +116,6 @@ def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approv
     return "\n".join(lines)
 
 
-def _canonical(rows: list[PayoutRow]) -> list[tuple[object, ...]]:
-    return [
-        (r.row, r.reference, r.amount, r.currency, r.provider, r.destination_type, r.destination, r.note)
-        for r in rows
-    ]
-
-
 def _outcomes(
     intake: IntakeResult, batches: list[Any], results: list[BatchResult], states: dict[str, PayoutState]
 ) -> dict[int, RowOutcome]:
@@ -180,51 +174,21 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     meter.phase("read_validate")
     if isinstance(intake, str):
         logger.error("sheet refused: %s; nothing sent", intake)
-        return {
-            "label": params.label,
-            "source": params.source,
-            "outcome": "invalid_input",
-            "rows_total": 0,
-            "rows_valid": 0,
-            "rows_invalid": 0,
-            "errors": [{"row": None, "column": None, "message": intake}],
-            "warnings": [],
-            "batches": 0,
-            "payouts_by_status": {},
-            "amount_total": "0.00",
-            "fee_total": "0.00",
-            "api_calls": {},
-            "phase_durations_s": meter.phases,
-            "duration_s": meter.elapsed,
-        }
-    label = params.label or content_label(_canonical(intake.rows))
+        return meter.into(refusal_summary(params.source, params.label, intake))
+    label = run_label(params.label, intake)
     ensure_reports_spare_source(params.report_dir, label, params.source)
-    summary: dict[str, Any] = {
-        "label": label,
-        "source": params.source,
-        "outcome": "completed",
-        "rows_total": intake.rows_total,
-        "rows_valid": len(intake.rows),
-        "rows_invalid": intake.rows_invalid,
-        "errors": [{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
-        "warnings": [{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
-        "batches": 0,
-        "payouts_by_status": {},
-        "amount_total": money(sum((r.amount for r in intake.rows), Decimal(0))),
-        "fee_total": "0.00",
-    }
+    summary = intake_summary(params.source, label, intake)
 
     def finish(outcome: str) -> dict[str, Any]:
         summary["outcome"] = outcome
         meter.into(summary)
         return summary
 
-    refused = bool(intake.errors) and params.on_invalid_rows == "refuse"
+    refused = refuses(intake, params.on_invalid_rows)
     if refused or params.dry_run and not intake.rows:
-        path = report_paths(params.report_dir, label)["validation"]
-        summary["report_files"] = {
-            "validation": await asyncio.to_thread(write_validation_report_task, intake, path)
-        }
+        summary["report_files"] = await asyncio.to_thread(
+            write_validation_report_task, intake, params.report_dir, label
+        )
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
             return finish("invalid_input")
@@ -263,10 +227,9 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         meter.phase("preflight")
     if params.dry_run:
         if "report_files" not in summary:
-            path = report_paths(params.report_dir, label)["validation"]
-            summary["report_files"] = {
-                "validation": await asyncio.to_thread(write_validation_report_task, intake, path)
-            }
+            summary["report_files"] = await asyncio.to_thread(
+                write_validation_report_task, intake, params.report_dir, label
+            )
         return finish("dry_run")
     if pf is None:
         logger.error("no valid rows: nothing to send")

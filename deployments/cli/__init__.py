@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import typer
 
-from deployments.cli import events, operations, payouts, purchases, settlements, transactions
+from deployments.cli import check, events, operations, payouts, purchases, settlements, transactions
 
 app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
 app.command("payouts")(payouts.payouts)
+app.command("check")(check.check)
 app.command("template")(payouts.template)
 app.command("approve")(payouts.approve)
 app.command("utilities")(purchases.utilities)

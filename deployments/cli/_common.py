@@ -17,6 +17,7 @@ EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
 OUTCOME_EXIT = {
     "completed": EXIT_OK,
     "dry_run": EXIT_OK,
+    "valid": EXIT_OK,
     "invalid_input": EXIT_INVALID,
     "preflight_failed": EXIT_INVALID,
     "not_approved": EXIT_NOT_APPROVED,

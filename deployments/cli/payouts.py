@@ -12,6 +12,17 @@ import typer
 from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_summary_flow
 
 
+def error_lines(s: dict[str, Any], limit: int = 20) -> list[str]:
+    """The first `limit` intake errors of a summary, each located by row and column."""
+    lines = []
+    for e in s.get("errors", [])[:limit]:
+        where = f"row {e['row']}, column {e['column']}" if e.get("row") is not None else "file"
+        lines.append(f"  {where}: {e['message']}")
+    if len(s.get("errors", [])) > limit:
+        lines.append(f"  ... and {len(s['errors']) - limit} more errors (see the validation report)")
+    return lines
+
+
 def human_summary(s: dict[str, Any]) -> str:
     """The short summary an operator reads at the end of a run."""
     lines = [
@@ -33,11 +44,7 @@ def human_summary(s: dict[str, Any]) -> str:
         f"  amount: {s['amount_total']}   fees: {s.get('fee_total', '0.00')}   "
         f"time: {s.get('duration_s', 0)}s"
     )
-    for e in s.get("errors", [])[:20]:
-        where = f"row {e['row']}, column {e['column']}" if e.get("row") is not None else "file"
-        lines.append(f"  {where}: {e['message']}")
-    if len(s.get("errors", [])) > 20:
-        lines.append(f"  ... and {len(s['errors']) - 20} more errors (see the validation report)")
+    lines += error_lines(s)
     preflight = s.get("preflight") or {}
     for p in preflight.get("problems", []) + preflight.get("notes", []):
         lines.append(f"  pre-flight: {p}")

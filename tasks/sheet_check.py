@@ -1,0 +1,118 @@
+"""The intake step of a payout run as plain functions: read and validate the sheet, name the run, the
+summary's intake fields, the validation report.
+
+`payops check` and the `payout-spreadsheet` flow both call these (the flow through its thin tasks), so the
+console, the check and the flow can never disagree about a sheet. Nothing here imports Prefect: the check
+answers in about a second.
+"""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+from typing import Any, Literal
+
+from tasks.intake import (
+    IntakeError,
+    IntakeOptions,
+    IntakeResult,
+    PayoutRow,
+    read_payout_sheet,
+    write_validation_report,
+)
+from tasks.labels import content_label, money
+from tasks.reports import ensure_reports_spare_source, report_paths
+
+InvalidRows = Literal["refuse", "skip"]
+
+
+def canonical_rows(rows: list[PayoutRow]) -> list[tuple[object, ...]]:
+    """What a sheet's default label fingerprints: the validated content, not the file's bytes."""
+    return [
+        (r.row, r.reference, r.amount, r.currency, r.provider, r.destination_type, r.destination, r.note)
+        for r in rows
+    ]
+
+
+def run_label(label: str | None, intake: IntakeResult) -> str:
+    """The run's label: the one given, else a fingerprint of the validated rows."""
+    return label or content_label(canonical_rows(intake.rows))
+
+
+def refusal_summary(source: str, label: str | None, message: str) -> dict[str, Any]:
+    """The summary of a sheet refused as a whole (wrong type, too large, unsafe, no header...)."""
+    return {
+        "label": label,
+        "source": source,
+        "outcome": "invalid_input",
+        "rows_total": 0,
+        "rows_valid": 0,
+        "rows_invalid": 0,
+        "errors": [{"row": None, "column": None, "message": message}],
+        "warnings": [],
+        "batches": 0,
+        "payouts_by_status": {},
+        "amount_total": "0.00",
+        "fee_total": "0.00",
+    }
+
+
+def intake_summary(source: str, label: str, intake: IntakeResult) -> dict[str, Any]:
+    """The intake fields every payout summary starts with (outcome ``completed`` until decided otherwise)."""
+    return {
+        "label": label,
+        "source": source,
+        "outcome": "completed",
+        "rows_total": intake.rows_total,
+        "rows_valid": len(intake.rows),
+        "rows_invalid": intake.rows_invalid,
+        "errors": [{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
+        "warnings": [{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
+        "batches": 0,
+        "payouts_by_status": {},
+        "amount_total": money(sum((r.amount for r in intake.rows), Decimal(0))),
+        "fee_total": "0.00",
+    }
+
+
+def refuses(intake: IntakeResult, on_invalid_rows: InvalidRows) -> bool:
+    """Whether the sheet is refused as a whole: any invalid row refuses it unless invalid rows are skipped."""
+    return bool(intake.errors) and on_invalid_rows == "refuse"
+
+
+def read_sheet(source: str, options: IntakeOptions) -> IntakeResult | str:
+    """Read and validate every row; a sheet refused as a whole is a result (its message), not an exception."""
+    try:
+        return read_payout_sheet(source, options)
+    except IntakeError as exc:
+        return str(exc)
+
+
+def validation_report(intake: IntakeResult, report_dir: str, label: str) -> dict[str, str]:
+    """Write LABEL-validation.xlsx; the summary's ``report_files``."""
+    path = report_paths(report_dir, label)["validation"]
+    return {"validation": write_validation_report(intake, path)}
+
+
+def check_sheet(
+    source: str,
+    report_dir: str,
+    label: str | None = None,
+    options: IntakeOptions | None = None,
+    on_invalid_rows: InvalidRows = "refuse",
+) -> dict[str, Any]:
+    """`payops check`: the flow's intake without the flow. Outcome ``invalid_input`` or ``valid``."""
+    started = time.perf_counter()
+    if label:
+        ensure_reports_spare_source(report_dir, label, source)
+    intake = read_sheet(source, options or IntakeOptions())
+    if isinstance(intake, str):
+        summary = refusal_summary(source, label, intake)
+    else:
+        name = run_label(label, intake)
+        ensure_reports_spare_source(report_dir, name, source)
+        summary = intake_summary(source, name, intake)
+        summary["outcome"] = "invalid_input" if refuses(intake, on_invalid_rows) else "valid"
+        summary["report_files"] = validation_report(intake, report_dir, name)
+    summary["duration_s"] = round(time.perf_counter() - started, 3)
+    return summary
