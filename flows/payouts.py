@@ -17,7 +17,8 @@ from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
 from flows.run_params import SheetRunParams
-from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts
+from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
+from tasks.attention import attention_rows
 from tasks.batching import build_batches
 from tasks.clients import close_clients
 from tasks.credentials import CredentialsMissing, load_settings
@@ -25,6 +26,7 @@ from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
 from tasks.labels import money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, preflight_task
+from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
 from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
 from tasks.run_meter import RunMeter
@@ -157,8 +159,11 @@ async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
     try:
-        return await _pay(params)
+        summary = await _pay(params)
+        await publish_run_record(summary)
+        return summary
     finally:
+        progress().phase("done")
         await close_clients()
 
 
@@ -168,6 +173,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     meter = RunMeter()
 
     options = IntakeOptions(default_country_code=params.default_country_code)
+    progress().phase("reading")
     if params.label:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
     intake = await asyncio.to_thread(read_sheet_task, params.source, options)
@@ -202,6 +208,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
     pf = None
     if intake.rows and settings is not None:
+        progress().phase("preflight")
         pf = await preflight_task(
             settings,
             untraversed(intake.rows),
@@ -239,6 +246,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             logger.error("pre-flight: %s", p)
         return finish("preflight_failed")
     if needs_approval:
+        progress().phase("approval")
         approved, comment = await _approve(label, params.approval_timeout_s)
         summary["approval"] = {"approved": approved, "comment": comment}
         meter.phase("approval")
@@ -251,10 +259,17 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     batches = build_batches(intake.rows, label)
     summary["batches"] = len(batches)
     sem = asyncio.Semaphore(params.max_concurrent_batches)
+    sent = 0
+    progress().phase("sending")
+    progress().batches(0, len(batches))
 
     async def send(batch):
+        nonlocal sent
         async with sem:
-            return await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
+            result = await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
+        sent += 1
+        progress().batches(sent, len(batches))
+        return result
 
     results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
     for r in results:
@@ -273,6 +288,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
                 )
                 if created is not None and created < started_wall:
                     replayed += 1
+    progress().phase("polling")
     poll = await poll_payouts_task(
         settings, untraversed(states), params.poll_deadline_s, params.rate_limit_per_s, label
     )
@@ -282,6 +298,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     states = poll.states
     meter.phase("poll")
 
+    progress().phase("reporting")
     outcomes = _outcomes(intake, batches, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
@@ -296,6 +313,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "deadline_reached": poll.deadline_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
+            "attention_rows": attention_rows(intake.rows, outcomes, pf.names),
         }
     )
     fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]

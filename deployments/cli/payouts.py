@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import typer
 
 from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_summary_flow
+from deployments.cli.progress_display import is_terminal, progress_display
 
 
 def error_lines(s: dict[str, Any], limit: int = 20) -> list[str]:
@@ -72,7 +74,7 @@ def payouts(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Pay a payout sheet: validate, pre-flight, send in batches of 100, poll to final, report."""
-    quiet_prefect(json_out)
+    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
     try:
         threshold = Decimal(approval_threshold) if approval_threshold else None
     except InvalidOperation:
@@ -92,12 +94,13 @@ def payouts(
         credentials_block=credentials_block,
         check_names=not no_name_check,
     )
-    run_summary_flow(
-        lambda: payout_spreadsheet(params),
-        json_out,
-        human_summary,
-        "re-run with the same label to finish; nothing is sent twice",
-    )
+    with progress_display(json_out):
+        run_summary_flow(
+            lambda: payout_spreadsheet(params),
+            json_out,
+            human_summary,
+            "re-run with the same label to finish; nothing is sent twice",
+        )
 
 
 def template(file: Path = typer.Argument(..., help="Where to write the .xlsx template")) -> None:
