@@ -1,4 +1,4 @@
-"""`payops payouts` tells how far the run is: live bars on a terminal, plain lines when piped, none with --json."""
+"""`payops payouts` shows how far a run is: live bars on a terminal, plain lines piped, none with --json."""
 
 from __future__ import annotations
 
