@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import typer
 
-from deployments.cli import check, events, operations, payouts, purchases, settlements, transactions
+from deployments.cli import check, events, operations, payouts, purchases, runs, settlements, transactions
 
 app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
-app.command("payouts")(payouts.payouts)
+app.add_typer(payouts.app, name="payouts")
 app.command("check")(check.check)
 app.command("template")(payouts.template)
 app.command("approve")(payouts.approve)
@@ -23,6 +23,7 @@ app.command("console")(operations.console)
 app.add_typer(settlements.app, name="settlements")
 app.add_typer(events.app, name="events")
 app.add_typer(transactions.app, name="transactions")
+app.add_typer(runs.app, name="runs")
 
 
 def main() -> None:
