@@ -24,6 +24,7 @@ from tasks.artifacts import artifact_key, markdown_table
 from tasks.credentials import load_settings
 from tasks.intake import IntakeOptions, write_validation_report
 from tasks.labels import content_label, money
+from tasks.progress import progress
 from tasks.reports import ensure_reports_spare_source, report_paths
 from tasks.run_meter import RunMeter
 from tasks.tabular_reports import write_table_reports
@@ -116,6 +117,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     options = IntakeOptions(default_country_code=params.default_country_code)
     if params.label:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
+    progress().phase("reading")
     raw = await asyncio.to_thread(read_utility_sheet_task, params.source, options)
     settings = load_settings(params.credentials_block)
     products, calls = await products_task(settings, params.rate_limit_per_s)
@@ -156,6 +158,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
         return summary
 
     keys = [(r.product_id, r.amount) for r in sheet.rows]
+    progress().phase("quoting")
     quotes = await quotes_task(settings, untraversed(keys), params.rate_limit_per_s)
     meter.api_calls.update(quotes.api_calls)
     refused_quotes = {k: q for k, q in quotes.by_key.items() if q.error_code}
@@ -208,11 +211,19 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     summary["chunks"] = len(parts)
     sem = asyncio.Semaphore(params.max_concurrent_chunks)
 
+    sent = 0
+    progress().phase("sending")
+    progress().batches(0, len(parts))
+
     async def send(index: int, part: list) -> tuple[list[PurchaseOutcome], Counter[str]]:
+        nonlocal sent
         async with sem:
-            return await purchase_chunk_task(
+            result = await purchase_chunk_task(
                 settings, index, untraversed(part), params.concurrency, params.rate_limit_per_s
             )
+        sent += 1
+        progress().batches(sent, len(parts))
+        return result
 
     results = await asyncio.gather(*(send(i, p) for i, p in enumerate(parts)))
     outcomes: dict[int, PurchaseOutcome] = {}
@@ -224,6 +235,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     accepted = {o.reference: o for o in outcomes.values() if o.submission == "accepted"}
     created = [o.created_at for o in accepted.values() if o.created_at]
     replayed = sum(1 for c in created if c < started_wall)
+    progress().phase("polling")
     poll = await poll_purchases_task(
         settings,
         untraversed(accepted),
@@ -235,6 +247,7 @@ async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     for o in poll.outcomes.values():
         outcomes[o.row] = o
     meter.phase("poll")
+    progress().phase("reporting")
 
     done = [o for o in outcomes.values() if o.submission == "accepted"]
     refused = [o for o in outcomes.values() if o.submission != "accepted"]

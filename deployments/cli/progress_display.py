@@ -17,6 +17,7 @@ from tasks.progress import ProgressWatcher, watching
 PHASES = {
     "reading": "reading and validating the sheet",
     "preflight": "pre-flight: balance, limits, payee names",
+    "quoting": "quoting prices",
     "approval": "waiting for approval",
     "sending": "sending batches",
     "polling": "polling payouts to a final status",

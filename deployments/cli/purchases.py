@@ -6,6 +6,7 @@ Exit codes: 0 completed (failed purchases are a result, not an error), 2 invalid
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
@@ -18,6 +19,7 @@ from deployments.cli._common import (
     run_summary_flow,
     validation_message,
 )
+from deployments.cli.progress_display import is_terminal, progress_display
 
 
 def human_summary(s: dict[str, Any]) -> str:
@@ -53,7 +55,7 @@ def utilities(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
-    quiet_prefect(json_out)
+    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
     from pydantic import ValidationError
 
     from flows.utilities import UtilityRunParams, utility_purchases
@@ -69,9 +71,10 @@ def utilities(
         )
     except ValidationError as exc:
         fail(validation_message(exc), EXIT_INVALID)
-    run_summary_flow(
-        lambda: utility_purchases(params),
-        json_out,
-        human_summary,
-        "re-run with the same label to finish; nothing is bought twice",
-    )
+    with progress_display(json_out):
+        run_summary_flow(
+            lambda: utility_purchases(params),
+            json_out,
+            human_summary,
+            "re-run with the same label to finish; nothing is bought twice",
+        )
