@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import resource
-import signal
 import socket
 import statistics
 import subprocess
@@ -77,59 +76,21 @@ def _timed(args: list[str], env: dict[str, str], timeout: float = 300) -> dict[s
 
 @contextmanager
 def prefect_server(home: Path) -> Iterator[tuple[str, float]]:
-    """`prefect server start` on a free loopback port; yields its API URL and start-up seconds."""
-    import httpx
+    """`prefect server start` on a free loopback port (as `payops serve` starts it, in its own process group,
+    dying with this process); yields its API URL and start-up seconds; stopped on exit."""
+    from deployments.serve import prefect_cli, prefect_server_env, start_child, stop_child, wait_http
 
     port = _free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_API_HOST": "127.0.0.1",
-        "PREFECT_SERVER_API_PORT": str(port),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_UI_ENABLED": "false",
-        "PREFECT_SERVER_UI_STATIC_DIRECTORY": str(home / "ui"),
-    }
-    env.pop("PREFECT_API_URL", None)
+    env = prefect_server_env("127.0.0.1", port, {**os.environ, "PREFECT_HOME": str(home)})
+    env |= {"PREFECT_UI_ENABLED": "false", "PREFECT_SERVER_UI_STATIC_DIRECTORY": str(home / "ui")}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: stopped as a whole below
-    )
+    proc = start_child([*prefect_cli(), "server", "start"], env)
     url = f"http://127.0.0.1:{port}/api"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"prefect server start exited with {proc.returncode}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass  # not listening yet: poll again until the deadline
-            if time.monotonic() > deadline:
-                raise RuntimeError("the Prefect server did not answer within 180 s")
-            time.sleep(0.5)
+        wait_http(f"{url}/health", proc, 180, "the Prefect server")
         yield url, round(time.perf_counter() - t0, 3)
     finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's process group, SIGKILL it if it lingers."""
-    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        stop_child(proc, timeout=20)
 
 
 def main() -> None:

@@ -106,19 +106,24 @@ async def _records_of(client: Any, flow_runs: list[Any]) -> list[RunRecord]:
     return [_record(r, facts.get(str(r.id), {})) for r in flow_runs]
 
 
-async def recent_payout_runs(limit: int = 20) -> list[RunRecord]:
-    """The latest payout runs, newest first."""
-    from prefect.client.orchestration import get_client
+async def payout_flow_runs(client: Any, limit: int) -> list[Any]:
+    """The latest `payout-spreadsheet` flow runs (Prefect objects), newest first."""
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName
     from prefect.client.schemas.sorting import FlowRunSort
 
+    return await client.read_flow_runs(
+        flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+        sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+        limit=limit,
+    )
+
+
+async def recent_payout_runs(limit: int = 20) -> list[RunRecord]:
+    """The latest payout runs, newest first."""
+    from prefect.client.orchestration import get_client
+
     async with get_client() as client:
-        runs = await client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
-            sort=FlowRunSort.EXPECTED_START_TIME_DESC,
-            limit=limit,
-        )
-        return await _records_of(client, runs)
+        return await _records_of(client, await payout_flow_runs(client, limit))
 
 
 async def find_payout_run(label_or_id: str) -> RunRecord | None:
@@ -154,15 +159,7 @@ async def find_payout_run(label_or_id: str) -> RunRecord | None:
 
 async def _by_label_parameter(client: Any, label: str) -> RunRecord | None:
     """A run with this label still going (it publishes its record when it ends): found by its parameters."""
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
-    from prefect.client.schemas.sorting import FlowRunSort
-
-    runs = await client.read_flow_runs(
-        flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
-        sort=FlowRunSort.EXPECTED_START_TIME_DESC,
-        limit=200,
-    )
-    for r in runs:
+    for r in await payout_flow_runs(client, 200):
         params = (r.parameters or {}).get("params") or {}
         if isinstance(params, dict) and params.get("label") == label:
             return (await _records_of(client, [r]))[0]

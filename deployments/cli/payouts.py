@@ -76,9 +76,14 @@ app = typer.Typer(
 )
 
 
-def _run_payouts(params: Any, json_out: bool) -> None:
-    """Run the payout flow in this process with the progress display; exit with the outcome's code."""
-    from flows.payouts import payout_spreadsheet
+def _run_payouts(json_out: bool, approval_threshold: str | None, **fields: Any) -> None:
+    """Run the payout flow with these parameters in this process, with the progress display; exit with the
+    outcome's code."""
+    threshold = _threshold(approval_threshold)
+    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
+    from flows.payouts import PayoutRunParams, payout_spreadsheet
+
+    params = PayoutRunParams(approval_threshold=threshold, **fields)
 
     with progress_display(json_out):
         run_summary_flow(
@@ -122,24 +127,20 @@ def payouts(
     json_out: bool = JSON_OUT,
 ) -> None:
     """Pay a payout sheet (`payops payouts FILE`): validate, pre-flight, send in batches, poll, report."""
-    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
-    threshold = _threshold(approval_threshold)
-    from flows.payouts import PayoutRunParams
-
-    params = PayoutRunParams(
+    _run_payouts(
+        json_out,
+        approval_threshold,
         source=file,
         label=label,
         dry_run=dry_run,
         on_invalid_rows="skip" if skip_invalid else "refuse",
         require_approval=require_approval,
-        approval_threshold=threshold,
         approval_timeout_s=approval_timeout,
         poll_deadline_s=poll_deadline,
         report_dir=report_dir,
         credentials_block=credentials_block,
         check_names=not no_name_check,
     )
-    _run_payouts(params, json_out)
 
 
 @app.command("retry-failed")
@@ -160,7 +161,7 @@ def retry_failed(
     """
     from tasks.retry_sheet import RetryRefused, prepare_retry
 
-    threshold = _threshold(approval_threshold)
+    _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
     try:
         sheet = prepare_retry(report_dir, label)
     except RetryRefused as exc:
@@ -169,21 +170,18 @@ def retry_failed(
         fail(f"could not write the retry sheet: {exc}")
     if not json_out:
         typer.echo(f"retrying {sheet.rows} row(s) of {label} as run {sheet.label} (sheet {sheet.source})")
-    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
-    from flows.payouts import PayoutRunParams
-
-    params = PayoutRunParams(
+    _run_payouts(
+        json_out,
+        approval_threshold,
         source=sheet.source,
         label=sheet.label,
         require_approval=require_approval,
-        approval_threshold=threshold,
         approval_timeout_s=approval_timeout,
         poll_deadline_s=poll_deadline,
         report_dir=report_dir,
         credentials_block=credentials_block,
         check_names=not no_name_check,
     )
-    _run_payouts(params, json_out)
 
 
 def template(file: Path = typer.Argument(..., help="Where to write the .xlsx template")) -> None:

@@ -12,37 +12,17 @@ from typing import Any
 import httpx
 import pytest
 
-from deployments.console import ConsoleSettings, LocalLauncher, create_app
 from deployments.console.run_review import PAGE_SIZE, attention, outcome_chart
-from sandbox import SandboxConfig, SandboxServer
-from tests.deployments.console_harness import PASSWORD, payroll_rows, serve_in_thread, write_sheet
+from sandbox import SandboxServer
+from tests.deployments.console_harness import PASSWORD, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[SandboxServer]:
-    with SandboxServer(SandboxConfig(delivery_delay_s=0.3)) as server:
-        yield server
-
-
 @pytest.fixture
-def console(
-    prefect_harness: None, emulator: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[dict[str, Any]]:
-    for key, value in emulator.env.items():
-        monkeypatch.setenv(key, value)
-    settings = ConsoleSettings(
-        console_password=PASSWORD,
-        upload_url=str(tmp_path / "uploads"),
-        report_url=str(tmp_path / "reports"),
-        webhook_store=tmp_path / "seen.sqlite",
-    )
-    launcher = LocalLauncher()
-    with serve_in_thread(create_app(settings, launcher=launcher)) as url:
-        with httpx.Client(base_url=url, timeout=30) as client:
-            yield {"client": client, "launcher": launcher}
-    launcher.join(30)
+def client(console: dict[str, Any]) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=console["url"], timeout=30) as http:
+        yield http
 
 
 def _token(page: str) -> str:
@@ -81,9 +61,8 @@ def _payouts(emulator: SandboxServer) -> int:
 
 
 def test_run_page_shows_failed_rows_first_and_retry_pays_them_once(
-    console: dict[str, Any], emulator: SandboxServer, tmp_path: Path
+    client: httpx.Client, emulator: SandboxServer, tmp_path: Path
 ) -> None:
-    client: httpx.Client = console["client"]
     token = _login(client)
     rows = payroll_rows(6, prefix="CRT", specials={1: "0001", 3: "0002"})  # rows 3 and 5 fail
     sheet = write_sheet(tmp_path / "april.xlsx", rows)

@@ -14,23 +14,15 @@ from pathlib import Path
 import pytest
 
 from sandbox import SandboxConfig, SandboxServer
-from tests.flows.support import payroll_rows, write_sheet
+from tests.flows.support import REPO, cli_env, payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SandboxServer]:
     with SandboxServer(SandboxConfig(delivery_delay_s=0.5)) as s:
         yield s
-
-
-def _env(server: SandboxServer) -> dict[str, str]:
-    from prefect.settings import PREFECT_API_URL
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYOPS_")}
-    return env | {"PREFECT_API_URL": PREFECT_API_URL.value(), **server.env}
 
 
 def _sheet(tmp_path: Path, prefix: str) -> Path:
@@ -40,9 +32,6 @@ def _sheet(tmp_path: Path, prefix: str) -> Path:
 
 def _args(sheet: Path, label: str, tmp_path: Path) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "deployments.cli",
         "payouts",
         str(sheet),
         "--label",
@@ -56,14 +45,7 @@ def _args(sheet: Path, label: str, tmp_path: Path) -> list[str]:
 
 
 def test_plain_progress_lines_when_piped(prefect_harness, server: SandboxServer, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        _args(_sheet(tmp_path, "PIPE"), "progress-piped", tmp_path),
-        env=_env(server),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    proc = run_payops(_args(_sheet(tmp_path, "PIPE"), "progress-piped", tmp_path), server.env, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     phases = [line for line in lines if line.startswith("phase: ")]
@@ -84,8 +66,8 @@ def test_plain_progress_lines_when_piped(prefect_harness, server: SandboxServer,
 def test_live_display_on_a_terminal(prefect_harness, server: SandboxServer, tmp_path: Path) -> None:
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        _args(_sheet(tmp_path, "TTY"), "progress-tty", tmp_path),
-        env=_env(server) | {"COLUMNS": "120", "TERM": "xterm-256color"},
+        [sys.executable, "-m", "deployments.cli", *_args(_sheet(tmp_path, "TTY"), "progress-tty", tmp_path)],
+        env=cli_env(server.env) | {"COLUMNS": "120", "TERM": "xterm-256color"},
         cwd=REPO,
         stdin=subprocess.DEVNULL,
         stdout=follower,
@@ -123,14 +105,8 @@ def test_live_display_on_a_terminal(prefect_harness, server: SandboxServer, tmp_
 
 
 def test_json_prints_only_the_summary(prefect_harness, server: SandboxServer, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [*_args(_sheet(tmp_path, "JSN"), "progress-json", tmp_path), "--json"],
-        env=_env(server),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    args = [*_args(_sheet(tmp_path, "JSN"), "progress-json", tmp_path), "--json"]
+    proc = run_payops(args, server.env, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout)
     assert summary["label"] == "progress-json" and summary["batches"] == 2

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 
 from sandbox import SandboxConfig, SandboxServer
 from tasks.retry_sheet import retry_label
-from tests.flows.support import emulator_stats, payroll_rows, write_sheet
+from tests.flows.support import emulator_stats, payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -27,20 +25,7 @@ def server() -> Iterator[SandboxServer]:
 
 
 def payops(args: list[str], server: SandboxServer) -> subprocess.CompletedProcess[str]:
-    from prefect.settings import PREFECT_API_URL
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAYOPS_")}
-    env |= {"PREFECT_API_URL": PREFECT_API_URL.value(), **server.env}
-    proc = subprocess.run(
-        [sys.executable, "-m", "deployments.cli", *args],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert "Traceback" not in proc.stderr + proc.stdout
-    return proc
+    return run_payops(args, server.env, timeout=180)
 
 
 def test_retry_labels_are_derived_and_deterministic() -> None:
