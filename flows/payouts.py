@@ -160,7 +160,10 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
     try:
         summary = await _pay(params)
-        await publish_run_record(summary)
+        try:
+            await publish_run_record(summary)
+        except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it
+            get_run_logger().warning("run record not published (%s): %s", type(exc).__name__, exc)
         return summary
     finally:
         progress().phase("done")
