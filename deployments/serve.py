@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -266,6 +266,7 @@ def run_all_in_one(
 ) -> int:
     """``payops serve``: Prefect server, (emulator), console and every deployment, until Ctrl-C."""
     from prefect import serve
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from deployments.console.settings import prefect_home
 
@@ -274,7 +275,7 @@ def run_all_in_one(
     log_dir = prefect_home() / "payops" / "serve-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     sup = Supervisor(log_dir, say)
-    with _terminate_on_sigterm():
+    with _terminate_on_sigterm(), ExitStack() as settings:
         try:
             if not _api_configured():
                 say(f"starting a Prefect server on http://{host}:{port} (UI and API) ...")
@@ -283,6 +284,11 @@ def run_all_in_one(
                 wait_http(f"http://{host}:{port}/api/health", proc, 120, "the Prefect server")
                 os.environ["PREFECT_API_URL"] = f"http://{host}:{port}/api"
                 os.environ.setdefault("PAYOPS_PREFECT_UI_URL", f"http://{host}:{port}")
+                # Prefect read its settings at import: without this, this process's own client (templates,
+                # the runner) would start a second, hidden temporary server on the same SQLite file.
+                settings.enter_context(
+                    temporary_settings(updates={PREFECT_API_URL: os.environ["PREFECT_API_URL"]})
+                )
             else:
                 say("using the Prefect server at PREFECT_API_URL")
             if sandbox:

@@ -20,10 +20,10 @@ from flows.run_params import SheetRunParams
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
 from tasks.attention import attention_rows
 from tasks.batching import build_batches
-from tasks.clients import close_clients
+from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
-from tasks.labels import money
+from tasks.money import money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, preflight_task
 from tasks.progress import progress
@@ -159,7 +159,8 @@ async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
     try:
-        summary = await _pay(params)
+        async with open_clients():
+            summary = await _pay(params)
         try:
             await publish_run_record(summary)
         except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it
@@ -167,7 +168,6 @@ async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
         return summary
     finally:
         progress().phase("done")
-        await close_clients()
 
 
 async def _pay(params: PayoutRunParams) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from tasks.intake import (
     read_payout_sheet,
     write_validation_report,
 )
-from tasks.labels import content_label, money
+from tasks.money import money
+from tasks.references import content_label
 from tasks.reports import ensure_reports_spare_source, report_paths
 
 InvalidRows = Literal["refuse", "skip"]
@@ -39,40 +40,53 @@ def run_label(label: str | None, intake: IntakeResult) -> str:
     return label or content_label(canonical_rows(intake.rows))
 
 
-def refusal_summary(source: str, label: str | None, message: str) -> dict[str, Any]:
-    """The summary of a sheet refused as a whole (wrong type, too large, unsafe, no header...)."""
-    return {
-        "label": label,
-        "source": source,
-        "outcome": "invalid_input",
-        "rows_total": 0,
-        "rows_valid": 0,
-        "rows_invalid": 0,
-        "errors": [{"row": None, "column": None, "message": message}],
-        "warnings": [],
-        "batches": 0,
-        "payouts_by_status": {},
-        "amount_total": "0.00",
-        "fee_total": "0.00",
-    }
-
-
-def intake_summary(source: str, label: str, intake: IntakeResult) -> dict[str, Any]:
-    """The intake fields every payout summary starts with (outcome ``completed`` until decided otherwise)."""
+def summary_head(
+    source: str,
+    label: str | None,
+    *,
+    rows_total: int = 0,
+    rows_valid: int = 0,
+    rows_invalid: int = 0,
+    errors: list[dict[str, Any]],
+    warnings: list[dict[str, Any]] | None = None,
+    amount_total: str = "0.00",
+) -> dict[str, Any]:
+    """The keys every payout run summary starts with (README "Run summary"), outcome ``completed``."""
     return {
         "label": label,
         "source": source,
         "outcome": "completed",
-        "rows_total": intake.rows_total,
-        "rows_valid": len(intake.rows),
-        "rows_invalid": intake.rows_invalid,
-        "errors": [{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
-        "warnings": [{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
+        "rows_total": rows_total,
+        "rows_valid": rows_valid,
+        "rows_invalid": rows_invalid,
+        "errors": errors,
+        "warnings": warnings or [],
         "batches": 0,
         "payouts_by_status": {},
-        "amount_total": money(sum((r.amount for r in intake.rows), Decimal(0))),
+        "amount_total": amount_total,
         "fee_total": "0.00",
     }
+
+
+def refusal_summary(source: str, label: str | None, message: str) -> dict[str, Any]:
+    """The summary of a sheet refused as a whole (wrong type, too large, unsafe, no header...)."""
+    summary = summary_head(source, label, errors=[{"row": None, "column": None, "message": message}])
+    summary["outcome"] = "invalid_input"
+    return summary
+
+
+def intake_summary(source: str, label: str, intake: IntakeResult) -> dict[str, Any]:
+    """The summary's intake keys of a read sheet (outcome ``completed`` until decided otherwise)."""
+    return summary_head(
+        source,
+        label,
+        rows_total=intake.rows_total,
+        rows_valid=len(intake.rows),
+        rows_invalid=intake.rows_invalid,
+        errors=[{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
+        warnings=[{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
+        amount_total=money(sum((r.amount for r in intake.rows), Decimal(0))),
+    )
 
 
 def refuses(intake: IntakeResult, on_invalid_rows: InvalidRows) -> bool:

@@ -7,8 +7,8 @@ import sys
 
 import typer
 
-from deployments.cli._common import EXIT_INVALID, OUTCOME_EXIT, fail
-from deployments.cli.payouts import error_lines
+from deployments.cli._common import EXIT_INVALID, fail
+from flows.summaries import SheetCheckSummary
 
 
 def check(
@@ -27,16 +27,9 @@ def check(
         fail(str(exc), EXIT_INVALID)
     except OSError as exc:
         fail(f"could not write the validation report: {exc}")
+    result = SheetCheckSummary.model_validate(summary)
     if json_out:
         sys.stdout.write(json.dumps(summary, default=str) + "\n")
     else:
-        s = summary
-        lines = [
-            f"sheet {s['label'] or s['source']}: {s['outcome']}",
-            f"  rows: {s['rows_total']} ({s['rows_valid']} valid, {s['rows_invalid']} invalid)   "
-            f"amount: {s['amount_total']}   time: {s['duration_s']}s",
-            *error_lines(s),
-            *(f"  report {kind}: {path}" for kind, path in (s.get("report_files") or {}).items()),
-        ]
-        typer.echo("\n".join(lines))
-    raise typer.Exit(OUTCOME_EXIT[summary["outcome"]])
+        typer.echo(result.text())
+    raise typer.Exit(result.exit_code)

@@ -12,49 +12,9 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_summary_flow
+from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_flow
 from deployments.cli.progress_display import is_terminal, progress_display
-
-
-def error_lines(s: dict[str, Any], limit: int = 20) -> list[str]:
-    """The first `limit` intake errors of a summary, each located by row and column."""
-    lines = []
-    for e in s.get("errors", [])[:limit]:
-        where = f"row {e['row']}, column {e['column']}" if e.get("row") is not None else "file"
-        lines.append(f"  {where}: {e['message']}")
-    if len(s.get("errors", [])) > limit:
-        lines.append(f"  ... and {len(s['errors']) - limit} more errors (see the validation report)")
-    return lines
-
-
-def human_summary(s: dict[str, Any]) -> str:
-    """The short summary an operator reads at the end of a run."""
-    lines = [
-        f"run {s['label'] or s.get('source')}: {s['outcome']}",
-        f"  rows: {s['rows_total']} ({s['rows_valid']} valid, {s['rows_invalid']} invalid)   "
-        f"batches: {s.get('batches', 0)}",
-    ]
-    if s.get("payouts_by_status"):
-        lines.append("  payouts: " + ", ".join(f"{k} {v}" for k, v in s["payouts_by_status"].items()))
-    if s.get("refused_items"):
-        lines.append(f"  refused by the service: {s['refused_items']} {s.get('refused_by_code', {})}")
-    if s.get("replayed_payouts"):
-        lines.append(f"  already sent by an earlier run with this label (replayed): {s['replayed_payouts']}")
-    if s.get("awaiting_review"):
-        lines.append(f"  awaiting review (in_review/held): {len(s['awaiting_review'])}")
-    if s.get("not_final") and s.get("deadline_reached"):
-        lines.append(f"  not final at the poll deadline: {len(s['not_final'])}")
-    lines.append(
-        f"  amount: {s['amount_total']}   fees: {s.get('fee_total', '0.00')}   "
-        f"time: {s.get('duration_s', 0)}s"
-    )
-    lines += error_lines(s)
-    preflight = s.get("preflight") or {}
-    for p in preflight.get("problems", []) + preflight.get("notes", []):
-        lines.append(f"  pre-flight: {p}")
-    for kind, path in (s.get("report_files") or {}).items():
-        lines.append(f"  report {kind}: {path}")
-    return "\n".join(lines)
+from flows.summaries import PayoutRunSummary
 
 
 class _SheetByDefault(TyperGroup):
@@ -86,10 +46,10 @@ def _run_payouts(json_out: bool, approval_threshold: str | None, **fields: Any) 
     params = PayoutRunParams(approval_threshold=threshold, **fields)
 
     with progress_display(json_out):
-        run_summary_flow(
+        run_flow(
             lambda: payout_spreadsheet(params),
             json_out,
-            human_summary,
+            PayoutRunSummary,
             "re-run with the same label to finish; nothing is sent twice",
         )
 

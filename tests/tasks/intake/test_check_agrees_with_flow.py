@@ -12,7 +12,7 @@ import pytest
 from intake_corpus import GOOD, HEADER, write_csv
 from test_intake_corpus import FILE_CASES, ROW_CASES
 
-from deployments.cli._common import OUTCOME_EXIT
+from flows.summaries import PayoutRunSummary, SheetCheckSummary
 from tasks.sheet_check import check_sheet
 
 REPO = Path(__file__).resolve().parents[3]
@@ -48,7 +48,8 @@ def test_check_and_flow_agree_on_the_corpus(prefect_harness, tmp_path: Path) -> 
         checked = check_sheet(source, str(folder / "check"))
         params = PayoutRunParams(source=source, dry_run=True, report_dir=str(folder / "flow"))
         flowed = asyncio.run(payout_spreadsheet(params))
-        assert OUTCOME_EXIT[checked["outcome"]] == OUTCOME_EXIT[flowed["outcome"]], name
+        check_exit = SheetCheckSummary.model_validate(checked).exit_code
+        assert check_exit == PayoutRunSummary.model_validate(flowed).exit_code, name
         assert {k: checked[k] for k in COMPARED} == {k: flowed[k] for k in COMPARED}, name
         if checked["outcome"] == "valid":
             assert flowed["outcome"] == "dry_run", name
