@@ -17,6 +17,7 @@ from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
 from flows.run_params import SheetRunParams
+from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
 from tasks.attention import attention_rows
 from tasks.batching import build_batches
@@ -155,7 +156,7 @@ async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
     return answer.approve, answer.comment
 
 
-@flow(name="payout-spreadsheet", log_prints=False)
+@flow(name="payout-spreadsheet", log_prints=False, **PAYOUT_RUN_HOOKS)
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
     try:
@@ -249,6 +250,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             logger.error("pre-flight: %s", p)
         return finish("preflight_failed")
     if needs_approval:
+        emit_needs_approval(label, pf, params.approval_timeout_s)
         progress().phase("approval")
         approved, comment = await _approve(label, params.approval_timeout_s)
         summary["approval"] = {"approved": approved, "comment": comment}

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import typer
 
-from deployments.cli import check, events, operations, payouts, purchases, runs, settlements, transactions
+from deployments.cli import (
+    alerts,
+    check,
+    events,
+    operations,
+    payouts,
+    purchases,
+    runs,
+    settlements,
+    transactions,
+)
 
 app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
 app.add_typer(payouts.app, name="payouts")
@@ -24,6 +34,7 @@ app.add_typer(settlements.app, name="settlements")
 app.add_typer(events.app, name="events")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(runs.app, name="runs")
+app.add_typer(alerts.app, name="alerts")
 
 
 def main() -> None:
