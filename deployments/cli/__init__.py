@@ -19,6 +19,7 @@ from deployments.cli import (
     runs,
     settlements,
     transactions,
+    webhooks,
 )
 
 app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
@@ -35,6 +36,7 @@ app.add_typer(events.app, name="events")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(runs.app, name="runs")
 app.add_typer(alerts.app, name="alerts")
+app.add_typer(webhooks.app, name="webhooks")
 
 
 def main() -> None:

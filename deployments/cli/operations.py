@@ -36,7 +36,8 @@ def console(
     """Serve the operations console (upload page, runs, webhook receiver) on the configured Prefect API.
 
     Settings: PAYOPS_CONSOLE_PASSWORD (required to log in), PAYOPS_PAYOUT_DEPLOYMENT (unset: runs execute
-    inside the console process), PAYOPS_UPLOAD_URL, PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS.
+    inside the console process), PAYOPS_UPLOAD_URL, PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS,
+    PAYOPS_WEBHOOK_FORWARD and PAYOPS_DATABASE_URL (the webhook inbox; see docs/operations.md).
     """
     from deployments.console.__main__ import main
 

@@ -27,10 +27,9 @@ from tasks.retry_sheet import RetryRefused, resubmission_csv, retry_label
 from .run_review import review_context
 from .runs import DeploymentLauncher, LocalLauncher, RunLauncher, answer_approval, read_run, recent_runs
 from .security import LoginThrottle, PasswordHash, Signer, new_nonce
-from .seen_events import SeenEvents
 from .settings import ConsoleSettings
 from .storage import StorageError, Upload, UploadStore
-from .webhooks import Emitter, WebhookReceiver, default_emitter, webhook_router
+from .webhooks import Emitter, WebhookService, default_emitter, webhook_router
 
 log = logging.getLogger("payops.console")
 
@@ -56,7 +55,7 @@ class ConsoleError(Exception):
 class Console:
     """State shared by the routes (settings, signer, stores, launcher)."""
 
-    def __init__(self, settings: ConsoleSettings, launcher: RunLauncher, emitter: Emitter) -> None:
+    def __init__(self, settings: ConsoleSettings, launcher: RunLauncher) -> None:
         self.settings = settings
         password = settings.console_password.get_secret_value() if settings.console_password else ""
         self.password = PasswordHash(password) if password else None
@@ -66,8 +65,6 @@ class Console:
         self.throttle = LoginThrottle()
         self.store = UploadStore(settings.upload_url, settings.report_url)
         self.launcher = launcher
-        self.seen = SeenEvents(settings.webhook_store_path())
-        self.receiver = WebhookReceiver(settings.webhook_secret_list(), self.seen, emitter)
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
 
     # -- sessions and CSRF ---------------------------------------------------------------------------------
@@ -168,11 +165,17 @@ def create_app(
     if launcher is None:
         deployment = settings.payout_deployment
         launcher = DeploymentLauncher(deployment) if deployment else LocalLauncher()
-    console = Console(settings, launcher, emitter)
-    app = FastAPI(title="payops console", docs_url=None, redoc_url=None, openapi_url=None)
+    console = Console(settings, launcher)
+    # -- webhooks: durable inbox, receiver and relay (all in .webhooks); the relay runs in the lifespan --
+    webhooks = WebhookService(settings, emitter)
+    app = FastAPI(
+        title="payops console", docs_url=None, redoc_url=None, openapi_url=None, lifespan=webhooks.lifespan
+    )
+    app.state.webhooks = webhooks
+    app.include_router(webhook_router(webhooks.receiver))
+    # -- end webhooks --
     app.state.console = console
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    app.include_router(webhook_router(console.receiver))
 
     @app.exception_handler(ConsoleError)
     async def console_error(request: Request, exc: ConsoleError) -> Response:
