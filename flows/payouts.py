@@ -32,7 +32,7 @@ from tasks.ratelimit import LimiterStats
 from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
 from tasks.run_meter import RunMeter
 from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
-from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
+from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
 
@@ -182,9 +182,9 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
     intake = await asyncio.to_thread(read_sheet_task, params.source, options)
     meter.phase("read_validate")
-    if isinstance(intake, str):
-        logger.error("sheet refused: %s; nothing sent", intake)
-        return meter.into(refusal_summary(params.source, params.label, intake))
+    if isinstance(intake, SheetRefused):
+        logger.error("sheet refused: %s; nothing sent", intake.message)
+        return meter.into(refusal_summary(params.source, params.label, intake.errors))
     label = run_label(params.label, intake)
     ensure_reports_spare_source(params.report_dir, label, params.source)
     summary = intake_summary(params.source, label, intake)

@@ -9,6 +9,7 @@ answers in about a second.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -68,9 +69,17 @@ def summary_head(
     }
 
 
-def refusal_summary(source: str, label: str | None, message: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SheetRefused:
+    """A refused file: the message, and the summary's ``errors`` (row/column filled where it is located)."""
+
+    message: str
+    errors: list[dict[str, object]]
+
+
+def refusal_summary(source: str, label: str | None, errors: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary of a sheet refused as a whole (wrong type, too large, unsafe, no header...)."""
-    summary = summary_head(source, label, errors=[{"row": None, "column": None, "message": message}])
+    summary = summary_head(source, label, errors=errors)
     summary["outcome"] = "invalid_input"
     return summary
 
@@ -94,12 +103,12 @@ def refuses(intake: IntakeResult, on_invalid_rows: InvalidRows) -> bool:
     return bool(intake.errors) and on_invalid_rows == "refuse"
 
 
-def read_sheet(source: str, options: IntakeOptions) -> IntakeResult | str:
-    """Read and validate every row; a sheet refused as a whole is a result (its message), not an exception."""
+def read_sheet(source: str, options: IntakeOptions) -> IntakeResult | SheetRefused:
+    """Read and validate every row; a sheet refused as a whole is a result, not an exception."""
     try:
         return read_payout_sheet(source, options)
     except IntakeError as exc:
-        return str(exc)
+        return SheetRefused(str(exc), exc.errors())
 
 
 def validation_report(intake: IntakeResult, report_dir: str, label: str) -> dict[str, str]:
@@ -120,8 +129,8 @@ def check_sheet(
     if label:
         ensure_reports_spare_source(report_dir, label, source)
     intake = read_sheet(source, options or IntakeOptions())
-    if isinstance(intake, str):
-        summary = refusal_summary(source, label, intake)
+    if isinstance(intake, SheetRefused):
+        summary = refusal_summary(source, label, intake.errors)
     else:
         name = run_label(label, intake)
         ensure_reports_spare_source(report_dir, name, source)

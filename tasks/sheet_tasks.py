@@ -6,14 +6,16 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.intake import IntakeOptions, IntakeResult
-from tasks.sheet_check import read_sheet, validation_report
+from tasks.sheet_check import SheetRefused, read_sheet, validation_report
+
+__all__ = ["SheetRefused", "read_sheet_task", "write_validation_report_task"]
 
 
 @task(cache_policy=NO_CACHE, name="read-sheet")
-def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult | str:
+def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult | SheetRefused:
     """Read and validate every row of a payout sheet (one task for the whole sheet).
 
-    A refused file (wrong type, too large, unsafe, no header...) is a result, not a task failure: the message.
+    A refused file (wrong type, too large, unsafe, no header...) is a result, not a task failure.
     """
     return read_sheet(source, options)
 

@@ -12,7 +12,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_flow
+from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, refuse_unsafe_sheet, run_flow
 from deployments.cli.progress_display import is_terminal, progress_display
 from flows.summaries import PayoutRunSummary
 
@@ -87,6 +87,7 @@ def payouts(
     json_out: bool = JSON_OUT,
 ) -> None:
     """Pay a payout sheet (`payops payouts FILE`): validate, pre-flight, send in batches, poll, report."""
+    refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     _run_payouts(
         json_out,
         approval_threshold,

@@ -14,6 +14,7 @@ from deployments.cli._common import (
     EXIT_INVALID,
     fail,
     quiet_prefect,
+    refuse_unsafe_sheet,
     run_flow,
     validation_message,
 )
@@ -31,6 +32,7 @@ def utilities(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
+    refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
     from pydantic import ValidationError
 
