@@ -33,6 +33,7 @@ lint: $(DEV_STAMP)
 bench: $(STAMP)
 	@$(PY) benchmarks/intake.py
 	@$(PY) benchmarks/payouts_e2e.py
+	@$(PY) benchmarks/cli.py
 
 serve: $(STAMP)
 	@$(VENV)/bin/payops serve --sandbox

@@ -18,7 +18,8 @@ from pydantic import Field
 
 from flows.run_params import SheetRunParams
 from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval
-from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts
+from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
+from tasks.attention import attention_rows
 from tasks.batching import build_batches
 from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
@@ -27,10 +28,11 @@ from tasks.lookup_cache import CachePolicy
 from tasks.money import money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
+from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
-from tasks.references import content_label
-from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
+from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
 from tasks.run_meter import RunMeter
+from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
@@ -159,13 +161,6 @@ def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approv
     return "\n".join(lines)
 
 
-def _canonical(rows: list[PayoutRow]) -> list[tuple[object, ...]]:
-    return [
-        (r.row, r.reference, r.amount, r.currency, r.provider, r.destination_type, r.destination, r.note)
-        for r in rows
-    ]
-
-
 def _outcomes(
     intake: IntakeResult, batches: list[Any], results: list[BatchResult], states: dict[str, PayoutState]
 ) -> dict[int, RowOutcome]:
@@ -203,39 +198,19 @@ async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
     return answer.approve, answer.comment
 
 
-def _summary(
-    params: PayoutRunParams,
-    label: str | None,
-    *,
-    rows_total: int = 0,
-    rows_valid: int = 0,
-    rows_invalid: int = 0,
-    errors: list[dict[str, Any]],
-    warnings: list[dict[str, Any]] | None = None,
-    amount_total: str = "0.00",
-) -> dict[str, Any]:
-    """The keys every payout run summary starts with (README "Run summary"), outcome ``completed``."""
-    return {
-        "label": label,
-        "source": params.source,
-        "outcome": "completed",
-        "rows_total": rows_total,
-        "rows_valid": rows_valid,
-        "rows_invalid": rows_invalid,
-        "errors": errors,
-        "warnings": warnings or [],
-        "batches": 0,
-        "payouts_by_status": {},
-        "amount_total": amount_total,
-        "fee_total": "0.00",
-    }
-
-
 @flow(name="payout-spreadsheet", log_prints=False, **PAYOUT_RUN_HOOKS)
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
-    async with open_clients():
-        return await _pay(params)
+    try:
+        async with open_clients():
+            summary = await _pay(params)
+        try:
+            await publish_run_record(summary)
+        except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it
+            get_run_logger().warning("run record not published (%s): %s", type(exc).__name__, exc)
+        return summary
+    finally:
+        progress().phase("done")
 
 
 async def _pay(params: PayoutRunParams) -> dict[str, Any]:
@@ -244,39 +219,28 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     meter = RunMeter()
 
     options = IntakeOptions(default_country_code=params.default_country_code)
+    progress().phase("reading")
     if params.label:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
     intake = await asyncio.to_thread(read_sheet_task, params.source, options)
     meter.phase("read_validate")
     if isinstance(intake, SheetRefused):
         logger.error("sheet refused: %s; nothing sent", intake.message)
-        summary = _summary(params, params.label, errors=intake.errors)
-        summary["outcome"] = "invalid_input"
-        return meter.into(summary)
-    label = params.label or content_label(_canonical(intake.rows))
+        return meter.into(refusal_summary(params.source, params.label, intake.errors))
+    label = run_label(params.label, intake)
     ensure_reports_spare_source(params.report_dir, label, params.source)
-    summary = _summary(
-        params,
-        label,
-        rows_total=intake.rows_total,
-        rows_valid=len(intake.rows),
-        rows_invalid=intake.rows_invalid,
-        errors=[{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
-        warnings=[{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
-        amount_total=money(sum((r.amount for r in intake.rows), Decimal(0))),
-    )
+    summary = intake_summary(params.source, label, intake)
 
     def finish(outcome: str) -> dict[str, Any]:
         summary["outcome"] = outcome
         meter.into(summary)
         return summary
 
-    refused = bool(intake.errors) and params.on_invalid_rows == "refuse"
+    refused = refuses(intake, params.on_invalid_rows)
     if refused or params.dry_run and not intake.rows:
-        path = report_paths(params.report_dir, label)["validation"]
-        summary["report_files"] = {
-            "validation": await asyncio.to_thread(write_validation_report_task, intake, path)
-        }
+        summary["report_files"] = await asyncio.to_thread(
+            write_validation_report_task, intake, params.report_dir, label
+        )
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
             return finish("invalid_input")
@@ -290,6 +254,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
     pf = None
     if intake.rows and settings is not None:
+        progress().phase("preflight")
         pf = await preflight_task(
             settings, untraversed(intake.rows), _preflight_options(params), params.rate_limit_per_s
         )
@@ -313,10 +278,9 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         meter.phase("preflight")
     if params.dry_run:
         if "report_files" not in summary:
-            path = report_paths(params.report_dir, label)["validation"]
-            summary["report_files"] = {
-                "validation": await asyncio.to_thread(write_validation_report_task, intake, path)
-            }
+            summary["report_files"] = await asyncio.to_thread(
+                write_validation_report_task, intake, params.report_dir, label
+            )
         return finish("dry_run")
     if pf is None:
         logger.error("no valid rows: nothing to send")
@@ -327,6 +291,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         return finish("preflight_failed")
     if needs_approval:
         emit_needs_approval(label, pf, params.approval_timeout_s)
+        progress().phase("approval")
         approved, comment = await _approve(label, params.approval_timeout_s)
         summary["approval"] = {"approved": approved, "comment": comment}
         meter.phase("approval")
@@ -339,10 +304,17 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     batches = build_batches(intake.rows, label)
     summary["batches"] = len(batches)
     sem = asyncio.Semaphore(params.max_concurrent_batches)
+    sent = 0
+    progress().phase("sending")
+    progress().batches(0, len(batches))
 
     async def send(batch):
+        nonlocal sent
         async with sem:
-            return await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
+            result = await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
+        sent += 1
+        progress().batches(sent, len(batches))
+        return result
 
     results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
     for r in results:
@@ -361,6 +333,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
                 )
                 if created is not None and created < started_wall:
                     replayed += 1
+    progress().phase("polling")
     poll = await poll_payouts_task(
         settings, untraversed(states), params.poll_deadline_s, params.rate_limit_per_s, label
     )
@@ -370,6 +343,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     states = poll.states
     meter.phase("poll")
 
+    progress().phase("reporting")
     outcomes = _outcomes(intake, batches, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
@@ -384,6 +358,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "deadline_reached": poll.deadline_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
+            "attention_rows": attention_rows(intake.rows, outcomes, pf.names),
         }
     )
     fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]

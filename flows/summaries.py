@@ -125,6 +125,21 @@ class PayoutRunSummary(RunSummary):
         return lines
 
 
+class SheetCheckSummary(PayoutRunSummary):
+    """``payops check``: the payout intake alone; outcome ``valid`` or ``invalid_input``."""
+
+    EXIT_CODES: ClassVar[dict[str, int]] = {**RunSummary.EXIT_CODES, "valid": EXIT_OK}
+
+    def lines(self) -> list[str]:
+        return [
+            f"sheet {self.label or self.source}: {self.outcome}",
+            f"  rows: {self.rows_total} ({self.rows_valid} valid, {self.rows_invalid} invalid)   "
+            f"amount: {self.amount_total}   time: {self.duration_s}s",
+            *_row_errors(self.errors, file_level=True),
+            *self.closing_lines(),
+        ]
+
+
 class PurchaseRunSummary(RunSummary):
     """``utility-purchases`` (airtime and data)."""
 

@@ -25,6 +25,7 @@ from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.intake import IntakeOptions, write_validation_report
 from tasks.money import money
+from tasks.progress import progress
 from tasks.references import content_label
 from tasks.reports import ensure_reports_spare_source, report_paths
 from tasks.run_meter import RunMeter
@@ -123,6 +124,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     options = IntakeOptions(default_country_code=params.default_country_code)
     if params.label:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
+    progress().phase("reading")
     raw = await asyncio.to_thread(read_utility_sheet_task, params.source, options)
     settings = load_settings(params.credentials_block)
     products, calls = await products_task(settings, params.rate_limit_per_s)
@@ -163,6 +165,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
         return summary
 
     keys = [(r.product_id, r.amount) for r in sheet.rows]
+    progress().phase("quoting")
     quotes = await quotes_task(settings, untraversed(keys), params.rate_limit_per_s)
     meter.api_calls.update(quotes.api_calls)
     refused_quotes = {k: q for k, q in quotes.by_key.items() if q.error_code}
@@ -215,11 +218,19 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     summary["chunks"] = len(parts)
     sem = asyncio.Semaphore(params.max_concurrent_chunks)
 
+    sent = 0
+    progress().phase("sending")
+    progress().batches(0, len(parts))
+
     async def send(index: int, part: list) -> tuple[list[PurchaseOutcome], Counter[str]]:
+        nonlocal sent
         async with sem:
-            return await purchase_chunk_task(
+            result = await purchase_chunk_task(
                 settings, index, untraversed(part), params.concurrency, params.rate_limit_per_s
             )
+        sent += 1
+        progress().batches(sent, len(parts))
+        return result
 
     results = await asyncio.gather(*(send(i, p) for i, p in enumerate(parts)))
     outcomes: dict[int, PurchaseOutcome] = {}
@@ -231,6 +242,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     accepted = {o.reference: o for o in outcomes.values() if o.submission == "accepted"}
     created = [o.created_at for o in accepted.values() if o.created_at]
     replayed = sum(1 for c in created if c < started_wall)
+    progress().phase("polling")
     poll = await poll_purchases_task(
         settings,
         untraversed(accepted),
@@ -242,6 +254,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     for o in poll.outcomes.values():
         outcomes[o.row] = o
     meter.phase("poll")
+    progress().phase("reporting")
 
     done = [o for o in outcomes.values() if o.submission == "accepted"]
     refused = [o for o in outcomes.values() if o.submission != "accepted"]

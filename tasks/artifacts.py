@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -71,4 +72,42 @@ async def publish_run_artifacts(label: str, summary: Mapping[str, Any], failed_r
         key=artifact_key(label, "attention"),
         table=[dict(zip(headers, r, strict=True)) for r in failed_rows[:500]],
         description="Rows refused, failed, refunded or awaiting review (first 500)",
+    )
+
+
+RECORD_DESCRIPTION = "payops run record"
+
+
+def run_record(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of facts about a finished run, read back by `payops runs` (flat values: a Prefect table)."""
+    approval = summary.get("approval") or {}
+    return {
+        "label": summary.get("label"),
+        "outcome": summary.get("outcome"),
+        "rows_total": summary.get("rows_total"),
+        "rows_valid": summary.get("rows_valid"),
+        "rows_invalid": summary.get("rows_invalid"),
+        "amount_total": summary.get("amount_total"),
+        "fee_total": summary.get("fee_total"),
+        "payouts_by_status": json.dumps(summary.get("payouts_by_status") or {}, sort_keys=True),
+        "refused_items": summary.get("refused_items", 0),
+        "awaiting_review": len(summary.get("awaiting_review") or []),
+        "needs_attention": len(summary.get("attention_rows") or []),
+        "started_by": summary.get("started_by"),
+        "approved": approval.get("approved"),
+        "approved_by": approval.get("by"),
+        "approval_comment": approval.get("comment"),
+        "report_files": json.dumps(summary.get("report_files") or {}, sort_keys=True),
+    }
+
+
+async def publish_run_record(summary: Mapping[str, Any]) -> None:
+    """The run record as a one-row table artifact of the flow run (every outcome, refusals included)."""
+    from prefect.artifacts import acreate_table_artifact
+    from prefect.runtime import flow_run
+
+    await acreate_table_artifact(
+        key=artifact_key(summary.get("label") or f"run-{flow_run.id}", "record"),
+        table=[run_record(summary)],
+        description=RECORD_DESCRIPTION,
     )

@@ -16,6 +16,7 @@ from connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
 from connectors.payments.models import PAYOUT_FINAL_STATUSES
 from tasks.clients import payments_client
 from tasks.poll_loop import Backoff, PollRounds, poll_until
+from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
 
 AWAITING_REVIEW = frozenset({"in_review", "held"})
@@ -227,6 +228,8 @@ async def poll_payouts_task(
 
     async def on_round(result: PollResult) -> None:
         await _progress(result, artifact_id)
+        waiting = sum(1 for s in result.states.values() if s.status in AWAITING_REVIEW)
+        progress().payouts(len(result.states) - len(result.pending), len(result.states), waiting)
 
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
         result = await poll_until_final(client, states, deadline_s=deadline_s, on_round=on_round)

@@ -140,7 +140,7 @@ def resubmit_rows(
 def summary_pairs(summary: Mapping[str, Any]) -> list[list[Any]]:
     pairs: list[list[Any]] = []
     for key, value in summary.items():
-        if key in {"errors", "warnings", "row_outcomes"}:
+        if key in {"errors", "warnings", "row_outcomes", "attention_rows"}:
             pairs.append([key, len(value)])
         elif isinstance(value, dict):
             for k, v in value.items():

@@ -1,21 +1,14 @@
-"""Thin Prefect tasks around the spreadsheet intake (`tasks.intake`)."""
+"""Thin Prefect tasks around the plain intake step (`tasks.sheet_check`, which `payops check` calls too)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet, write_validation_report
+from tasks.intake import IntakeOptions, IntakeResult
+from tasks.sheet_check import SheetRefused, read_sheet, validation_report
 
-
-@dataclass(frozen=True)
-class SheetRefused:
-    """A refused file: the message, and the summary's ``errors`` (row/column filled where it is located)."""
-
-    message: str
-    errors: list[dict[str, object]]
+__all__ = ["SheetRefused", "read_sheet_task", "write_validation_report_task"]
 
 
 @task(cache_policy=NO_CACHE, name="read-sheet")
@@ -24,13 +17,10 @@ def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult | Sheet
 
     A refused file (wrong type, too large, unsafe, no header...) is a result, not a task failure.
     """
-    try:
-        return read_payout_sheet(source, options)
-    except IntakeError as exc:
-        return SheetRefused(str(exc), exc.errors())
+    return read_sheet(source, options)
 
 
 @task(cache_policy=NO_CACHE, name="write-validation-report")
-def write_validation_report_task(result: IntakeResult, path: str) -> str:
-    """The validation report at ``path`` (local path or fsspec URL)."""
-    return write_validation_report(result, path)
+def write_validation_report_task(result: IntakeResult, report_dir: str, label: str) -> dict[str, str]:
+    """The validation report LABEL-validation.xlsx under ``report_dir``: the summary's ``report_files``."""
+    return validation_report(result, report_dir, label)

@@ -12,17 +12,20 @@ import typer
 from deployments.cli import (
     alerts,
     cache,
+    check,
     events,
     operations,
     payouts,
     purchases,
+    runs,
     settlements,
     transactions,
     webhooks,
 )
 
 app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
-app.command("payouts")(payouts.payouts)
+app.add_typer(payouts.app, name="payouts")
+app.command("check")(check.check)
 app.command("template")(payouts.template)
 app.command("approve")(payouts.approve)
 app.command("utilities")(purchases.utilities)
@@ -32,6 +35,7 @@ app.command("console")(operations.console)
 app.add_typer(settlements.app, name="settlements")
 app.add_typer(events.app, name="events")
 app.add_typer(transactions.app, name="transactions")
+app.add_typer(runs.app, name="runs")
 app.add_typer(alerts.app, name="alerts")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(cache.app, name="cache")

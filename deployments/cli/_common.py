@@ -30,12 +30,15 @@ __all__ = [
 ]
 
 
-def quiet_prefect(json_only: bool) -> None:
-    """Prefect settings for a local run: no analytics, one line per log record; with --json, only warnings."""
+def quiet_prefect(json_only: bool, progress_shown: bool = False) -> None:
+    """Prefect settings for a local run: no analytics, one line per log record; with --json, only warnings.
+
+    With a live progress display, the terminal shows warnings and errors only (the Prefect UI keeps them all).
+    """
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if json_only:
         os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
-    operator_logging()
+    operator_logging(logging.WARNING if progress_shown else None)
 
 
 class _OneLine(logging.Formatter):
@@ -55,16 +58,21 @@ class _OneLine(logging.Formatter):
             record.exc_info, record.exc_text, record.stack_info = saved
 
 
-def operator_logging() -> None:
-    """Make every terminal log handler (Prefect's console handler included) print one line per record."""
+def operator_logging(level: int | None = None) -> None:
+    """Make every terminal log handler (Prefect's console handler included) print one line per record
+    (and only records of at least ``level`` when given)."""
     import prefect.main  # noqa: F401 - sets up Prefect's handlers (later setups are incremental), then wrapped
 
     loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
     for logger in loggers:
         for handler in getattr(logger, "handlers", []):
             stream = getattr(handler, "stream", None)
-            if stream in (sys.stderr, sys.stdout) and not isinstance(handler.formatter, _OneLine):
+            if stream not in (sys.stderr, sys.stdout):
+                continue
+            if not isinstance(handler.formatter, _OneLine):
                 handler.setFormatter(_OneLine(handler.formatter))
+            if level is not None:
+                handler.setLevel(max(handler.level, level))
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:

@@ -3,60 +3,145 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, refuse_unsafe_sheet, run_flow
+from deployments.cli.progress_display import is_terminal, progress_display
 from flows.summaries import PayoutRunSummary
 
 
+class _SheetByDefault(TyperGroup):
+    """`payops payouts FILE ...` pays a sheet (the default command ``pay``, which needs no name);
+    `payops payouts retry-failed LABEL` retries a run's failed rows.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+DEFAULT_COMMAND = "pay"
+app = typer.Typer(
+    cls=_SheetByDefault,
+    no_args_is_help=True,
+    help="Pay a payout sheet (payops payouts FILE [OPTIONS]), or retry a run's failed rows.",
+)
+
+
+def _run_payouts(json_out: bool, approval_threshold: str | None, **fields: Any) -> None:
+    """Run the payout flow with these parameters in this process, with the progress display; exit with the
+    outcome's code."""
+    threshold = _threshold(approval_threshold)
+    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
+    from flows.payouts import PayoutRunParams, payout_spreadsheet
+
+    params = PayoutRunParams(approval_threshold=threshold, **fields)
+
+    with progress_display(json_out):
+        run_flow(
+            lambda: payout_spreadsheet(params),
+            json_out,
+            PayoutRunSummary,
+            "re-run with the same label to finish; nothing is sent twice",
+        )
+
+
+def _threshold(value: str | None) -> Decimal | None:
+    try:
+        return Decimal(value) if value else None
+    except InvalidOperation:
+        fail(f"--approval-threshold must be a decimal amount, got {value!r}", EXIT_INVALID)
+
+
+REPORT_DIR = typer.Option("reports", help="Where LABEL.xlsx, LABEL.csv and LABEL.json go")
+REQUIRE_APPROVAL = typer.Option(False, "--require-approval", help="Pause for approval before sending")
+APPROVAL_THRESHOLD = typer.Option(None, help="Require approval when the total is at least this")
+APPROVAL_TIMEOUT = typer.Option(3600, help="Seconds to wait for approval before rejecting")
+POLL_DEADLINE = typer.Option(900, help="Seconds to poll for final statuses")
+CREDENTIALS_BLOCK = typer.Option(None, help="PaymentsCredentials block (default: env vars)")
+NO_NAME_CHECK = typer.Option(False, "--no-name-check", help="Skip the payee name lookups")
+JSON_OUT = typer.Option(False, "--json", help="Print only the JSON summary on stdout")
+
+
+@app.command(DEFAULT_COMMAND)
 def payouts(
     file: str = typer.Argument(..., help="Payout sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
     label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
-    report_dir: str = typer.Option("reports", help="Where LABEL.xlsx, LABEL.csv and LABEL.json go"),
+    report_dir: str = REPORT_DIR,
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and pre-flight only; send nothing"),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Send the valid rows, report the rest"),
-    require_approval: bool = typer.Option(
-        False, "--require-approval", help="Pause for approval before sending"
-    ),
-    approval_threshold: str | None = typer.Option(
-        None, help="Require approval when the total is at least this"
-    ),
-    approval_timeout: int = typer.Option(3600, help="Seconds to wait for approval before rejecting"),
-    poll_deadline: float = typer.Option(900, help="Seconds to poll for final statuses"),
-    credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
-    no_name_check: bool = typer.Option(False, "--no-name-check", help="Skip the payee name lookups"),
-    json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
+    require_approval: bool = REQUIRE_APPROVAL,
+    approval_threshold: str | None = APPROVAL_THRESHOLD,
+    approval_timeout: int = APPROVAL_TIMEOUT,
+    poll_deadline: float = POLL_DEADLINE,
+    credentials_block: str | None = CREDENTIALS_BLOCK,
+    no_name_check: bool = NO_NAME_CHECK,
+    json_out: bool = JSON_OUT,
 ) -> None:
-    """Pay a payout sheet: validate, pre-flight, send in batches of 100, poll to final, report."""
+    """Pay a payout sheet (`payops payouts FILE`): validate, pre-flight, send in batches, poll, report."""
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
-    quiet_prefect(json_out)
-    try:
-        threshold = Decimal(approval_threshold) if approval_threshold else None
-    except InvalidOperation:
-        fail(f"--approval-threshold must be a decimal amount, got {approval_threshold!r}", EXIT_INVALID)
-    from flows.payouts import PayoutRunParams, payout_spreadsheet
-
-    params = PayoutRunParams(
+    _run_payouts(
+        json_out,
+        approval_threshold,
         source=file,
         label=label,
         dry_run=dry_run,
         on_invalid_rows="skip" if skip_invalid else "refuse",
         require_approval=require_approval,
-        approval_threshold=threshold,
         approval_timeout_s=approval_timeout,
         poll_deadline_s=poll_deadline,
         report_dir=report_dir,
         credentials_block=credentials_block,
         check_names=not no_name_check,
     )
-    run_flow(
-        lambda: payout_spreadsheet(params),
+
+
+@app.command("retry-failed")
+def retry_failed(
+    label: str = typer.Argument(..., help="The run whose failed and refused rows to pay again"),
+    report_dir: str = typer.Option("reports", help="Where that run's reports are (and the retry's go)"),
+    require_approval: bool = REQUIRE_APPROVAL,
+    approval_threshold: str | None = APPROVAL_THRESHOLD,
+    approval_timeout: int = APPROVAL_TIMEOUT,
+    poll_deadline: float = POLL_DEADLINE,
+    credentials_block: str | None = CREDENTIALS_BLOCK,
+    no_name_check: bool = NO_NAME_CHECK,
+    json_out: bool = JSON_OUT,
+) -> None:
+    """Pay a run's failed and refused rows again, as run LABEL-retry1 (fresh references, same approval rules).
+
+    Running it again replays LABEL-retry1 until it has finished, then refuses: nothing is paid twice.
+    """
+    from tasks.retry_sheet import RetryRefused, prepare_retry
+
+    _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
+    try:
+        sheet = prepare_retry(report_dir, label)
+    except RetryRefused as exc:
+        fail(str(exc), EXIT_INVALID)
+    except OSError as exc:
+        fail(f"could not write the retry sheet: {exc}")
+    if not json_out:
+        typer.echo(f"retrying {sheet.rows} row(s) of {label} as run {sheet.label} (sheet {sheet.source})")
+    _run_payouts(
         json_out,
-        PayoutRunSummary,
-        "re-run with the same label to finish; nothing is sent twice",
+        approval_threshold,
+        source=sheet.source,
+        label=sheet.label,
+        require_approval=require_approval,
+        approval_timeout_s=approval_timeout,
+        poll_deadline_s=poll_deadline,
+        report_dir=report_dir,
+        credentials_block=credentials_block,
+        check_names=not no_name_check,
     )
 
 

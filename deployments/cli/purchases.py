@@ -6,6 +6,8 @@ Exit codes: 0 completed (failed purchases are a result, not an error), 2 invalid
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from deployments.cli._common import (
@@ -16,6 +18,7 @@ from deployments.cli._common import (
     run_flow,
     validation_message,
 )
+from deployments.cli.progress_display import is_terminal, progress_display
 from flows.summaries import PurchaseRunSummary
 
 
@@ -30,7 +33,7 @@ def utilities(
 ) -> None:
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
-    quiet_prefect(json_out)
+    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
     from pydantic import ValidationError
 
     from flows.utilities import UtilityRunParams, utility_purchases
@@ -46,9 +49,10 @@ def utilities(
         )
     except ValidationError as exc:
         fail(validation_message(exc), EXIT_INVALID)
-    run_flow(
-        lambda: utility_purchases(params),
-        json_out,
-        PurchaseRunSummary,
-        "re-run with the same label to finish; nothing is bought twice",
-    )
+    with progress_display(json_out):
+        run_flow(
+            lambda: utility_purchases(params),
+            json_out,
+            PurchaseRunSummary,
+            "re-run with the same label to finish; nothing is bought twice",
+        )

@@ -18,9 +18,13 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import UploadFile
 
+from deployments.run_history import find_payout_run
 from flows.payouts import PayoutRunParams
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
+from tasks.reports import report_paths
+from tasks.retry_sheet import RetryRefused, resubmission_csv, retry_label
 
+from .run_review import review_context
 from .runs import DeploymentLauncher, LocalLauncher, RunLauncher, answer_approval, read_run, recent_runs
 from .security import LoginThrottle, PasswordHash, Signer, new_nonce
 from .settings import ConsoleSettings
@@ -242,10 +246,15 @@ def create_app(
         if not isinstance(file, UploadFile) or not file.filename:
             raise ConsoleError(400, "Choose a sheet to upload.")
         data = await _read_upload(file, settings.max_upload_bytes)
+        return await check_and_preview(request, file.filename, data)
+
+    async def check_and_preview(request: Request, filename: str, data: bytes, label: str | None = None):
+        """Store a sheet as an upload, check it as the flow will, show the preview (the submit form)."""
         try:
-            saved = await asyncio.to_thread(console.store.save, file.filename, data)
+            saved = await asyncio.to_thread(console.store.save, filename, data)
         except StorageError as exc:
             raise ConsoleError(400, str(exc)) from None
+        saved.label = label
         preview: dict[str, Any] | None = None
         try:
             result = await asyncio.to_thread(
@@ -292,6 +301,7 @@ def create_app(
             raise ConsoleError(409, "This sheet has errors; fix it and upload it again. Nothing was sent.")
         params = PayoutRunParams(
             source=upload.source,
+            label=upload.label,
             report_dir=console.store.report_dir(upload.id),
             require_approval=form.get("require_approval") == "on",
             dry_run=form.get("dry_run") == "on",
@@ -324,7 +334,13 @@ def create_app(
         return console.render(
             request,
             "run.html",
-            {"run": view, "reports": reports, "summary": summary, "prefect_link": console.run_link(view.id)},
+            {
+                "run": view,
+                "reports": reports,
+                "summary": summary,
+                "prefect_link": console.run_link(view.id),
+                **review_context(summary, request.query_params.get("page")),
+            },
         )
 
     @app.post("/runs/{run_id}/approval")
@@ -360,5 +376,35 @@ def create_app(
             media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
+
+    @app.post("/runs/{run_id}/retry", response_class=HTMLResponse)
+    async def retry_failed_rows(request: Request, run_id: str) -> Response:
+        """Retry failed rows: the resubmission sheet becomes a new upload labelled LABEL-retryN, checked and
+        submitted like any upload. A retry already started (or finished) is refused: nothing is paid twice."""
+        if redirect := need_login(request):
+            return redirect
+        form = await request.form(max_files=0, max_fields=5)
+        console.check_csrf(request, form)
+        view = await read_run(_parse_uuid(run_id), console.store.upload_id_of_report_dir)
+        if view is None or not view.upload_id or not view.final:
+            raise ConsoleError(409, "Only a finished run started from this console can be retried.")
+        summary = await asyncio.to_thread(console.store.summary, view.upload_id)
+        if not summary or not summary.get("label"):
+            raise ConsoleError(409, "This run has no report to retry from.")
+        label = str(summary["label"])
+        retry = retry_label(label)
+        if await find_payout_run(retry) is not None:
+            raise ConsoleError(
+                409, f"A retry of this run already exists (run {retry}); nothing was sent again. See Runs."
+            )
+        report_xlsx = report_paths(console.store.report_dir(view.upload_id), label)["xlsx"]
+        try:
+            data, count = await asyncio.to_thread(resubmission_csv, report_xlsx)
+        except RetryRefused as exc:
+            raise ConsoleError(409, str(exc)) from None
+        if not count:
+            raise ConsoleError(409, "This run has no failed or refused rows to retry.")
+        log.info("run %s: retry of %d row(s) prepared as %s", run_id, count, retry)
+        return await check_and_preview(request, f"{retry}.csv", data, label=retry)
 
     return app

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
+from deployments.run_history import FLOW_NAME, payout_flow_runs
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 
 log = logging.getLogger("payops.console.runs")
 
-FLOW_NAME = "payout-spreadsheet"
 CONSOLE_TAG = "payops-console"
 
 
@@ -165,15 +165,9 @@ async def read_run(flow_run_id: UUID, upload_id_of: Any) -> RunView | None:
 async def recent_runs(upload_id_of: Any, limit: int = 25) -> list[RunView]:
     """The latest payout flow runs, newest first."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
-    from prefect.client.schemas.sorting import FlowRunSort
 
     async with get_client() as client:
-        runs = await client.read_flow_runs(
-            flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
-            sort=FlowRunSort.EXPECTED_START_TIME_DESC,
-            limit=limit,
-        )
+        runs = await payout_flow_runs(client, limit)
     return [_view(r, upload_id_of) for r in runs]
 
 

@@ -61,6 +61,7 @@ class Upload:
     rows_invalid: int = 0
     errors: int = 0
     refused: str | None = None
+    label: str | None = None  # the run label (a retry's derived one); None: the content's fingerprint
 
 
 class UploadStore:

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from benchmarks.sheets import HEADERS, payroll_rows, write_sheet
 
-__all__ = ["HEADERS", "emulator_stats", "payroll_rows", "serve_in_thread", "write_sheet"]
+__all__ = [
+    "HEADERS",
+    "REPO",
+    "cli_env",
+    "emulator_stats",
+    "payroll_rows",
+    "run_payops",
+    "serve_in_thread",
+    "write_sheet",
+]
 
 
 def emulator_stats(base_url: str) -> dict:
@@ -75,3 +85,34 @@ def demo_env(base: str) -> dict[str, str]:
         "PAYOPS_CLIENT_SECRET": "demo-test-secret",
         "PAYOPS_RESOURCE": "urn:payments-api",
     }
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a `payops` subprocess: this process's, no PAYOPS_ settings, the session's Prefect
+    test server, then ``extra`` (e.g. the emulator's credentials)."""
+    import os
+
+    from prefect.settings import PREFECT_API_URL
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith("PAYOPS_")}
+    return full | {"PREFECT_API_URL": PREFECT_API_URL.value(), **extra}
+
+
+def run_payops(args: list[str], env: dict[str, str], timeout: float = 120):
+    """`payops ARGS` as an operator runs it (a subprocess); it never prints a traceback."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "deployments.cli", *args],
+        env=cli_env(env),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    return proc

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sandbox import SandboxConfig, SandboxServer
-from tests.flows.support import emulator_stats, payroll_rows, write_sheet
+from tests.flows.support import emulator_stats, payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -25,20 +23,7 @@ def server() -> Iterator[SandboxServer]:
 
 
 def payops(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    from prefect.settings import PREFECT_API_URL
-
-    full = {k: v for k, v in os.environ.items() if not k.startswith("PAYOPS_")}
-    full |= {"PREFECT_API_URL": PREFECT_API_URL.value(), **env}
-    proc = subprocess.run(
-        [sys.executable, "-m", "deployments.cli", *args],
-        env=full,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
-    return proc
+    return run_payops(args, env, timeout)
 
 
 def test_exit_codes_and_json_output(prefect_harness, server: SandboxServer, tmp_path: Path) -> None:

@@ -50,8 +50,8 @@ class KillSwitch:
 
     def _kill(self) -> None:
         if self.pid and not self.fired.is_set():
+            self.fired.set()  # before the kill: the waiting test thread may see the exit first
             os.kill(self.pid, signal.SIGKILL)
-            self.fired.set()
 
     async def __call__(self, scope, receive, send) -> None:
         p = self.point

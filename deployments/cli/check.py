@@ -1,0 +1,35 @@
+"""`payops check`: the payout intake (rules, located errors, validation report, exit codes), no Prefect."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from deployments.cli._common import EXIT_INVALID, fail
+from flows.summaries import SheetCheckSummary
+
+
+def check(
+    file: str = typer.Argument(..., help="Payout sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
+    label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
+    report_dir: str = typer.Option("reports", help="Where LABEL-validation.xlsx goes"),
+    json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
+) -> None:
+    """Check a payout sheet as `payops payouts` would, at once; nothing is started or sent. Exit 0 valid."""
+    from tasks.reports import ReportWouldOverwriteSource
+    from tasks.sheet_check import check_sheet
+
+    try:
+        summary = check_sheet(file, report_dir, label)
+    except ReportWouldOverwriteSource as exc:
+        fail(str(exc), EXIT_INVALID)
+    except OSError as exc:
+        fail(f"could not write the validation report: {exc}")
+    result = SheetCheckSummary.model_validate(summary)
+    if json_out:
+        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+    else:
+        typer.echo(result.text())
+    raise typer.Exit(result.exit_code)

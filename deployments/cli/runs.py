@@ -1,0 +1,103 @@
+"""`payops runs` and `payops runs show`: recent payout runs and their outcomes, read from Prefect."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from deployments.cli._common import fail
+
+app = typer.Typer(help="Recent payout runs: state, totals by status, approval, reports.")
+
+
+def _totals(r: Any) -> str:
+    return ", ".join(f"{k} {v}" for k, v in r.payouts_by_status.items()) or "-"
+
+
+def _line(r: Any) -> str:
+    outcome = r.outcome or ("dry run" if r.dry_run else "-")
+    return f"{r.start or '-':23}  {r.state:10}  {outcome:16}  {r.label or r.name}  payouts: {_totals(r)}"
+
+
+def _read(call: Any) -> Any:
+    try:
+        return asyncio.run(call)
+    except Exception as exc:  # noqa: BLE001 - one clear line for the operator
+        fail(f"could not read runs from the Prefect server ({type(exc).__name__}: {exc}); is it running?")
+
+
+@app.callback(invoke_without_command=True)
+def runs(
+    ctx: typer.Context,
+    limit: int = typer.Option(20, min=1, max=200, help="How many runs, newest first"),
+    json_out: bool = typer.Option(False, "--json", help="Print only JSON on stdout"),
+) -> None:
+    """List recent payout runs (newest first) from the Prefect server."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from deployments.run_history import recent_payout_runs
+
+    records = _read(recent_payout_runs(limit))
+    if json_out:
+        sys.stdout.write(json.dumps([r.as_dict() for r in records], default=str) + "\n")
+        return
+    if not records:
+        typer.echo("no payout runs yet")
+        return
+    for r in records:
+        typer.echo(_line(r))
+
+
+def _attention(report_files: dict[str, str]) -> list[dict[str, Any]]:
+    """The rows needing a person, from the run's JSON report when it is a readable local file."""
+    path = Path(report_files.get("json", ""))
+    if not report_files.get("json") or not path.is_file():
+        return []
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("attention_rows") or []
+    except (OSError, ValueError):
+        return []
+
+
+@app.command("show")
+def show(
+    run: str = typer.Argument(..., help="A run label or a Prefect flow run id"),
+    json_out: bool = typer.Option(False, "--json", help="Print only JSON on stdout"),
+) -> None:
+    """One payout run: state, outcome, totals, approval, the rows needing a person, report files."""
+    from deployments.run_history import find_payout_run
+
+    record = _read(find_payout_run(run))
+    if record is None:
+        fail(f"no payout run with label or id {run!r}")
+    attention = _attention(record.report_files)
+    if json_out:
+        sys.stdout.write(json.dumps({**record.as_dict(), "attention_rows": attention}, default=str) + "\n")
+        return
+    lines = [
+        f"run {record.label or record.name} ({record.id})",
+        f"  state: {record.state}   outcome: {record.outcome or '-'}   started: {record.start or '-'}",
+        f"  sheet: {record.source}",
+        f"  rows: {record.rows_total}   amount: {record.amount_total}   fees: {record.fee_total}",
+        f"  payouts: {_totals(record)}   refused: {record.refused_items}   "
+        f"awaiting review: {record.awaiting_review}",
+    ]
+    if record.started_by:
+        lines.append(f"  started by: {record.started_by}")
+    if record.approved is not None:
+        who = f" by {record.approved_by}" if record.approved_by else ""
+        lines.append(f"  approval: {'approved' if record.approved else 'rejected'}{who}")
+    for a in attention[:20]:
+        lines.append(
+            f"  row {a['row']} {a['kind']}: {a.get('payee') or '-'} {a.get('amount') or ''} "
+            f"{a.get('currency') or ''} - {a['reason']}"
+        )
+    if len(attention) > 20:
+        lines.append(f"  ... and {len(attention) - 20} more rows needing a person (see the report)")
+    lines += [f"  report {kind}: {path}" for kind, path in record.report_files.items()]
+    typer.echo("\n".join(lines))

@@ -1,0 +1,92 @@
+"""What the run page shows first: the rows needing a person (paged), a chart of outcomes, and the
+**Retry failed rows** action (a new upload of the resubmission sheet under the derived label).
+
+Kept apart from the login, session and approval code (`app.py`, `security.py`): the review reads the run's
+JSON summary, the retry goes through the same preview and submit as any upload.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from tasks.attention import KINDS
+
+PAGE_SIZE = 50
+KIND_TITLES = {
+    "failed": "Failed",
+    "refused": "Refused by the service",
+    "awaiting_review": "Awaiting review",
+    "name_mismatch": "Payee name mismatch",
+}
+# Chart segments in a fixed order; anything else (dispatching, accepted...) is counted as "not final".
+CHART = [
+    ("delivered", "ok"),
+    ("failed", "bad"),
+    ("refunded", "bad"),
+    ("refused", "bad"),
+    ("in_review", "wait"),
+    ("held", "wait"),
+    ("invalid", "muted"),
+    ("not final", "muted"),
+]
+CHART_WIDTH = 400
+
+
+def _page_number(text: str | None, pages: int) -> int:
+    try:
+        number = int(text or 1)
+    except ValueError:
+        number = 1
+    return min(max(number, 1), max(pages, 1))
+
+
+def attention(summary: dict[str, Any] | None, page: str | None) -> dict[str, Any]:
+    """The page of rows needing a person, their counts by kind, and the pager."""
+    rows = (summary or {}).get("attention_rows") or []
+    rows = [r for r in rows if isinstance(r, dict) and r.get("kind") in KINDS]
+    pages = (len(rows) + PAGE_SIZE - 1) // PAGE_SIZE
+    number = _page_number(page, pages)
+    counts = Counter(r["kind"] for r in rows)
+    return {
+        "rows": rows[(number - 1) * PAGE_SIZE : number * PAGE_SIZE],
+        "total": len(rows),
+        "counts": [(KIND_TITLES[k], counts[k]) for k in KINDS if counts[k]],
+        "titles": KIND_TITLES,
+        "page": number,
+        "pages": pages,
+        "retryable": counts["failed"] + counts["refused"],
+    }
+
+
+def outcome_chart(summary: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Bars of a horizontal stacked chart (SVG drawn by the template): label, count, x, width, css class."""
+    if not summary:
+        return []
+    counts: Counter[str] = Counter()
+    known = {name for name, _ in CHART}
+    for status, n in (summary.get("payouts_by_status") or {}).items():
+        counts[status if status in known else "not final"] += int(n)
+    counts["refused"] += int(summary.get("refused_items") or 0)
+    counts["invalid"] += int(summary.get("rows_invalid") or 0)
+    total = sum(counts.values())
+    if not total:
+        return []
+    bars, x = [], 0.0
+    for name, css in CHART:
+        if counts[name]:
+            width = CHART_WIDTH * counts[name] / total
+            bars.append(
+                {"label": name, "count": counts[name], "x": round(x, 2), "width": round(width, 2), "css": css}
+            )
+            x += width
+    return bars
+
+
+def review_context(summary: dict[str, Any] | None, page: str | None) -> dict[str, Any]:
+    """Template context of the run page's review block."""
+    return {
+        "attention": attention(summary, page),
+        "chart": outcome_chart(summary),
+        "chart_width": CHART_WIDTH,
+    }

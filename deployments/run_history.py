@@ -1,0 +1,166 @@
+"""Recent payout runs as Prefect knows them: state, parameters and each run's record artifact.
+
+The `payout-spreadsheet` flow ends every run by publishing a one-row table artifact (``LABEL-record``, see
+`tasks.artifacts.run_record`): outcome, totals by status, approval, report files. `payops runs` reads these.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+from uuid import UUID
+
+from tasks.artifacts import RECORD_DESCRIPTION, artifact_key
+
+FLOW_NAME = "payout-spreadsheet"
+
+
+@dataclass
+class RunRecord:
+    """One payout run: what `payops runs` lists and shows."""
+
+    id: str
+    name: str
+    state: str
+    start: str | None
+    label: str | None
+    source: str | None
+    dry_run: bool = False
+    outcome: str | None = None
+    rows_total: int | None = None
+    amount_total: str | None = None
+    fee_total: str | None = None
+    payouts_by_status: dict[str, int] = field(default_factory=dict)
+    refused_items: int = 0
+    awaiting_review: int = 0
+    needs_attention: int = 0
+    started_by: str | None = None
+    approved: bool | None = None
+    approved_by: str | None = None
+    report_files: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _table_row(data: Any) -> dict[str, Any]:
+    rows = json.loads(data) if isinstance(data, str) else data
+    return rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
+
+
+def _json_field(value: Any) -> dict[str, Any]:
+    if isinstance(value, str) and value:
+        loaded = json.loads(value)
+        return loaded if isinstance(loaded, dict) else {}
+    return value if isinstance(value, dict) else {}
+
+
+def _record(flow_run: Any, facts: dict[str, Any]) -> RunRecord:
+    params = (flow_run.parameters or {}).get("params") or {}
+    params = params if isinstance(params, dict) else {}
+    state = flow_run.state
+    when = flow_run.start_time or flow_run.expected_start_time
+    creator = flow_run.created_by.display_value if flow_run.created_by else None
+    return RunRecord(
+        id=str(flow_run.id),
+        name=flow_run.name,
+        state=state.name if state else "Unknown",
+        start=when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else None,
+        label=facts.get("label") or params.get("label"),
+        source=params.get("source"),
+        dry_run=bool(params.get("dry_run")),
+        outcome=facts.get("outcome"),
+        rows_total=facts.get("rows_total"),
+        amount_total=facts.get("amount_total"),
+        fee_total=facts.get("fee_total"),
+        payouts_by_status=_json_field(facts.get("payouts_by_status")),
+        refused_items=int(facts.get("refused_items") or 0),
+        awaiting_review=int(facts.get("awaiting_review") or 0),
+        needs_attention=int(facts.get("needs_attention") or 0),
+        started_by=facts.get("started_by") or params.get("started_by") or creator,
+        approved=facts.get("approved"),
+        approved_by=facts.get("approved_by"),
+        report_files=_json_field(facts.get("report_files")),
+    )
+
+
+async def _records_of(client: Any, flow_runs: list[Any]) -> list[RunRecord]:
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterType,
+    )
+
+    facts: dict[str, dict[str, Any]] = {}
+    if flow_runs:
+        artifacts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[r.id for r in flow_runs]),
+                type=ArtifactFilterType(any_=["table"]),
+            )
+        )
+        for a in artifacts:
+            if a.description == RECORD_DESCRIPTION and a.flow_run_id is not None:
+                facts[str(a.flow_run_id)] = _table_row(a.data)
+    return [_record(r, facts.get(str(r.id), {})) for r in flow_runs]
+
+
+async def payout_flow_runs(client: Any, limit: int) -> list[Any]:
+    """The latest `payout-spreadsheet` flow runs (Prefect objects), newest first."""
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    return await client.read_flow_runs(
+        flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+        sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+        limit=limit,
+    )
+
+
+async def recent_payout_runs(limit: int = 20) -> list[RunRecord]:
+    """The latest payout runs, newest first."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        return await _records_of(client, await payout_flow_runs(client, limit))
+
+
+async def find_payout_run(label_or_id: str) -> RunRecord | None:
+    """A payout run by flow run id, or the latest run with this label (None when there is none)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+    from prefect.exceptions import ObjectNotFound
+
+    async with get_client() as client:
+        try:
+            run_id = UUID(label_or_id)
+        except ValueError:
+            records = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    key=ArtifactFilterKey(any_=[artifact_key(label_or_id, "record")])
+                ),
+                sort=ArtifactSort.CREATED_DESC,
+            )
+            ids = [a.flow_run_id for a in records if a.flow_run_id is not None]
+            if not ids:
+                return await _by_label_parameter(client, label_or_id)
+            run_id = ids[0]
+        try:
+            flow_run = await client.read_flow_run(run_id)
+        except ObjectNotFound:
+            return None
+        flow = await client.read_flow(flow_run.flow_id)
+        if flow.name != FLOW_NAME:
+            return None
+        return (await _records_of(client, [flow_run]))[0]
+
+
+async def _by_label_parameter(client: Any, label: str) -> RunRecord | None:
+    """A run with this label still going (it publishes its record when it ends): found by its parameters."""
+    for r in await payout_flow_runs(client, 200):
+        params = (r.parameters or {}).get("params") or {}
+        if isinstance(params, dict) and params.get("label") == label:
+            return (await _records_of(client, [r]))[0]
+    return None

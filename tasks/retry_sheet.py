@@ -1,0 +1,89 @@
+"""Retrying a run's failed rows: the resubmission sheet from the run's report, under a label derived from the
+run's own.
+
+The label of a retry is a pure function of the original label and the attempt (``LABEL-retry1``, and a retry
+of that is ``LABEL-retry2``), and the sheet's references are the report's fresh ``-rsN`` ones. So a retry can
+never replay or double-pay the original, and starting the same retry twice replays it instead of paying twice;
+once a retry has finished, a second one is refused with the name of the first.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import zipfile
+from dataclasses import dataclass
+
+import fsspec
+
+from tasks.reports import report_filename, report_paths
+
+_RETRY_TAG = re.compile(r"-retry(\d+)$")
+RESUBMIT_SHEET = "resubmit"
+
+
+class RetryRefused(ValueError):
+    """The retry cannot be built: no report, nothing to retry, or a retry already ran (the message says)."""
+
+
+@dataclass(frozen=True)
+class RetrySheet:
+    label: str
+    source: str
+    rows: int
+
+
+def retry_label(label: str) -> str:
+    """``LABEL-retry1`` for an original run, ``LABEL-retry(N+1)`` for a retry ``LABEL-retryN``."""
+    m = _RETRY_TAG.search(label)
+    return f"{label[: m.start()]}-retry{int(m.group(1)) + 1}" if m else f"{label}-retry1"
+
+
+def resubmission_csv(report_xlsx: str) -> tuple[bytes, int]:
+    """The report's resubmit sheet (failed and refused rows with fresh references) as csv bytes, row count."""
+    from openpyxl import load_workbook
+
+    try:
+        with fsspec.open(report_xlsx, "rb") as fh:
+            book = load_workbook(io.BytesIO(fh.read()), read_only=True, data_only=True)
+    except FileNotFoundError:
+        missing = f"no report {report_xlsx}: the run has not finished, or its reports went elsewhere"
+        raise RetryRefused(missing) from None
+    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise RetryRefused(f"the report {report_xlsx} cannot be read: {exc}") from None
+    try:
+        if RESUBMIT_SHEET not in book.sheetnames:
+            raise RetryRefused(f"the report {report_xlsx} has no '{RESUBMIT_SHEET}' sheet")
+        rows = [
+            ["" if v is None else str(v) for v in row]
+            for row in book[RESUBMIT_SHEET].iter_rows(values_only=True)
+        ]
+    finally:
+        book.close()
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerows(rows)
+    return out.getvalue().encode("utf-8"), max(0, len(rows) - 1)
+
+
+def retry_exists(report_dir: str, retry: str) -> bool:
+    """Whether the retry run ``retry`` already finished (its JSON report exists)."""
+    fs, path = fsspec.core.url_to_fs(report_paths(report_dir, retry)["json"])
+    return fs.exists(path)
+
+
+def prepare_retry(report_dir: str, label: str) -> RetrySheet:
+    """Write the resubmission sheet of run ``label`` next to its reports, named for the retry's label."""
+    retry = retry_label(label)
+    if retry_exists(report_dir, retry):
+        raise RetryRefused(
+            f"a retry of {label} already ran as {retry} (report {report_paths(report_dir, retry)['json']}); "
+            f"nothing was sent again. To retry what failed in it: payops payouts retry-failed {retry}"
+        )
+    data, count = resubmission_csv(report_paths(report_dir, label)["xlsx"])
+    if count == 0:
+        raise RetryRefused(f"run {label} has no failed or refused rows to retry")
+    source = f"{report_dir.rstrip('/')}/{report_filename(retry)}-sheet.csv"
+    with fsspec.open(source, "wb") as fh:
+        fh.write(data)
+    return RetrySheet(label=retry, source=source, rows=count)

@@ -1,0 +1,123 @@
+"""The console's run page shows the rows needing a person first, a chart of outcomes, and **Retry failed
+rows**, which pays exactly the failed rows once however often it is clicked (real runs on the emulator)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from deployments.console.run_review import PAGE_SIZE, attention, outcome_chart
+from sandbox import SandboxServer
+from tests.deployments.console_harness import PASSWORD, payroll_rows, write_sheet
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def client(console: dict[str, Any]) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=console["url"], timeout=30) as http:
+        yield http
+
+
+def _token(page: str) -> str:
+    match = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert match, "no CSRF token on the page"
+    return match.group(1)
+
+
+def _login(client: httpx.Client) -> str:
+    token = _token(client.get("/login").text)
+    assert client.post("/login", data={"password": PASSWORD, "csrf_token": token}).status_code == 303
+    return _token(client.get("/").text)
+
+
+def _submit(client: httpx.Client, token: str, preview: httpx.Response) -> str:
+    assert preview.status_code == 200, preview.text[-2000:]
+    upload_id = re.search(r'name="upload_id" value="([^"]+)"', preview.text).group(1)
+    started = client.post("/runs", data={"upload_id": upload_id, "csrf_token": token})
+    assert started.status_code == 303
+    return started.headers["location"]
+
+
+def _final_page(client: httpx.Client, run_path: str) -> str:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        page = client.get(run_path).text
+        if 'id="outcome"' in page:
+            return page
+        time.sleep(1)
+    raise AssertionError(f"{run_path} did not finish")
+
+
+def _payouts(emulator: SandboxServer) -> int:
+    stats = httpx.get(f"{emulator.base_url}/_sandbox/stats", timeout=10).json()
+    return stats["businesses"]["demo"]["test"]["payouts"]
+
+
+def test_run_page_shows_failed_rows_first_and_retry_pays_them_once(
+    client: httpx.Client, emulator: SandboxServer, tmp_path: Path
+) -> None:
+    token = _login(client)
+    rows = payroll_rows(6, prefix="CRT", specials={1: "0001", 3: "0002"})  # rows 3 and 5 fail
+    sheet = write_sheet(tmp_path / "april.xlsx", rows)
+    with sheet.open("rb") as fh:
+        preview = client.post("/upload", data={"csrf_token": token}, files={"sheet": ("april.xlsx", fh)})
+    run_path = _submit(client, token, preview)
+    page = _final_page(client, run_path)
+
+    # What needs a person comes before the totals, row by row with payee, amount and reason.
+    assert page.index('id="attention"') < page.index('id="outcome"')
+    start = page.index('id="attention-rows"')
+    table = page[start : page.index("</table>", start)]
+    rows = re.findall(r"<tr class=\"kind-(\w+)\"><td>(\d+)</td>", table)
+    assert rows == [("failed", "3"), ("failed", "5")]
+    assert "insufficient_funds_at_provider" in table and "account_not_found" in table
+    assert "GHS 11.50" in table and "CRT-00001" in table
+    # The chart is inline SVG; the page carries no script at all (CSP-friendly).
+    chart = page[page.index('id="outcome-chart"') : page.index("</figure>")]
+    assert "<svg" in chart and "delivered 4" in chart and "failed 2" in chart
+    assert "<script" not in page and "style=" not in page
+    assert 'id="retry"' in page and "Retry failed rows (2)" in page
+
+    paid = _payouts(emulator)
+    retry_path = f"{run_path}/retry"
+    first = client.post(retry_path, data={"csrf_token": token})
+    second = client.post(retry_path, data={"csrf_token": token})  # a double click before anything started
+    for preview in (first, second):
+        assert preview.status_code == 200
+        assert re.search(r"Run label: <code>sheet-\w+-retry1</code>", preview.text)
+        assert "2 rows: 2 valid" in preview.text
+    retry_run = _submit(client, token, first)
+    retry_page = _final_page(client, retry_run)
+    assert "failed 2" in retry_page  # the same destinations fail again: what matters is they were paid once
+    assert _payouts(emulator) == paid + 2
+    replay_page = _final_page(client, _submit(client, token, second))
+    assert "Payouts: failed 2" in replay_page
+    assert _payouts(emulator) == paid + 2  # the second retry replayed the first: nothing paid twice
+
+    third = client.post(retry_path, data={"csrf_token": token})
+    assert third.status_code == 409 and "A retry of this run already exists" in third.text
+    assert _payouts(emulator) == paid + 2
+
+
+def test_attention_is_paged_and_the_chart_adds_up() -> None:
+    rows = [{"row": i + 2, "kind": "failed", "reason": "x"} for i in range(PAGE_SIZE * 2 + 5)]
+    summary = {"attention_rows": rows, "payouts_by_status": {"delivered": 3, "failed": 1, "dispatching": 2}}
+    first, last = attention(summary, None), attention(summary, "99")
+    assert first["pages"] == 3 and [r["row"] for r in first["rows"]][:2] == [2, 3]
+    assert last["page"] == 3 and len(last["rows"]) == 5 and last["retryable"] == len(rows)
+    assert attention(summary, "nonsense")["page"] == 1
+    bars = outcome_chart({**summary, "refused_items": 2, "rows_invalid": 0})
+    assert [(b["label"], b["count"]) for b in bars] == [
+        ("delivered", 3),
+        ("failed", 1),
+        ("refused", 2),
+        ("not final", 2),
+    ]
+    assert round(sum(b["width"] for b in bars)) == 400

@@ -1,0 +1,94 @@
+"""`payops payouts retry-failed LABEL`: pays exactly the failed rows once; a second retry pays nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox import SandboxConfig, SandboxServer
+from tasks.retry_sheet import retry_label
+from tests.flows.support import emulator_stats, payroll_rows, run_payops, write_sheet
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    with SandboxServer(SandboxConfig(delivery_delay_s=0.3)) as s:
+        yield s
+
+
+def payops(args: list[str], server: SandboxServer) -> subprocess.CompletedProcess[str]:
+    return run_payops(args, server.env, timeout=180)
+
+
+def test_retry_labels_are_derived_and_deterministic() -> None:
+    assert retry_label("march") == "march-retry1"
+    assert retry_label("march-retry1") == "march-retry2"
+    assert retry_label("march-retry9") == "march-retry10"
+
+
+def test_retry_failed_pays_the_failed_rows_exactly_once(
+    prefect_harness, server: SandboxServer, tmp_path: Path
+) -> None:
+    reports = str(tmp_path / "reports")
+    # Rows 3 and 5 of the sheet (indexes 1 and 3) fail at the provider; the other four are delivered.
+    rows = payroll_rows(6, prefix="RTY", specials={1: "0001", 3: "0002"})
+    sheet = write_sheet(tmp_path / "march.xlsx", rows)
+    common = ["--report-dir", reports, "--no-name-check", "--poll-deadline", "20", "--json"]
+
+    first = payops(["payouts", str(sheet), "--label", "march", *common], server)
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert summary["payouts_by_status"] == {"delivered": 4, "failed": 2}
+    assert [(a["row"], a["kind"]) for a in summary["attention_rows"]] == [(3, "failed"), (5, "failed")]
+    assert summary["attention_rows"][0]["reason"] == "insufficient_funds_at_provider"
+    assert summary["attention_rows"][0]["amount"] == "11.50"
+    paid_before = emulator_stats(server.base_url)["payouts"]
+
+    retry = payops(["payouts", "retry-failed", "march", *common], server)
+    assert retry.returncode == 0, retry.stderr
+    retried = json.loads(retry.stdout)
+    assert retried["label"] == "march-retry1" and retried["rows_total"] == 2
+    assert retried["payouts_by_status"] == {"failed": 2}  # same destinations: they fail again, paid once
+    assert emulator_stats(server.base_url)["payouts"] == paid_before + 2
+    with open(Path(reports) / "march-retry1-sheet.csv", encoding="utf-8") as fh:
+        retry_refs = [r["reference"] for r in csv.DictReader(fh)]
+    assert retry_refs == ["RTY-00001-rs1", "RTY-00003-rs1"]
+
+    again = payops(["payouts", "retry-failed", "march", *common], server)
+    assert again.returncode == 2
+    assert "a retry of march already ran as march-retry1" in again.stderr
+    assert emulator_stats(server.base_url)["payouts"] == paid_before + 2
+
+    # A retry interrupted before its report (here: the report removed) replays when started again.
+    (Path(reports) / "march-retry1.json").unlink()
+    replay = payops(["payouts", "retry-failed", "march", *common], server)
+    assert replay.returncode == 0, replay.stderr
+    assert json.loads(replay.stdout)["replayed_payouts"] == 2
+    assert emulator_stats(server.base_url)["payouts"] == paid_before + 2
+
+    # `payops runs` lists these runs from the Prefect server, newest first, with their outcomes.
+    listed = payops(["runs", "--limit", "50", "--json"], server)
+    assert listed.returncode == 0, listed.stderr
+    runs = [r for r in json.loads(listed.stdout) if r["label"] in {"march", "march-retry1"}]
+    assert [r["label"] for r in runs] == ["march-retry1", "march-retry1", "march"]
+    assert runs[-1]["payouts_by_status"] == {"delivered": 4, "failed": 2}
+    assert runs[-1]["state"] == "Completed" and runs[-1]["outcome"] == "completed"
+    assert runs[-1]["needs_attention"] == 2
+    assert runs[-1]["report_files"]["json"].endswith("march.json")
+
+    shown = payops(["runs", "show", "march"], server)
+    assert shown.returncode == 0, shown.stderr
+    assert "payouts: delivered 4, failed 2" in shown.stdout
+    assert "row 3 failed:" in shown.stdout and "insufficient_funds_at_provider" in shown.stdout
+    by_id = payops(["runs", "show", runs[-1]["id"], "--json"], server)
+    assert json.loads(by_id.stdout)["label"] == "march"
+    unknown = payops(["runs", "show", "no-such-run"], server)
+    assert unknown.returncode == 1 and "no payout run with label or id 'no-such-run'" in unknown.stderr
