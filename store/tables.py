@@ -1,1 +1,5 @@
 """Imports every module that declares tables, so that ``Base.metadata`` knows them all (Alembic, tests)."""
+
+import store.approvals  # noqa: F401
+import store.audit  # noqa: F401
+import store.users  # noqa: F401
