@@ -20,12 +20,18 @@ class ConsoleSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PAYOPS_", extra="ignore")
 
-    console_password: SecretStr | None = Field(None, description="Operator password (required to log in)")
+    database_url: str | None = Field(
+        None, description="Users, sessions, approvals, audit; default: SQLite under PAYOPS_HOME"
+    )
     console_session_key: SecretStr | None = Field(
-        None, description="Key signing session and CSRF cookies; default: random per process"
+        None, description="Key signing CSRF tokens; default: random per process (set it for replicas)"
     )
     console_secure_cookies: bool = Field(False, description="Mark cookies Secure (behind HTTPS)")
-    console_session_ttl_s: int = Field(8 * 3600, ge=60)
+    console_session_ttl_s: int = Field(8 * 3600, ge=60, description="Absolute session lifetime")
+    console_idle_timeout_s: int = Field(30 * 60, ge=60, description="A session unused this long ends")
+    console_trusted_proxies: str = Field(
+        "", description="Comma-separated proxy addresses/networks whose X-Forwarded-For is believed"
+    )
     upload_url: str = Field("uploads", description="Folder or fsspec URL for uploaded sheets")
     report_url: str = Field("reports", description="Folder or fsspec URL; each console run reports under it")
     max_upload_mb: float = Field(20, gt=0, description="Largest sheet accepted")

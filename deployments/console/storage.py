@@ -61,6 +61,8 @@ class Upload:
     rows_invalid: int = 0
     errors: int = 0
     refused: str | None = None
+    uploaded_by: str = ""
+    total: str = ""
 
 
 class UploadStore:
