@@ -22,6 +22,7 @@ from tasks.approvals import (
     ApprovalKeyMissing,
     ApprovalRefused,
     Requirement,
+    approval_labels,
     check_approvals,
     load_approval_key,
     read_rule,
@@ -184,7 +185,11 @@ async def _approve(
     label: str, timeout_s: int, key: bytes, need: Requirement, total: Decimal
 ) -> tuple[bool, str, list[str]]:
     """Pause for input; an ``approve`` counts only with enough valid signed approvals (tasks/approvals.py)."""
+    from prefect.client.orchestration import get_client
+
     logger = get_run_logger()
+    async with get_client() as client:
+        await client.update_flow_run_labels(flow_run_runtime.id, approval_labels(total, need))
     try:
         answer = await pause_flow_run(
             wait_for_input=Approval, timeout=timeout_s, poll_interval=2, key=artifact_key(label, "approval")

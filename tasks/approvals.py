@@ -30,6 +30,7 @@ from tasks.labels import money
 
 KEY_ENV, BLOCK_ENV, DEFAULT_BLOCK = "PAYOPS_APPROVAL_KEY", "PAYOPS_APPROVAL_KEY_BLOCK", "payops-approval-key"
 MIN_KEY_LENGTH = 16
+LABEL = "payops.approval"  # flow run labels: what a paused run waits for (read by the console and the CLI)
 
 
 class ApprovalRefused(ValueError):
@@ -122,3 +123,12 @@ def check_approvals(
         have = f"{len(approvers)} valid signed approval{'s' if len(approvers) != 1 else ''}"
         raise ApprovalRefused(f"this run needs {need.required} signed approvals, got {have}")
     return approvers
+
+
+def approval_labels(total: Decimal, need: Requirement) -> dict[str, str]:
+    """The labels the flow puts on its run before pausing: total, approvals needed, who may not approve."""
+    return {
+        f"{LABEL}.total": money(total),
+        f"{LABEL}.required": str(need.required),
+        f"{LABEL}.excluded": ",".join(need.excluded),
+    }
