@@ -98,6 +98,7 @@ class Console:
         if account is None:
             raise LoginNeeded()
         if account.role not in PERMISSIONS[permission]:
+            self.audit(request, account.name, "access.denied", f"route:{request.method} {request.url.path}")
             raise ConsoleError(403, f"Your role ({account.role}) cannot do this.")
         return account
 
