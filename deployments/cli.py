@@ -6,7 +6,6 @@ nothing sent, 3 not approved, 1 any other error. Operators never see a traceback
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sys
@@ -183,27 +182,12 @@ def template(file: Path = typer.Argument(..., help="Where to write the .xlsx tem
     typer.echo(f"template written: {write_template(file)}")
 
 
-@app.command()
-def approve(
-    flow_run_id: str = typer.Argument(..., help="The paused payout flow run"),
-    reject: bool = typer.Option(False, "--reject", help="Reject instead of approving"),
-    comment: str = typer.Option("", help="Why"),
-) -> None:
-    """Approve (or reject) a payout run waiting for approval on a Prefect server."""
-    from prefect.flow_runs import resume_flow_run
-
-    try:
-        asyncio.run(resume_flow_run(flow_run_id, run_input={"approve": not reject, "comment": comment}))
-    except Exception as exc:  # noqa: BLE001 - one clear line for the operator
-        fail(f"could not resume {flow_run_id}: {exc}")
-    typer.echo(f"{'rejected' if reject else 'approved'}: {flow_run_id}")
-
-
 # More commands live in their own modules: each has `register(app: typer.Typer) -> None`, listed here.
 EXTENSIONS: list[str] = [
     "deployments.cli_settlements",
     "deployments.cli_ops",
     "deployments.cli_pipelines",
+    "deployments.cli_users",
 ]
 
 
