@@ -24,6 +24,27 @@ ARGS = [
 ]
 
 
+def local_console(
+    tmp_path: Path, emulator: SandboxServer, monkeypatch: Any, **overrides: Any
+) -> tuple[Any, Any]:
+    """A console app in local single-process mode (its own database under ``tmp_path``) paying against
+    ``emulator`` with a test approval key; returns (app, launcher)."""
+    from deployments.console import ConsoleSettings, LocalLauncher, create_app
+
+    for key, value in emulator.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
+    settings = ConsoleSettings(
+        database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
+        upload_url=str(tmp_path / "uploads"),
+        report_url=str(tmp_path / "reports"),
+        webhook_store=tmp_path / "seen.sqlite",
+        **overrides,
+    )
+    launcher = LocalLauncher()
+    return create_app(settings, launcher=launcher), launcher
+
+
 def console_runs() -> list[Any]:
     """Flow runs the console started (sync client: Playwright's sync API owns this thread's event loop)."""
     from prefect.client.orchestration import get_client

@@ -16,14 +16,13 @@ import httpx
 import pytest
 from openpyxl import load_workbook
 
-from deployments.console import ConsoleSettings, LocalLauncher, create_app
 from sandbox import SandboxConfig, SandboxServer
 from tests.deployments.browser_harness import (
-    APPROVAL_KEY,
     ARGS,
     CHROMIUM,
     SHOTS,
     console_runs,
+    local_console,
     log_in,
     payouts_at,
     reload_until,
@@ -43,18 +42,7 @@ def emulator() -> Iterator[SandboxServer]:
 def console(
     prefect_harness: None, emulator: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[dict[str, Any]]:
-    for key, value in emulator.env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
-    settings = ConsoleSettings(
-        database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
-        upload_url=str(tmp_path / "uploads"),
-        report_url=str(tmp_path / "reports"),
-        webhook_store=tmp_path / "seen.sqlite",
-        max_upload_mb=1,
-    )
-    launcher = LocalLauncher()
-    app = create_app(settings, launcher=launcher)
+    app, launcher = local_console(tmp_path, emulator, monkeypatch, max_upload_mb=1)
     app.state.console.users.add("olu", "operator", PASSWORD)
     app.state.console.users.add("bea", "approver", PASSWORD)
     with serve_in_thread(app) as url:

@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 
-from deployments.console import ConsoleSettings, LocalLauncher, create_app
 from sandbox import SandboxConfig, SandboxServer
 from store.audit import verify
 from tests.deployments.browser_harness import (
-    APPROVAL_KEY,
     ARGS,
     CHROMIUM,
     SHOTS,
+    local_console,
     log_in,
     payouts_at,
     reload_until,
@@ -39,17 +38,7 @@ def console(
     prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[dict[str, Any]]:
     with SandboxServer(SandboxConfig(delivery_delay_s=0.3)) as emulator:
-        for key, value in emulator.env.items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
-        settings = ConsoleSettings(
-            database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
-            upload_url=str(tmp_path / "uploads"),
-            report_url=str(tmp_path / "reports"),
-            webhook_store=tmp_path / "seen.sqlite",
-        )
-        launcher = LocalLauncher()
-        app = create_app(settings, launcher=launcher)
+        app, launcher = local_console(tmp_path, emulator, monkeypatch)
         app.state.console.users.add("ada", "admin", PASSWORD)  # as `payops users add ada --role admin` does
         with serve_in_thread(app) as url:
             yield {"url": url, "tmp": tmp_path, "emulator": emulator, "engine": app.state.console.engine}
