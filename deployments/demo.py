@@ -77,7 +77,7 @@ def main() -> int:
         proc = start_sandbox(port, env_file)
         try:
             os.environ.update(read_env_file(env_file))
-            from deployments.cli import human_summary
+            from deployments.cli.payouts import human_summary
             from flows.payouts import PayoutRunParams, payout_spreadsheet
 
             print(f"paying {SHEET.relative_to(ROOT)} (Prefect temporary server starts first) ...", flush=True)

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -242,6 +242,38 @@ def approval_key(env: MutableMapping[str, str], home: Path) -> str | None:
     return str(path)
 
 
+FIRST_ADMIN = "admin"
+
+
+def ensure_first_admin(home: Path, say: Callable[[str], None] = print) -> Path | None:
+    """On a database without an enabled admin: create ``admin`` with a random password written to a 0600 file
+    under ``home``; returns the file (the password itself is never printed)."""
+    from deployments.auditing import Auditor
+    from store import migrate, open_engine
+    from store.users import Users
+
+    engine = open_engine()
+    try:
+        migrate(engine)
+        users = Users(engine)
+        if any(u.role == "admin" and not u.disabled for u in users.all()):
+            return None
+        path = home / "first-admin-password"
+        password = secrets.token_urlsafe(18)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(password + "\n")
+        users.add(FIRST_ADMIN, "admin", password)
+        Auditor(engine, lambda **event: None).record("payops serve", "user.added", f"user:{FIRST_ADMIN}")
+        say(
+            f"first admin created: user {FIRST_ADMIN!r}, password in {path} (mode 0600); "
+            "reset it on the console's Users page"
+        )
+        return path
+    finally:
+        engine.dispose()
+
+
 @contextmanager
 def _terminate_on_sigterm() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
@@ -265,8 +297,8 @@ def run_all_in_one(
 ) -> int:
     """``payops serve``: Prefect server, (emulator), console and every deployment, until Ctrl-C."""
     from prefect import serve
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from deployments.cli_users import ensure_first_admin
     from deployments.console.settings import prefect_home
     from store import payops_home
 
@@ -275,7 +307,7 @@ def run_all_in_one(
     log_dir = prefect_home() / "payops" / "serve-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     sup = Supervisor(log_dir, say)
-    with _terminate_on_sigterm():
+    with _terminate_on_sigterm(), ExitStack() as settings:
         try:
             if not _api_configured():
                 say(f"starting a Prefect server on http://{host}:{port} (UI and API) ...")
@@ -284,6 +316,11 @@ def run_all_in_one(
                 wait_http(f"http://{host}:{port}/api/health", proc, 120, "the Prefect server")
                 os.environ["PREFECT_API_URL"] = f"http://{host}:{port}/api"
                 os.environ.setdefault("PAYOPS_PREFECT_UI_URL", f"http://{host}:{port}")
+                # Prefect read its settings at import: without this, this process's own client (templates,
+                # the runner) would start a second, hidden temporary server on the same SQLite file.
+                settings.enter_context(
+                    temporary_settings(updates={PREFECT_API_URL: os.environ["PREFECT_API_URL"]})
+                )
             else:
                 say("using the Prefect server at PREFECT_API_URL")
             if sandbox:

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from deployments.cli import app
-from deployments.cli_users import ensure_first_admin
+from deployments.serve import ensure_first_admin
 from store import open_engine
 from store.users import Users
 

@@ -140,6 +140,11 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
 
     children = psutil.Process(proc.pid).children(recursive=True)
     assert len(children) >= 3  # prefect server, emulator, console (+ their own children)
+    # One Prefect server per `payops serve`: the runner and the template resolution use it, never a hidden
+    # temporary server of their own (which would share the SQLite file and race it).
+    assert "temporary server" not in log.read_text().lower()
+    servers = [c for c in children if "server" in c.cmdline() and "start" in c.cmdline()]
+    assert len(servers) == 1, [c.cmdline() for c in servers]
     os.kill(proc.pid, signal.SIGINT)  # Ctrl-C
     assert proc.wait(60) == 0
     gone, alive = psutil.wait_procs(children, timeout=20)

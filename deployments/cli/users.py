@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import os
-import secrets
 import sys
-from pathlib import Path
 
 import typer
 
-from deployments.cli_common import EXIT_ERROR, EXIT_INVALID, fail
+from deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
 
 users_app = typer.Typer(
     no_args_is_help=True, help="Console users: add, list, disable, enable, reset-password."
 )
 audit_app = typer.Typer(no_args_is_help=True, help="The audit trail: verify the hash chain, list entries.")
-FIRST_ADMIN = "admin"
 
 
 def _engine():  # noqa: ANN202 - sqlalchemy Engine, imported lazily to keep `payops --help` fast
@@ -31,6 +27,9 @@ def _engine():  # noqa: ANN202 - sqlalchemy Engine, imported lazily to keep `pay
     engine = open_engine()
     migrate(engine)
     return engine
+
+
+_emitted: list[bool] = []
 
 
 def _auditor(engine):  # noqa: ANN001, ANN202
@@ -43,6 +42,7 @@ def _auditor(engine):  # noqa: ANN001, ANN202
             from prefect.events import emit_event
 
             emit_event(**event)
+            _emitted.append(True)
 
     return Auditor(engine, emit)
 
@@ -58,9 +58,11 @@ def _password(prompt: str = "Password") -> str:
 
 
 def _drain_events() -> None:
-    from prefect.events.worker import EventsWorker
+    """Send the queued Prefect events before the command exits."""
+    if _emitted:
+        from prefect.events.worker import EventsWorker
 
-    EventsWorker.drain_all()
+        EventsWorker.drain_all()
 
 
 @users_app.command("add")
@@ -215,36 +217,3 @@ def approve(
     finally:
         _drain_events()
     typer.echo(message)
-
-
-def ensure_first_admin(home: Path, say=print) -> Path | None:  # noqa: ANN001
-    """On a database without an enabled admin: create ``admin`` with a random password written to a 0600 file
-    under ``home``; returns the file (the password itself is never printed)."""
-    from store.users import Users
-
-    engine = _engine()
-    try:
-        users = Users(engine)
-        if any(u.role == "admin" and not u.disabled for u in users.all()):
-            return None
-        path = home / "first-admin-password"
-        password = secrets.token_urlsafe(18)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(password + "\n")
-        users.add(FIRST_ADMIN, "admin", password)
-        _auditor(engine).record("payops serve", "user.added", f"user:{FIRST_ADMIN}", role="admin")
-        say(
-            f"first admin created: user {FIRST_ADMIN!r}, password in {path} (mode 0600); "
-            "reset it on the console's Users page"
-        )
-        return path
-    finally:
-        engine.dispose()
-
-
-def register(app: typer.Typer) -> None:
-    """Add `users`, `audit` and `approve` to the `payops` CLI."""
-    app.add_typer(users_app, name="users")
-    app.add_typer(audit_app, name="audit")
-    app.command()(approve)

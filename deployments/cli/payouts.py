@@ -1,61 +1,14 @@
-"""The `payops` command line: run flows locally, serve the emulator, write the template.
-
-Exit codes of flow commands: 0 run completed (failed payouts are a result, not an error), 2 invalid input and
-nothing sent, 3 not approved, 1 any other error. Operators never see a traceback: errors are one clear line.
-"""
+"""`payops payouts`, `payops template`, `payops approve`: paying a payout sheet from the shell."""
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from deployments.cli_common import EXIT_INVALID, fail, quiet_prefect, run_summary_flow
-
-app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Payout operations on the Payments Service."
-)
-
-
-class _OneLine(logging.Formatter):
-    """Terminal log lines without tracebacks: an operator reads one line per problem. The API log handler is
-    untouched, so the full traceback stays in the flow run's logs in the Prefect UI."""
-
-    def __init__(self, inner: logging.Formatter | None) -> None:
-        super().__init__()
-        self.inner = inner or logging.Formatter()
-
-    def format(self, record: logging.LogRecord) -> str:
-        saved = record.exc_info, record.exc_text, record.stack_info
-        record.exc_info, record.exc_text, record.stack_info = None, None, None
-        try:
-            return self.inner.format(record)
-        finally:
-            record.exc_info, record.exc_text, record.stack_info = saved
-
-
-def operator_logging() -> None:
-    """Make every terminal log handler (Prefect's console handler included) print one line per record."""
-    import prefect.main  # noqa: F401 - sets up Prefect's handlers (later setups are incremental), then wrapped
-
-    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
-    for logger in loggers:
-        for handler in getattr(logger, "handlers", []):
-            stream = getattr(handler, "stream", None)
-            if stream in (sys.stderr, sys.stdout) and not isinstance(handler.formatter, _OneLine):
-                handler.setFormatter(_OneLine(handler.formatter))
-
-
-@app.callback()
-def _setup() -> None:
-    """Payout operations on the Payments Service."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    operator_logging()
+from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_summary_flow
 
 
 def human_summary(s: dict[str, Any]) -> str:
@@ -92,7 +45,6 @@ def human_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@app.command()
 def payouts(
     file: str = typer.Argument(..., help="Payout sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
     label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
@@ -140,39 +92,6 @@ def payouts(
     )
 
 
-@app.command()
-def sandbox(
-    host: str = typer.Option("127.0.0.1", help="Address to bind"),
-    port: int = typer.Option(8800, help="Port to bind"),
-    env_file: Path | None = typer.Option(None, help="Also write the client settings as export lines here"),
-    seed: Path | None = typer.Option(None, help="JSON file of businesses to load"),
-    rate_limit: float | None = typer.Option(None, help="Requests per second per credential (default: off)"),
-    fault_rate: float = typer.Option(0.0, help="Fraction of API requests answered 5xx"),
-    token_ttl: int = typer.Option(300, help="Access token lifetime in seconds"),
-    delivery_delay: float = typer.Option(2.0, help="Seconds for a payout to reach its final status"),
-    latency_ms: int = typer.Option(0, min=0, help="Added latency per API request (a network round trip)"),
-    allow_local_webhooks: bool = typer.Option(
-        False, help="Allow webhook endpoints on 127.0.0.1 (local work)"
-    ),
-) -> None:
-    """Serve the Payments Service emulator and print the settings a client needs."""
-    from sandbox.cli import run_sandbox
-
-    run_sandbox(
-        host=host,
-        port=port,
-        env_file=env_file,
-        seed=seed,
-        rate_limit=rate_limit,
-        fault_rate=fault_rate,
-        token_ttl=token_ttl,
-        delivery_delay=delivery_delay,
-        latency_ms=latency_ms,
-        allow_local_webhooks=allow_local_webhooks,
-    )
-
-
-@app.command()
 def template(file: Path = typer.Argument(..., help="Where to write the .xlsx template")) -> None:
     """Write a payout sheet template with dropdowns and a text-formatted destination column."""
     from tasks.intake import write_template
@@ -180,30 +99,3 @@ def template(file: Path = typer.Argument(..., help="Where to write the .xlsx tem
     if file.suffix.lower() != ".xlsx":
         fail(f"the template is an .xlsx file; got {file.name!r}", EXIT_INVALID)
     typer.echo(f"template written: {write_template(file)}")
-
-
-# More commands live in their own modules: each has `register(app: typer.Typer) -> None`, listed here.
-EXTENSIONS: list[str] = [
-    "deployments.cli_settlements",
-    "deployments.cli_ops",
-    "deployments.cli_pipelines",
-    "deployments.cli_users",
-]
-
-
-def _register_extensions() -> None:
-    import importlib
-
-    for module in EXTENSIONS:
-        importlib.import_module(module).register(app)
-
-
-_register_extensions()
-
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    main()

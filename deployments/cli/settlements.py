@@ -16,7 +16,9 @@ from typing import Any
 
 import typer
 
-from deployments.cli_common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, fail, parse_time, quiet_prefect
+from deployments.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, fail, parse_time, quiet_prefect
+
+app = typer.Typer(no_args_is_help=True, help="Settlement runs: retry failed runs once, settle now.")
 
 
 def _parse_since(value: str | None) -> datetime | None:
@@ -76,6 +78,7 @@ def _run_flow(call: Callable[[], Any], json_out: bool) -> None:
     raise typer.Exit(EXIT_OK if summary and summary.get("outcome") == "completed" else EXIT_ERROR)
 
 
+@app.command("retry")
 def retry(
     run_id: str | None = typer.Option(None, "--run-id", help="Retry only this settlement run"),
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
@@ -98,6 +101,7 @@ def retry(
     _run_flow(lambda: retry_failed_settlements(params, return_state=True), json_out)
 
 
+@app.command("settle-now")
 def settle_now(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
     reference: str | None = typer.Option(None, help="Run reference (default: derived from the flow run)"),
@@ -124,11 +128,3 @@ def settle_now(
     except ValidationError as exc:
         fail("; ".join(f"--{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()), EXIT_INVALID)
     _run_flow(lambda: settle_now_flow(params, return_state=True), json_out)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `settlements` command group to the payops CLI."""
-    group = typer.Typer(no_args_is_help=True, help="Settlement runs: retry failed runs once, settle now.")
-    group.command("retry")(retry)
-    group.command("settle-now")(settle_now)
-    app.add_typer(group, name="settlements")

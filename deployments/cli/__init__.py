@@ -1,0 +1,34 @@
+"""The `payops` command line: one typer app composed of one module per command group.
+
+Exit codes of flow commands: 0 run completed (failed payouts are a result, not an error), 2 invalid input and
+nothing sent, 3 not approved, 1 any other error. Operators never see a traceback: errors are one clear line.
+Commands import Prefect only when they run a flow, so the others answer at once.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from deployments.cli import events, operations, payouts, purchases, settlements, transactions, users
+
+app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
+app.command("payouts")(payouts.payouts)
+app.command("template")(payouts.template)
+app.command("approve")(users.approve)
+app.command("utilities")(purchases.utilities)
+app.command("sandbox")(operations.sandbox)
+app.command("serve")(operations.serve)
+app.command("console")(operations.console)
+app.add_typer(settlements.app, name="settlements")
+app.add_typer(events.app, name="events")
+app.add_typer(transactions.app, name="transactions")
+app.add_typer(users.users_app, name="users")
+app.add_typer(users.audit_app, name="audit")
+
+
+def main() -> None:
+    """Entry point of the `payops` console script."""
+    app()
+
+
+__all__ = ["app", "main"]

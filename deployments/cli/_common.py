@@ -1,0 +1,113 @@
+"""What every `payops` command shares: exit codes, one-line failures and logs, time options, flow runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+import typer
+
+EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
+OUTCOME_EXIT = {
+    "completed": EXIT_OK,
+    "dry_run": EXIT_OK,
+    "invalid_input": EXIT_INVALID,
+    "preflight_failed": EXIT_INVALID,
+    "not_approved": EXIT_NOT_APPROVED,
+}
+
+
+def quiet_prefect(json_only: bool) -> None:
+    """Prefect settings for a local run: no analytics, one line per log record; with --json, only warnings."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if json_only:
+        os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+    operator_logging()
+
+
+class _OneLine(logging.Formatter):
+    """Terminal log lines without tracebacks: an operator reads one line per problem. The API log handler is
+    untouched, so the full traceback stays in the flow run's logs in the Prefect UI."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            return self.inner.format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def operator_logging() -> None:
+    """Make every terminal log handler (Prefect's console handler included) print one line per record."""
+    import prefect.main  # noqa: F401 - sets up Prefect's handlers (later setups are incremental), then wrapped
+
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", []):
+            stream = getattr(handler, "stream", None)
+            if stream in (sys.stderr, sys.stdout) and not isinstance(handler.formatter, _OneLine):
+                handler.setFormatter(_OneLine(handler.formatter))
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    """One clear line on stderr, then the exit code: an operator never sees a traceback."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def parse_time(option: str, value: str | None) -> datetime | None:
+    """An ISO 8601 date or date-time option (UTC when it has no offset)."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        fail(f"{option} must be an ISO 8601 date or date-time, got {value!r}", EXIT_INVALID)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def run_summary_flow(
+    call: Callable[[], Any], json_out: bool, summarize: Callable[[dict[str, Any]], str], interrupted: str
+) -> NoReturn:
+    """Run a flow returning a summary dict; print it (only JSON with --json); exit with its outcome's code."""
+    from tasks.intake import IntakeError
+
+    try:
+        summary = asyncio.run(call())
+    except IntakeError as exc:
+        fail(str(exc), EXIT_INVALID)
+    except KeyboardInterrupt:
+        fail(f"interrupted: {interrupted}")
+    except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
+        fail(f"{type(exc).__name__}: {exc}")
+    if json_out:
+        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+    else:
+        typer.echo(summarize(summary))
+    raise typer.Exit(OUTCOME_EXIT.get(summary.get("outcome"), EXIT_ERROR))
+
+
+def validation_message(exc: Exception) -> str:
+    """A pydantic ValidationError as one line: ``field: problem; ...``."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in errors())
+    return str(exc)
+
+
+def closing_lines(s: dict[str, Any]) -> list[str]:
+    """The lines every summary ends with: notes, then the report files written."""
+    lines = [f"  note: {note}" for note in s.get("notes", [])]
+    lines += [f"  report {kind}: {path}" for kind, path in (s.get("report_files") or {}).items()]
+    return lines

@@ -1,0 +1,77 @@
+"""`payops serve` (local all-in-one), `payops console` (the operations console alone), `payops sandbox`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from deployments.cli._common import operator_logging
+
+
+def serve(
+    sandbox: bool = typer.Option(False, "--sandbox", help="Also run the Payments Service emulator"),
+    port: int = typer.Option(4200, help="Prefect server port (API and UI), when one is started"),
+    console_port: int = typer.Option(8400, help="Console port"),
+    sandbox_port: int = typer.Option(8800, help="Emulator port (with --sandbox)"),
+) -> None:
+    """Local all-in-one: Prefect server, every deployment with its schedule, the console (and emulator).
+
+    A Prefect server is started unless PREFECT_API_URL is configured. Everything binds 127.0.0.1;
+    Ctrl-C stops everything.
+    """
+    from deployments.serve import run_all_in_one
+
+    operator_logging()
+
+    raise typer.Exit(
+        run_all_in_one(port=port, console_port=console_port, sandbox=sandbox, sandbox_port=sandbox_port)
+    )
+
+
+def console(
+    host: str = typer.Option("127.0.0.1", help="Address to bind"),
+    port: int = typer.Option(8400, help="Port to bind"),
+) -> None:
+    """Serve the operations console (upload page, runs, webhook receiver) on the configured Prefect API.
+
+    Users log in by name (`payops users add`); settings: PAYOPS_DATABASE_URL, PAYOPS_APPROVAL_KEY,
+    PAYOPS_PAYOUT_DEPLOYMENT (unset: runs execute inside the console process), PAYOPS_UPLOAD_URL,
+    PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS, PAYOPS_CONSOLE_TRUSTED_PROXIES (docs/operations.md).
+    """
+    from deployments.console.__main__ import main
+
+    operator_logging()
+
+    main(["--host", host, "--port", str(port)])
+
+
+def sandbox(
+    host: str = typer.Option("127.0.0.1", help="Address to bind"),
+    port: int = typer.Option(8800, help="Port to bind"),
+    env_file: Path | None = typer.Option(None, help="Also write the client settings as export lines here"),
+    seed: Path | None = typer.Option(None, help="JSON file of businesses to load"),
+    rate_limit: float | None = typer.Option(None, help="Requests per second per credential (default: off)"),
+    fault_rate: float = typer.Option(0.0, help="Fraction of API requests answered 5xx"),
+    token_ttl: int = typer.Option(300, help="Access token lifetime in seconds"),
+    delivery_delay: float = typer.Option(2.0, help="Seconds for a payout to reach its final status"),
+    latency_ms: int = typer.Option(0, min=0, help="Added latency per API request (a network round trip)"),
+    allow_local_webhooks: bool = typer.Option(
+        False, help="Allow webhook endpoints on 127.0.0.1 (local work)"
+    ),
+) -> None:
+    """Serve the Payments Service emulator and print the settings a client needs."""
+    from sandbox.cli import run_sandbox
+
+    run_sandbox(
+        host=host,
+        port=port,
+        env_file=env_file,
+        seed=seed,
+        rate_limit=rate_limit,
+        fault_rate=fault_rate,
+        token_ttl=token_ttl,
+        delivery_delay=delivery_delay,
+        latency_ms=latency_ms,
+        allow_local_webhooks=allow_local_webhooks,
+    )

@@ -1,0 +1,73 @@
+"""`payops transactions report`: a window of the unified transaction list, summed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from deployments.cli._common import (
+    EXIT_INVALID,
+    closing_lines,
+    fail,
+    parse_time,
+    quiet_prefect,
+    run_summary_flow,
+    validation_message,
+)
+
+app = typer.Typer(no_args_is_help=True, help="Transactions: reports of the unified list.")
+
+
+def human_summary(s: dict[str, Any]) -> str:
+    """The few lines an operator reads at the end of a transactions report."""
+    lines = [f"{s.get('label')}: {s.get('outcome')}"]
+    lines.append(f"  window {s['from']} -> {s['to']}: {s['transactions']} transactions")
+    for key, cur in s.get("totals_by_kind_direction", {}).items():
+        lines.append(f"  {key}: " + ", ".join(f"{v} {c}" for c, v in cur.items()))
+    if s.get("mismatched"):
+        lines.append(f"  mismatched reconciliations: {len(s['mismatched'])}")
+    return "\n".join(lines + closing_lines(s))
+
+
+@app.command("report")
+def transactions_report(
+    from_: str | None = typer.Option(
+        None, "--from", help="Created at or after (ISO; default: yesterday, Accra)"
+    ),
+    to: str | None = typer.Option(
+        None, "--to", help="Created before (ISO; default: end of yesterday, Accra)"
+    ),
+    kind: str | None = typer.Option(None, help="collection, payout, settlement, utility, wallet_transfer"),
+    status: str | None = typer.Option(None, help="Only this status"),
+    settlement_status: str | None = typer.Option(None, help="not_eligible, eligible, claimed, settled"),
+    reconciliation_status: str | None = typer.Option(None, help="unchecked, matched, mismatched"),
+    report_dir: str = typer.Option("reports", help="Where the xlsx, csv and JSON reports go"),
+    credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
+    json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
+) -> None:
+    """Report a window of transactions with sums by kind, direction, status and reconciliation."""
+    quiet_prefect(json_out)
+    from pydantic import ValidationError
+
+    from flows.transactions import TransactionsReportParams
+    from flows.transactions import transactions_report as report_flow
+
+    try:
+        params = TransactionsReportParams.model_validate(
+            {
+                "from": parse_time("--from", from_),
+                "to": parse_time("--to", to),
+                "kind": kind,
+                "status": status,
+                "settlement_status": settlement_status,
+                "reconciliation_status": reconciliation_status,
+                "report_dir": report_dir,
+                "credentials_block": credentials_block,
+            }
+        )
+    except ValidationError as exc:
+        fail(validation_message(exc), EXIT_INVALID)
+    run_summary_flow(
+        lambda: report_flow(params), json_out, human_summary, "run it again; the report only reads"
+    )
