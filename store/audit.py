@@ -54,7 +54,7 @@ def append(
         with Session(engine) as db:
             tail = db.scalar(select(AuditEntry).order_by(AuditEntry.seq.desc()).limit(1))
             seq, prev = (tail.seq + 1, tail.hash) if tail else (1, GENESIS)
-            at = utcnow().replace(microsecond=utcnow().microsecond // 1000 * 1000)
+            at = utcnow()
             entry = AuditEntry(
                 seq=seq,
                 at=at,
