@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.sheets import payroll_rows, write_sheet  # noqa: E402
 from deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
-from tests.flows.support import payroll_rows, write_sheet  # noqa: E402
 
 FINAL = {"delivered", "failed", "refunded"}
 

@@ -77,8 +77,8 @@ def main() -> int:
         proc = start_sandbox(port, env_file)
         try:
             os.environ.update(read_env_file(env_file))
-            from deployments.cli.payouts import human_summary
             from flows.payouts import PayoutRunParams, payout_spreadsheet
+            from flows.summaries import PayoutRunSummary
 
             print(f"paying {SHEET.relative_to(ROOT)} (Prefect temporary server starts first) ...", flush=True)
             import asyncio
@@ -88,7 +88,7 @@ def main() -> int:
                     PayoutRunParams(source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)
                 )
             )
-            print(human_summary(summary))
+            print(PayoutRunSummary.model_validate(summary).text())
             not_final = summary.get("not_final") or []
             if summary["outcome"] != "completed" or not_final:
                 print(f"demo incomplete: outcome {summary['outcome']}, {len(not_final)} payouts not final")

@@ -16,6 +16,7 @@ from prefect.artifacts import acreate_markdown_artifact
 from pydantic import BaseModel, Field
 
 from tasks.artifacts import markdown_table
+from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.events_sync import (
     DEFAULT_CURSOR_VARIABLE,
@@ -63,6 +64,11 @@ def _markdown(summary: dict[str, Any]) -> str:
 @flow(name="events-catch-up", log_prints=False)
 async def events_catch_up(params: EventsCatchUpParams | None = None) -> dict[str, Any]:
     """Emit every event after the saved cursor once, then save the cursor."""
+    async with open_clients():
+        return await _events_catch_up(params)
+
+
+async def _events_catch_up(params: EventsCatchUpParams | None = None) -> dict[str, Any]:
     params = params or EventsCatchUpParams()
     logger = get_run_logger()
     t0 = time.perf_counter()

@@ -29,13 +29,14 @@ from tasks.approvals import (
 )
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts
 from tasks.batching import build_batches
-from tasks.clients import close_clients
+from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
-from tasks.labels import content_label, money
+from tasks.money import money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, preflight_task
 from tasks.ratelimit import LimiterStats
+from tasks.references import content_label
 from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
 from tasks.run_meter import RunMeter
 from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
@@ -210,13 +211,39 @@ async def _approve(
     return True, answer.comment, approvers
 
 
+def _summary(
+    params: PayoutRunParams,
+    label: str | None,
+    *,
+    rows_total: int = 0,
+    rows_valid: int = 0,
+    rows_invalid: int = 0,
+    errors: list[dict[str, Any]],
+    warnings: list[dict[str, Any]] | None = None,
+    amount_total: str = "0.00",
+) -> dict[str, Any]:
+    """The keys every payout run summary starts with (README "Run summary"), outcome ``completed``."""
+    return {
+        "label": label,
+        "source": params.source,
+        "outcome": "completed",
+        "rows_total": rows_total,
+        "rows_valid": rows_valid,
+        "rows_invalid": rows_invalid,
+        "errors": errors,
+        "warnings": warnings or [],
+        "batches": 0,
+        "payouts_by_status": {},
+        "amount_total": amount_total,
+        "fee_total": "0.00",
+    }
+
+
 @flow(name="payout-spreadsheet", log_prints=False)
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
-    try:
+    async with open_clients():
         return await _pay(params)
-    finally:
-        await close_clients()
 
 
 async def _pay(params: PayoutRunParams) -> dict[str, Any]:
@@ -231,39 +258,21 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     meter.phase("read_validate")
     if isinstance(intake, str):
         logger.error("sheet refused: %s; nothing sent", intake)
-        return {
-            "label": params.label,
-            "source": params.source,
-            "outcome": "invalid_input",
-            "rows_total": 0,
-            "rows_valid": 0,
-            "rows_invalid": 0,
-            "errors": [{"row": None, "column": None, "message": intake}],
-            "warnings": [],
-            "batches": 0,
-            "payouts_by_status": {},
-            "amount_total": "0.00",
-            "fee_total": "0.00",
-            "api_calls": {},
-            "phase_durations_s": meter.phases,
-            "duration_s": meter.elapsed,
-        }
+        summary = _summary(params, params.label, errors=[{"row": None, "column": None, "message": intake}])
+        summary["outcome"] = "invalid_input"
+        return meter.into(summary)
     label = params.label or content_label(_canonical(intake.rows))
     ensure_reports_spare_source(params.report_dir, label, params.source)
-    summary: dict[str, Any] = {
-        "label": label,
-        "source": params.source,
-        "outcome": "completed",
-        "rows_total": intake.rows_total,
-        "rows_valid": len(intake.rows),
-        "rows_invalid": intake.rows_invalid,
-        "errors": [{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
-        "warnings": [{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
-        "batches": 0,
-        "payouts_by_status": {},
-        "amount_total": money(sum((r.amount for r in intake.rows), Decimal(0))),
-        "fee_total": "0.00",
-    }
+    summary = _summary(
+        params,
+        label,
+        rows_total=intake.rows_total,
+        rows_valid=len(intake.rows),
+        rows_invalid=intake.rows_invalid,
+        errors=[{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
+        warnings=[{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
+        amount_total=money(sum((r.amount for r in intake.rows), Decimal(0))),
+    )
 
     def finish(outcome: str) -> dict[str, Any]:
         summary["outcome"] = outcome

@@ -20,24 +20,24 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import Failed, State
 from pydantic import BaseModel, Field
 
+from connectors.payments.models import REFERENCE_PATTERN
 from tasks.artifacts import markdown_table
+from tasks.clients import open_clients
 from tasks.credentials import load_settings
-from tasks.labels import money
+from tasks.money import money
+from tasks.references import resettlement_reference, settle_now_reference
 from tasks.settlements import (
     POLICY_FIX,
     RetryResult,
     RunInfo,
     poll_settlements_task,
     resettle_task,
-    resettlement_reference,
     run_row_action,
     scan_settlements_task,
-    settle_now_reference,
     settle_now_task,
 )
 from tasks.tabular_reports import write_table_reports
 
-REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 REPORT_HEADERS = [
     "run id",
     "reference",
@@ -201,6 +201,11 @@ def _label(kind: str, started: datetime) -> str:
 @flow(name="retry-failed-settlements", log_prints=False)
 async def retry_failed_settlements(params: SettlementRetryParams | None = None) -> dict[str, Any] | State:
     """Retry each failed settlement run of the window exactly once, poll the retries, report."""
+    async with open_clients():
+        return await _retry_failed_settlements(params)
+
+
+async def _retry_failed_settlements(params: SettlementRetryParams | None = None) -> dict[str, Any] | State:
     params = params or SettlementRetryParams()
     logger = get_run_logger()
     t0 = time.perf_counter()
@@ -313,6 +318,11 @@ async def retry_failed_settlements(params: SettlementRetryParams | None = None) 
 @flow(name="settle-now", log_prints=False)
 async def settle_now(params: SettleNowParams | None = None) -> dict[str, Any] | State:
     """Start an on-demand settlement run, poll it to completed, report."""
+    async with open_clients():
+        return await _settle_now(params)
+
+
+async def _settle_now(params: SettleNowParams | None = None) -> dict[str, Any] | State:
     from prefect.runtime import flow_run
 
     params = params or SettleNowParams()

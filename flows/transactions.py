@@ -17,6 +17,7 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from pydantic import BaseModel, Field, model_validator
 
 from tasks.artifacts import markdown_table
+from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.transactions_report import (
     GROUPS,
@@ -85,6 +86,11 @@ def _markdown(summary: dict[str, Any]) -> str:
 @flow(name="transactions-report", log_prints=False)
 async def transactions_report(params: TransactionsReportParams | None = None) -> dict[str, Any]:
     """Read every page of the window, sum, write the report and artifacts."""
+    async with open_clients():
+        return await _transactions_report(params)
+
+
+async def _transactions_report(params: TransactionsReportParams | None = None) -> dict[str, Any]:
     params = params or TransactionsReportParams()
     logger = get_run_logger()
     t0 = time.perf_counter()

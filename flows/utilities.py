@@ -21,9 +21,11 @@ from pydantic import Field
 
 from flows.run_params import SheetRunParams
 from tasks.artifacts import artifact_key, markdown_table
+from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.intake import IntakeOptions, write_validation_report
-from tasks.labels import content_label, money
+from tasks.money import money
+from tasks.references import content_label
 from tasks.reports import ensure_reports_spare_source, report_paths
 from tasks.run_meter import RunMeter
 from tasks.tabular_reports import write_table_reports
@@ -109,6 +111,11 @@ async def _publish(label: str, summary: dict[str, Any], outcomes: dict[int, Purc
 @flow(name="utility-purchases", log_prints=False)
 async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     """Read, validate against the products, quote, buy in chunks, poll to final, report."""
+    async with open_clients():
+        return await _utility_purchases(params)
+
+
+async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     logger = get_run_logger()
     started_wall = datetime.now(UTC)
     meter = RunMeter()

@@ -8,16 +8,17 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from .config import SandboxConfig
-from .errors import install_error_handlers
+from .engine.hooks import on_event
+from .error_handlers import install_error_handlers
 from .middleware import SandboxMiddleware
 from .routes import ROUTERS
-from .routes.part2 import PART2_ROUTERS
 from .runtime import Sandbox
 
 
 def create_app(config: SandboxConfig | None = None) -> FastAPI:
     """A fresh emulator (own state, clock and signing key) configured by ``config``."""
     sandbox = Sandbox(config or SandboxConfig())
+    sandbox.state.event_hooks.append(on_event)  # webhook fan-out and settlement claims
     app = FastAPI(
         title="Payments Service (payops sandbox)",
         version="1.0.0",
@@ -26,8 +27,6 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     app.state.sandbox = sandbox
     install_error_handlers(app)
     for router in ROUTERS:
-        app.include_router(router)
-    for router in PART2_ROUTERS:
         app.include_router(router)
     app.add_middleware(SandboxMiddleware, sandbox=sandbox)
 

@@ -21,9 +21,9 @@ from datetime import datetime
 import httpx
 
 from .clock import ManualClock
-from .engine.extras import EXTENSION_KEY, Delivery, DeliveryAttempt, Part2Env
 from .engine.webhooks import RESPONSE_START_CHARS, TIMEOUT_S, error_class, record_attempt, sign
 from .idempotency import render
+from .resources import Delivery, DeliveryAttempt
 from .runtime import Sandbox
 
 log = logging.getLogger("sandbox.delivery")
@@ -57,9 +57,7 @@ def _take_due(sandbox: Sandbox) -> list[_Job]:
         now = sandbox.clock.now()
         timestamp = int(now.timestamp())
         for env in state.envs.values():
-            ext: Part2Env | None = env.extensions.get(EXTENSION_KEY)
-            if ext is None:
-                continue
+            ext = env.resources
             for delivery in ext.deliveries.values():
                 if delivery.status != "pending" or delivery.in_flight or delivery.next_attempt_at is None:
                     continue

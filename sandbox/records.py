@@ -68,7 +68,7 @@ class Credential:
 class Movement:
     """A collection, payout or settlement payment: the spec's shared movement record plus list fields.
 
-    Part 2 reuses it for collections (``kind="collection"``, ``direction="in"``, ``settlement_status``).
+    Collections reuse it (``kind="collection"``, ``direction="in"``, ``settlement_status``).
     """
 
     kind: str

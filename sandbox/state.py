@@ -20,6 +20,7 @@ from .clock import Clock
 from .ledger import Wallet
 from .limits import LimitBook
 from .records import Business, Credential, Event, Movement, SettlementRun, new_id
+from .resources import EnvResources
 
 #: Providers known to the platform (contract.md); ``type`` decides the destination type they pay to.
 PROVIDERS: dict[str, dict[str, Any]] = {
@@ -83,7 +84,7 @@ class EnvState:
     events: list[Event] = field(default_factory=list)
     idempotency: dict[str, IdempotencyEntry] = field(default_factory=dict)
     references: dict[tuple[str, str], ReferenceEntry] = field(default_factory=dict)
-    extensions: dict[str, Any] = field(default_factory=dict)  # room for part 2 (collections, checkouts, ...)
+    resources: EnvResources = field(default_factory=EnvResources)  # collections, checkouts, webhooks, ...
     _due: list[tuple[datetime, int, Callable[[datetime], None]]] = field(default_factory=list)
 
     @property
@@ -111,7 +112,7 @@ class EnvState:
         self.transactions.append(record)
 
     def record_event(self, type_: str, at: datetime, data: dict[str, Any]) -> Event:
-        """Keep an event for webhooks and ``GET /v1/events``; hooks (part 2 delivery) are called."""
+        """Keep an event for webhooks and ``GET /v1/events``; the sandbox's event hooks are called."""
         event = Event(
             id=new_id("evt_"),
             seq=len(self.events) + 1,

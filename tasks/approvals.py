@@ -26,7 +26,7 @@ from typing import Any
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from store.approvals import ApprovalRule
-from tasks.labels import money
+from tasks.money import money
 
 KEY_ENV, BLOCK_ENV, DEFAULT_BLOCK = "PAYOPS_APPROVAL_KEY", "PAYOPS_APPROVAL_KEY_BLOCK", "payops-approval-key"
 MIN_KEY_LENGTH = 16

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.intake import PayoutRow
-from tasks.labels import batch_idempotency_key, batch_reference, money, row_reference
+from tasks.money import money
+from tasks.references import batch_idempotency_key, batch_reference, row_reference
 
 MAX_BATCH = 100
 

@@ -1,8 +1,14 @@
-"""The Payments client tasks use: one per event loop and credential, behind the shared request rate.
+"""The Payments clients tasks use, opened and closed by the flow that runs them.
 
-Tasks of a flow run share one client, so they share one connection pool and one access token (renewed before
-it expires) instead of building both per task. Each task still gets its own figures: `payments_client` opens
-a counting scope, so `client.api_calls` and `transport.stats` inside it are that task's alone.
+A flow opens its clients with ``async with open_clients():``; every task of that flow run then shares one
+client per credential (and event loop), so they share one connection pool and one access token (renewed
+before it expires) instead of building both per task, and the clients close when the flow's block ends.
+A task called outside such a block (a test, a script) gets a client of its own, closed when the task's
+``async with payments_client(...)`` ends. Each task still gets its own figures: ``payments_client`` opens a
+counting scope, so ``client.api_calls`` and ``transport.stats`` inside it are that task's alone.
+
+The request rate is shared by every task of the process (one limiter per event loop): two flows running in
+one process (``payops serve``) stay within one rate together.
 """
 
 from __future__ import annotations
@@ -11,17 +17,55 @@ import asyncio
 import hashlib
 import weakref
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 
 import httpx
 
 from connectors.payments import PaymentsClient, PaymentsSettings
 from tasks.ratelimit import Limiter, RateLimitedTransport, resolve_limiter
 
-_Shared = dict[str, tuple[PaymentsClient, RateLimitedTransport]]
+_Opened = tuple[PaymentsClient, RateLimitedTransport]
 _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Limiter] = weakref.WeakKeyDictionary()
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Shared] = weakref.WeakKeyDictionary()
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+class ClientPool:
+    """The clients of one flow run: one per event loop and credential, all closed by :meth:`aclose`."""
+
+    def __init__(self) -> None:
+        self._opened: dict[tuple[asyncio.AbstractEventLoop, str], _Opened] = {}
+
+    async def get(self, settings: PaymentsSettings, rate_per_s: float) -> _Opened:
+        """The pool's client for these credentials on the running loop (opened on first use)."""
+        key = (asyncio.get_running_loop(), _credential_key(settings))
+        if key not in self._opened:
+            transport = RateLimitedTransport(httpx.AsyncHTTPTransport(), await shared_limiter(rate_per_s))
+            self._opened[key] = (PaymentsClient(settings, transport=transport), transport)
+        return self._opened[key]
+
+    async def aclose(self) -> None:
+        """Close the clients opened on the running loop; those of other (finished) loops are dropped."""
+        loop = asyncio.get_running_loop()
+        opened, self._opened = self._opened, {}
+        for (owner, _), (client, _t) in opened.items():
+            if owner is loop:
+                await client.aclose()
+
+
+_current: ContextVar[ClientPool | None] = ContextVar("payops_client_pool", default=None)
+
+
+@asynccontextmanager
+async def open_clients() -> AsyncIterator[ClientPool]:
+    """The clients of the tasks run inside this block (a flow's body), closed when it ends."""
+    pool = ClientPool()
+    token = _current.set(pool)
+    try:
+        yield pool
+    finally:
+        _current.reset(token)
+        await pool.aclose()
 
 
 def _credential_key(settings: PaymentsSettings) -> str:
@@ -33,36 +77,21 @@ def _credential_key(settings: PaymentsSettings) -> str:
 
 async def shared_limiter(fallback_per_s: float) -> Limiter:
     """One limiter per event loop, so every task of a process shares one request rate."""
-    loop = asyncio.get_running_loop()  # weak keys: a closed loop's limiter and clients go with it
+    loop = asyncio.get_running_loop()  # weak keys: a closed loop's limiter goes with it
     async with _locks.setdefault(loop, asyncio.Lock()):
         if loop not in _limiters:
             _limiters[loop] = await resolve_limiter(fallback_per_s)
     return _limiters[loop]
 
 
-async def _shared_client(
-    settings: PaymentsSettings, rate_per_s: float
-) -> tuple[PaymentsClient, RateLimitedTransport]:
-    limiter = await shared_limiter(rate_per_s)
-    shared = _clients.setdefault(asyncio.get_running_loop(), {})
-    key = _credential_key(settings)
-    if key not in shared:
-        transport = RateLimitedTransport(httpx.AsyncHTTPTransport(), limiter)
-        shared[key] = (PaymentsClient(settings, transport=transport), transport)
-    return shared[key]
-
-
 @asynccontextmanager
 async def payments_client(
     settings: PaymentsSettings, *, rate_per_s: float = 50.0
 ) -> AsyncIterator[tuple[PaymentsClient, RateLimitedTransport]]:
-    """The loop's shared client for these credentials, with this task's own call and limiter figures."""
-    client, transport = await _shared_client(settings, rate_per_s)
-    with client.counting(), transport.counting():
-        yield client, transport
-
-
-async def close_clients() -> None:
-    """Close this loop's shared clients (flows call it when they finish)."""
-    for client, _ in _clients.pop(asyncio.get_running_loop(), {}).values():
-        await client.aclose()
+    """The flow's client for these credentials (a client of its own outside ``open_clients``), with this
+    task's own call and limiter figures."""
+    async with AsyncExitStack() as stack:
+        pool = _current.get() or await stack.enter_async_context(open_clients())
+        client, transport = await pool.get(settings, rate_per_s)
+        with client.counting(), transport.counting():
+            yield client, transport

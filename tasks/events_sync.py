@@ -30,7 +30,7 @@ from prefect.cache_policies import NO_CACHE
 from connectors.payments import BadRequestError, PaymentsClient, PaymentsSettings
 from tasks.clients import payments_client
 from tasks.payment_events import Emitter, default_emitter, emit
-from tasks.settlements import _transient
+from tasks.retries import is_transient
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ async def sync_events(
     name="sync-payment-events",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def sync_events_task(
     settings: PaymentsSettings,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -14,10 +13,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
+from connectors.payments.models import PAYOUT_FINAL_STATUSES
 from tasks.clients import payments_client
+from tasks.poll_loop import Backoff, PollRounds, poll_until
 from tasks.ratelimit import LimiterStats
 
-FINAL = frozenset({"delivered", "failed", "refunded"})
 AWAITING_REVIEW = frozenset({"in_review", "held"})
 PAGE = 100
 
@@ -36,16 +36,13 @@ class PayoutState:
 
     @property
     def final(self) -> bool:
-        return self.status in FINAL
+        return self.status in PAYOUT_FINAL_STATUSES
 
 
 @dataclass
-class PollResult:
+class PollResult(PollRounds):
     states: dict[str, PayoutState]
-    rounds: int = 0
     calls_per_round: list[int] = field(default_factory=list)
-    deadline_reached: bool = False
-    api_calls: Counter[str] = field(default_factory=Counter)
     limiter: LimiterStats | None = None
 
     @property
@@ -180,15 +177,9 @@ async def poll_until_final(
     shrink again when statuses move.
     """
     result = PollResult(states)
-    started = time.monotonic()
-    interval = first_interval_s
-    while True:
+
+    async def refresh() -> bool:
         pending = result.pending
-        if not pending:
-            break
-        if time.monotonic() - started >= deadline_s:
-            result.deadline_reached = True
-            break
         before = Counter(s.status for s in states.values())
         windows = pending_windows(states)
         undated = [r for r in pending if states[r].created_at is None]
@@ -201,12 +192,11 @@ async def poll_until_final(
         result.calls_per_round.append(calls)
         if on_round is not None:
             await on_round(result)
-        if not result.pending:
-            break
-        moved = Counter(s.status for s in states.values()) != before
-        interval = first_interval_s if moved else min(max_interval_s, interval * 1.6)
-        remaining = deadline_s - (time.monotonic() - started)
-        await sleep(max(0.0, min(interval, remaining)))
+        return Counter(s.status for s in states.values()) != before
+
+    backoff = Backoff(first_interval_s, max_interval_s, reset_on_change=True)
+    progress = await poll_until(refresh, lambda: not result.pending, deadline_s, backoff, sleep=sleep)
+    result.deadline_reached = progress.deadline_reached
     return result
 
 

@@ -43,10 +43,7 @@ The flow then retries only that run; a failed run that is itself our retry is re
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import re
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -58,68 +55,33 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import (
-    APIConnectionError,
     ConflictError,
-    InternalServerError,
     PaymentsClient,
     PaymentsSettings,
-    RateLimitError,
     UnprocessableEntityError,
     WebhookEnvelope,
 )
 from connectors.payments.models import SettlementRun
 from tasks.clients import payments_client
 from tasks.payment_events import as_envelope, default_emitter, envelope_to_event
+from tasks.poll_loop import Backoff, PollRounds, poll_until
+from tasks.references import (
+    is_our_retry,
+    resettlement_idempotency_key,
+    resettlement_reference,
+    settle_now_idempotency_key,
+)
+from tasks.retries import is_transient
 
 log = logging.getLogger(__name__)
 
 RETRYABLE_OUTCOMES = frozenset({"failed_partial", "failed_all"})
 POLICY_CODES = frozenset({"policy_missing_provider", "policy_not_nettable"})
 POLICY_FIX = "save the settlement policy again"
-RETRY_PREFIX = "payops-rs-"
-SETTLE_NOW_PREFIX = "payops-sn-"
 EVENT_TYPE = "settlement.status_changed"
 PREFECT_EVENT = "payments.settlement.status_changed"
 RESOURCE_PREFIX = "payments.settlement."
 PAGE_SIZE = 50
-_NOT_REF = re.compile(r"[^A-Za-z0-9]+")
-
-
-# --------------------------------------------------------------------------------------------------
-# References and keys
-# --------------------------------------------------------------------------------------------------
-
-
-def _stable_suffix(value: str, room: int) -> str:
-    """`value` reduced to letters and digits when it fits in `room`, else a hash of it (always stable)."""
-    compact = _NOT_REF.sub("", value)
-    if compact and len(compact) <= room:
-        return compact
-    return hashlib.sha256(value.encode()).hexdigest()[:room]
-
-
-def resettlement_reference(run_id: str) -> str:
-    """The one reference our retry of run `run_id` ever uses: ``payops-rs-`` + the id without dashes."""
-    return RETRY_PREFIX + _stable_suffix(run_id, 64 - len(RETRY_PREFIX))
-
-
-def resettlement_idempotency_key(run_id: str) -> str:
-    """Deterministic Idempotency-Key of the retry of `run_id` (same key, same body on every attempt)."""
-    return f"payops-resettle:{run_id}"[:255]
-
-
-def settle_now_reference(seed: str) -> str:
-    """Reference of an on-demand run from a stable seed (e.g. the Prefect flow run id)."""
-    return SETTLE_NOW_PREFIX + _stable_suffix(seed, 64 - len(SETTLE_NOW_PREFIX))
-
-
-def settle_now_idempotency_key(reference: str) -> str:
-    return f"payops-settle-now:{reference}"
-
-
-def is_our_retry(reference: str | None) -> bool:
-    """A run started by `resettle` (its reference carries our prefix): never retried again."""
-    return bool(reference) and reference.startswith(RETRY_PREFIX)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -200,11 +162,8 @@ class SettleNowResult:
 
 
 @dataclass
-class PollResult:
+class PollResult(PollRounds):
     runs: dict[str, RunInfo]
-    rounds: int = 0
-    deadline_reached: bool = False
-    api_calls: Counter[str] = field(default_factory=Counter)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -346,21 +305,18 @@ async def poll_until_completed(
 ) -> PollResult:
     """Read each running run by id until all are completed or `deadline_s` passes; the interval grows."""
     result = PollResult(dict(runs))
-    started = time.monotonic()
-    interval = first_interval_s
-    while True:
-        pending = [i for i, r in result.runs.items() if not r.completed]
-        if not pending:
-            return result
-        elapsed = time.monotonic() - started
-        if elapsed >= deadline_s:
-            result.deadline_reached = True
-            return result
-        await sleep(max(0.0, min(interval, deadline_s - elapsed)))
-        interval = min(max_interval_s, interval * growth)
-        for run_id in pending:
+
+    def pending() -> list[str]:
+        return [i for i, r in result.runs.items() if not r.completed]
+
+    async def refresh() -> None:
+        for run_id in pending():
             result.runs[run_id] = RunInfo.of(await client.settlements.get(run_id))
-        result.rounds += 1
+
+    backoff = Backoff(first_interval_s, max_interval_s, growth, wait_first=True)
+    progress = await poll_until(refresh, lambda: not pending(), deadline_s, backoff, sleep=sleep)
+    result.rounds, result.deadline_reached = progress.rounds, progress.deadline_reached
+    return result
 
 
 # --------------------------------------------------------------------------------------------------
@@ -421,18 +377,12 @@ async def relay_settlement_events(client: PaymentsClient, after: str | None = No
 # --------------------------------------------------------------------------------------------------
 
 
-async def _transient(_task: Any, _run: Any, state: Any) -> bool:
-    """Retry a task only when the service was unreachable or kept failing (the keys make it safe)."""
-    error = await state.aresult(raise_on_failure=False)
-    return isinstance(error, APIConnectionError | InternalServerError | RateLimitError)
-
-
 @task(
     cache_policy=NO_CACHE,
     name="scan-settlements",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def scan_settlements_task(
     settings: PaymentsSettings,
@@ -467,7 +417,7 @@ async def scan_settlements_task(
     name="resettle-runs",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def resettle_task(
     settings: PaymentsSettings, runs: list[RunInfo], rate_per_s: float
@@ -482,7 +432,7 @@ async def resettle_task(
     name="poll-settlements",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def poll_settlements_task(
     settings: PaymentsSettings, runs: dict[str, RunInfo], deadline_s: float, rate_per_s: float
@@ -495,7 +445,11 @@ async def poll_settlements_task(
 
 
 @task(
-    cache_policy=NO_CACHE, name="settle-now", retries=2, retry_delay_seconds=2, retry_condition_fn=_transient
+    cache_policy=NO_CACHE,
+    name="settle-now",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=is_transient,
 )
 async def settle_now_task(
     settings: PaymentsSettings, reference: str, currency: str | None, rate_per_s: float
@@ -519,7 +473,7 @@ async def settle_now_task(
     name="relay-settlement-events",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def relay_settlement_events_task(
     settings: PaymentsSettings, after: str | None, rate_per_s: float = 50.0

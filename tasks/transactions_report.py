@@ -18,8 +18,8 @@ from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import PaymentsClient, PaymentsSettings, Transaction
 from tasks.clients import payments_client
-from tasks.labels import money
-from tasks.settlements import _transient
+from tasks.money import money
+from tasks.retries import is_transient
 from tasks.tabular_reports import write_table_reports
 
 ACCRA = ZoneInfo("Africa/Accra")
@@ -257,7 +257,7 @@ def write_transactions_report(
     name="fetch-transactions",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def fetch_report_data_task(
     settings: PaymentsSettings,

@@ -17,10 +17,7 @@ and reported, never bought again under a new reference.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,19 +38,21 @@ from connectors.payments import (
     UtilityPurchase,
     UtilityPurchaseRequest,
 )
+from connectors.payments.models import UTILITY_PURCHASE_FINAL_STATUSES
 from tasks.clients import payments_client
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, read_raw_sheet
 from tasks.intake.amounts import CellError, parse_amount
 from tasks.intake.columns import header_key
 from tasks.intake.phones import normalise_msisdn
 from tasks.intake.validation import RawSheet
-from tasks.labels import REFERENCE_PATTERN, money, row_reference
-from tasks.settlements import _transient
+from tasks.money import money
+from tasks.poll_loop import Backoff, PollRounds, poll_until
+from tasks.references import purchase_idempotency_key, row_reference
+from tasks.retries import is_transient
 
 log = logging.getLogger(__name__)
 
 CURRENCY = "GHS"
-FINAL = frozenset({"delivered", "failed", "refunded"})
 WAITED_ON = frozenset({"outcome_unknown", "refund_failed"})
 PAYER_PROVIDERS = frozenset({"mtn", "telecel"})
 CHUNK_SIZE = 50
@@ -377,11 +376,8 @@ def purchase_orders(rows: Sequence[UtilityRow], label: str) -> list[PurchaseOrde
     orders = []
     for row in rows:
         reference = row_reference(label, row.row)
-        assert REFERENCE_PATTERN.match(reference), reference
         body = purchase_request(row, reference).to_wire()
-        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
-        key = f"payops-utility:{hashlib.sha256(label.encode()).hexdigest()[:16]}:{row.row}:{digest}"
-        orders.append(PurchaseOrder(row.row, reference, key, body))
+        orders.append(PurchaseOrder(row.row, reference, purchase_idempotency_key(label, row.row, body), body))
     return orders
 
 
@@ -449,7 +445,7 @@ class PurchaseOutcome:
 
     @property
     def final(self) -> bool:
-        return self.submission != "accepted" or self.status in FINAL
+        return self.submission != "accepted" or self.status in UTILITY_PURCHASE_FINAL_STATUSES
 
     def update(self, purchase: UtilityPurchase) -> None:
         self.status = purchase.status
@@ -515,11 +511,8 @@ async def purchase_chunk(
 
 
 @dataclass
-class PollResult:
+class PollResult(PollRounds):
     outcomes: dict[str, PurchaseOutcome]
-    rounds: int = 0
-    deadline_reached: bool = False
-    api_calls: Counter[str] = field(default_factory=Counter)
 
 
 async def poll_purchases(
@@ -539,35 +532,30 @@ async def poll_purchases(
     (and small remainders) are read by reference. ``outcome_unknown``/``refund_failed`` stay pending.
     """
     result = PollResult(outcomes)
-    started = time.monotonic()
-    interval = first_interval_s
     sem = asyncio.Semaphore(concurrency)
 
     async def read(ref: str) -> None:
         async with sem:
             result.outcomes[ref].update(await client.utilities.get_purchase(ref))
 
-    while True:
-        pending = [r for r, o in result.outcomes.items() if not o.final]
-        if not pending:
-            break
-        elapsed = time.monotonic() - started
-        if elapsed >= deadline_s:
-            result.deadline_reached = True
-            break
-        if result.rounds:
-            await sleep(max(0.0, min(interval, deadline_s - elapsed)))
-            interval = min(max_interval_s, interval * 1.6)
-        if len(pending) > 20 and since is not None:
-            wanted = set(pending)
+    def pending() -> list[str]:
+        return [r for r, o in result.outcomes.items() if not o.final]
+
+    async def refresh() -> None:
+        waiting = pending()
+        if len(waiting) > 20 and since is not None:
+            wanted = set(waiting)
             async for tx in client.transactions.iterate(kind="utility", from_=since, limit=100):
                 if tx.reference in wanted:
                     result.outcomes[tx.reference].status = tx.status
                     result.outcomes[tx.reference].failure_reason = tx.failure_reason
                     wanted.discard(tx.reference)
-            pending = sorted(wanted)
-        await asyncio.gather(*(read(r) for r in pending))
-        result.rounds += 1
+            waiting = sorted(wanted)
+        await asyncio.gather(*(read(r) for r in waiting))
+
+    backoff = Backoff(first_interval_s, max_interval_s)
+    progress = await poll_until(refresh, lambda: not pending(), deadline_s, backoff, sleep=sleep)
+    result.rounds, result.deadline_reached = progress.rounds, progress.deadline_reached
     result.api_calls = Counter(client.api_calls)
     return result
 
@@ -588,7 +576,7 @@ def read_utility_sheet_task(source: str, options: IntakeOptions) -> RawSheet:
     name="utility-products",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def products_task(
     settings: PaymentsSettings, rate_per_s: float
@@ -603,7 +591,7 @@ async def products_task(
     name="utility-fee-quotes",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def quotes_task(
     settings: PaymentsSettings, keys: list[tuple[str, Decimal]], rate_per_s: float
@@ -618,7 +606,7 @@ async def quotes_task(
     name="buy-utility-chunk",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
     task_run_name="buy-utility-chunk-{index}",
 )
 async def purchase_chunk_task(
@@ -634,7 +622,7 @@ async def purchase_chunk_task(
     name="poll-utility-purchases",
     retries=2,
     retry_delay_seconds=2,
-    retry_condition_fn=_transient,
+    retry_condition_fn=is_transient,
 )
 async def poll_purchases_task(
     settings: PaymentsSettings,

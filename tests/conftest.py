@@ -18,9 +18,6 @@ for _key in [k for k in os.environ if k.startswith("PAYOPS_")]:
     del os.environ[_key]
 os.environ["PAYOPS_HOME"] = str(_HOME / "payops")  # the payops database and caches of this test session
 
-REPO = Path(__file__).resolve().parents[1]
-SPEC = REPO.parent / "shared" / "spec" / "payments-api.md"
-
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:

@@ -705,7 +705,7 @@ _EVENT_DATA_MODELS: dict[str, type[ResponseModel]] = {
 
 class CheckoutPage(ResponseModel):
     items: list[HostedCheckout]
-    next_cursor: str = ""  # spec: required, empty when there is no next page
+    next_cursor: str  # spec: required, empty when there is no next page
 
 
 class SettlementPage(ResponseModel):

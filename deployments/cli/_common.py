@@ -1,4 +1,5 @@
-"""What every `payops` command shares: exit codes, one-line failures and logs, time options, flow runs."""
+"""What every `payops` command shares: exit codes, one-line failures and logs, time options, the one flow
+runner."""
 
 from __future__ import annotations
 
@@ -13,14 +14,20 @@ from typing import Any, NoReturn
 
 import typer
 
-EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
-OUTCOME_EXIT = {
-    "completed": EXIT_OK,
-    "dry_run": EXIT_OK,
-    "invalid_input": EXIT_INVALID,
-    "preflight_failed": EXIT_INVALID,
-    "not_approved": EXIT_NOT_APPROVED,
-}
+from flows.summaries import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED, EXIT_OK, RunSummary
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INVALID",
+    "EXIT_NOT_APPROVED",
+    "EXIT_OK",
+    "fail",
+    "operator_logging",
+    "parse_time",
+    "quiet_prefect",
+    "run_flow",
+    "validation_message",
+]
 
 
 def quiet_prefect(json_only: bool) -> None:
@@ -77,25 +84,38 @@ def parse_time(option: str, value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def run_summary_flow(
-    call: Callable[[], Any], json_out: bool, summarize: Callable[[dict[str, Any]], str], interrupted: str
+def run_flow(
+    call: Callable[[], Any], json_out: bool, summary_type: type[RunSummary], interrupted: str
 ) -> NoReturn:
-    """Run a flow returning a summary dict; print it (only JSON with --json); exit with its outcome's code."""
+    """Run a flow (its summary, or its final state with ``return_state=True``); print the summary (only its
+    JSON with --json) and exit with its outcome's code. A failed state exits 1 with its message."""
+    from prefect.states import State
+
     from tasks.intake import IntakeError
 
+    state: State | None = None
     try:
-        summary = asyncio.run(call())
+        data = asyncio.run(call())
+        if isinstance(data, State):
+            state, data = data, data.result(raise_on_failure=False)
     except IntakeError as exc:
         fail(str(exc), EXIT_INVALID)
     except KeyboardInterrupt:
         fail(f"interrupted: {interrupted}")
     except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
         fail(f"{type(exc).__name__}: {exc}")
-    if json_out:
-        sys.stdout.write(json.dumps(summary, default=str) + "\n")
-    else:
-        typer.echo(summarize(summary))
-    raise typer.Exit(OUTCOME_EXIT.get(summary.get("outcome"), EXIT_ERROR))
+    summary = summary_type.model_validate(data) if isinstance(data, dict) else None
+    if summary is not None:
+        if json_out:
+            sys.stdout.write(json.dumps(data, default=str) + "\n")
+        else:
+            typer.echo(summary.text())
+    if state is not None and state.is_failed():
+        detail = state.message or (
+            f"{type(data).__name__}: {data}" if isinstance(data, BaseException) else ""
+        )
+        fail(detail or "the flow run failed")
+    raise typer.Exit(summary.exit_code if summary is not None else EXIT_ERROR)
 
 
 def validation_message(exc: Exception) -> str:
@@ -104,10 +124,3 @@ def validation_message(exc: Exception) -> str:
     if callable(errors):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in errors())
     return str(exc)
-
-
-def closing_lines(s: dict[str, Any]) -> list[str]:
-    """The lines every summary ends with: notes, then the report files written."""
-    lines = [f"  note: {note}" for note in s.get("notes", [])]
-    lines += [f"  report {kind}: {path}" for kind, path in (s.get("report_files") or {}).items()]
-    return lines

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from deployments.cli._common import (
     EXIT_INVALID,
-    closing_lines,
     fail,
     quiet_prefect,
-    run_summary_flow,
+    run_flow,
     validation_message,
 )
+from flows.summaries import EventsCatchUpSummary
 
 app = typer.Typer(no_args_is_help=True, help="Payments Service events: catch up with missed webhooks.")
-
-
-def human_summary(s: dict[str, Any]) -> str:
-    """The few lines an operator reads at the end of a catch-up."""
-    lines = [f"{s.get('label') or 'events catch-up'}: {s.get('outcome')}"]
-    lines.append(
-        f"  read {s['events_read']}, emitted {s['events_emitted']}, duplicates skipped "
-        f"{s['duplicates_skipped']}; cursor {s['cursor_before']} -> {s['cursor_after']}"
-    )
-    if s.get("restarted_without_cursor"):
-        lines.append("  the saved cursor was too old or unknown: restarted from the first event")
-    return "\n".join(lines + closing_lines(s))
 
 
 @app.command("sync")
@@ -46,9 +32,9 @@ def events_sync(
         params = EventsCatchUpParams(variable=variable, credentials_block=credentials_block)
     except ValidationError as exc:
         fail(validation_message(exc), EXIT_INVALID)
-    run_summary_flow(
+    run_flow(
         lambda: events_catch_up(params),
         json_out,
-        human_summary,
+        EventsCatchUpSummary,
         "run it again; processed events are not emitted twice",
     )

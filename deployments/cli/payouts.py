@@ -1,48 +1,14 @@
-"""`payops payouts`, `payops template`, `payops approve`: paying a payout sheet from the shell."""
+"""`payops payouts` and `payops template`: paying a payout sheet from the shell."""
 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_summary_flow
-
-
-def human_summary(s: dict[str, Any]) -> str:
-    """The short summary an operator reads at the end of a run."""
-    lines = [
-        f"run {s['label'] or s.get('source')}: {s['outcome']}",
-        f"  rows: {s['rows_total']} ({s['rows_valid']} valid, {s['rows_invalid']} invalid)   "
-        f"batches: {s.get('batches', 0)}",
-    ]
-    if s.get("payouts_by_status"):
-        lines.append("  payouts: " + ", ".join(f"{k} {v}" for k, v in s["payouts_by_status"].items()))
-    if s.get("refused_items"):
-        lines.append(f"  refused by the service: {s['refused_items']} {s.get('refused_by_code', {})}")
-    if s.get("replayed_payouts"):
-        lines.append(f"  already sent by an earlier run with this label (replayed): {s['replayed_payouts']}")
-    if s.get("awaiting_review"):
-        lines.append(f"  awaiting review (in_review/held): {len(s['awaiting_review'])}")
-    if s.get("not_final") and s.get("deadline_reached"):
-        lines.append(f"  not final at the poll deadline: {len(s['not_final'])}")
-    lines.append(
-        f"  amount: {s['amount_total']}   fees: {s.get('fee_total', '0.00')}   "
-        f"time: {s.get('duration_s', 0)}s"
-    )
-    for e in s.get("errors", [])[:20]:
-        where = f"row {e['row']}, column {e['column']}" if e.get("row") is not None else "file"
-        lines.append(f"  {where}: {e['message']}")
-    if len(s.get("errors", [])) > 20:
-        lines.append(f"  ... and {len(s['errors']) - 20} more errors (see the validation report)")
-    preflight = s.get("preflight") or {}
-    for p in preflight.get("problems", []) + preflight.get("notes", []):
-        lines.append(f"  pre-flight: {p}")
-    for kind, path in (s.get("report_files") or {}).items():
-        lines.append(f"  report {kind}: {path}")
-    return "\n".join(lines)
+from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_flow
+from flows.summaries import PayoutRunSummary
 
 
 def payouts(
@@ -84,10 +50,10 @@ def payouts(
         credentials_block=credentials_block,
         check_names=not no_name_check,
     )
-    run_summary_flow(
+    run_flow(
         lambda: payout_spreadsheet(params),
         json_out,
-        human_summary,
+        PayoutRunSummary,
         "re-run with the same label to finish; nothing is sent twice",
     )
 

@@ -7,75 +7,18 @@ Operators never see a traceback.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sys
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 import typer
 
-from deployments.cli._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, fail, parse_time, quiet_prefect
+from deployments.cli._common import EXIT_INVALID, fail, parse_time, quiet_prefect, run_flow
+from flows.summaries import SettlementRunSummary
 
 app = typer.Typer(no_args_is_help=True, help="Settlement runs: retry failed runs once, settle now.")
 
 
 def _parse_since(value: str | None) -> datetime | None:
     return parse_time("--since", value)
-
-
-def human_summary(s: dict[str, Any]) -> str:
-    """The short summary an operator reads at the end of a settlement command."""
-    lines = [f"{s.get('label')}: {s.get('outcome')}"]
-    if "runs_seen" in s:
-        lines.append(
-            f"  runs seen: {s['runs_seen']}   failed: {s['failed_runs']}   retried now: {s['retried']}   "
-            f"retried before: {s['retried_before']}   skipped: {s['skipped']}"
-        )
-        if s.get("retry_outcomes"):
-            lines.append("  retry outcomes: " + ", ".join(f"{k} {v}" for k, v in s["retry_outcomes"].items()))
-        for run_id in s.get("retries_failed_again", []):
-            lines.append(f"  retry run {run_id} failed again: reported, not retried again")
-        for run_id, reason in (s.get("skipped_reasons") or {}).items():
-            lines.append(f"  skipped {run_id}: {reason}")
-    if s.get("run_id") and "settlement_outcome" in s:
-        lines.append(
-            f"  run {s['run_id']}: {s['status']} {s.get('settlement_outcome') or ''}  "
-            f"total {s['total']} {s['currency']}"
-        )
-    if s.get("outcome") == "incomplete":
-        lines.append(
-            "  some runs were still running at the poll deadline: run the command again to report them"
-        )
-    for note in s.get("notes", []):
-        lines.append(f"  note: {note}")
-    for kind, path in (s.get("report_files") or {}).items():
-        lines.append(f"  report {kind}: {path}")
-    return "\n".join(lines)
-
-
-def _run_flow(call: Callable[[], Any], json_out: bool) -> None:
-    """Run a flow that may return a Failed state; print the summary; exit with the outcome's code."""
-    try:
-        state = asyncio.run(call())
-        data = state.result(raise_on_failure=False)
-    except KeyboardInterrupt:
-        fail("interrupted: run the command again; a retry is never started twice")
-    except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
-        fail(f"{type(exc).__name__}: {exc}")
-    summary = data if isinstance(data, dict) else None
-    if summary is not None:
-        if json_out:
-            sys.stdout.write(json.dumps(summary, default=str) + "\n")
-        else:
-            typer.echo(human_summary(summary))
-    if state.is_failed():
-        detail = state.message or (
-            f"{type(data).__name__}: {data}" if isinstance(data, BaseException) else ""
-        )
-        fail(detail or "the flow run failed")
-    raise typer.Exit(EXIT_OK if summary and summary.get("outcome") == "completed" else EXIT_ERROR)
 
 
 @app.command("retry")
@@ -98,7 +41,12 @@ def retry(
         credentials_block=credentials_block,
         poll_deadline_s=poll_deadline,
     )
-    _run_flow(lambda: retry_failed_settlements(params, return_state=True), json_out)
+    run_flow(
+        lambda: retry_failed_settlements(params, return_state=True),
+        json_out,
+        SettlementRunSummary,
+        "run the command again; a retry is never started twice",
+    )
 
 
 @app.command("settle-now")
@@ -127,4 +75,9 @@ def settle_now(
         )
     except ValidationError as exc:
         fail("; ".join(f"--{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()), EXIT_INVALID)
-    _run_flow(lambda: settle_now_flow(params, return_state=True), json_out)
+    run_flow(
+        lambda: settle_now_flow(params, return_state=True),
+        json_out,
+        SettlementRunSummary,
+        "run the command again; a retry is never started twice",
+    )

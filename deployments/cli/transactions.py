@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from deployments.cli._common import (
     EXIT_INVALID,
-    closing_lines,
     fail,
     parse_time,
     quiet_prefect,
-    run_summary_flow,
+    run_flow,
     validation_message,
 )
+from flows.summaries import TransactionsReportSummary
 
 app = typer.Typer(no_args_is_help=True, help="Transactions: reports of the unified list.")
-
-
-def human_summary(s: dict[str, Any]) -> str:
-    """The few lines an operator reads at the end of a transactions report."""
-    lines = [f"{s.get('label')}: {s.get('outcome')}"]
-    lines.append(f"  window {s['from']} -> {s['to']}: {s['transactions']} transactions")
-    for key, cur in s.get("totals_by_kind_direction", {}).items():
-        lines.append(f"  {key}: " + ", ".join(f"{v} {c}" for c, v in cur.items()))
-    if s.get("mismatched"):
-        lines.append(f"  mismatched reconciliations: {len(s['mismatched'])}")
-    return "\n".join(lines + closing_lines(s))
 
 
 @app.command("report")
@@ -68,6 +55,9 @@ def transactions_report(
         )
     except ValidationError as exc:
         fail(validation_message(exc), EXIT_INVALID)
-    run_summary_flow(
-        lambda: report_flow(params), json_out, human_summary, "run it again; the report only reads"
+    run_flow(
+        lambda: report_flow(params),
+        json_out,
+        TransactionsReportSummary,
+        "run it again; the report only reads",
     )

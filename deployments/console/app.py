@@ -26,7 +26,7 @@ from store.approvals import Approvals
 from store.users import Account, Users
 from tasks.approvals import ApprovalKeyMissing, load_approval_key, sign_rule
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
-from tasks.labels import money
+from tasks.money import money
 
 from .admin import register_admin
 from .errors import ConsoleError, LoginNeeded

@@ -19,9 +19,9 @@ from ..errors import ApiError, invalid, not_found
 from ..money import collection_fee, q
 from ..records import Movement, new_id
 from ..references import Outcome, claim_reference, fingerprint, remember_reference
+from ..resources import CheckoutAttemptRecord, CheckoutRecord, new_checkout_token
 from ..state import PROVIDER_CURRENCIES, PROVIDERS, EnvState
 from .collections import start_collection
-from .extras import CheckoutAttemptRecord, CheckoutRecord, new_checkout_token, part2
 from .payouts import DESTINATION_PATTERNS
 
 CHECKOUT_NS = "checkout"
@@ -69,7 +69,7 @@ def create_checkout(env: EnvState, body: CheckoutCreate, now: datetime, base_url
     replay = claim_reference(env, CHECKOUT_NS, body.reference, fp)
     if replay is not None:
         return replay
-    ext = part2(env)
+    ext = env.resources
     token = new_checkout_token()
     checkout = CheckoutRecord(
         id=str(uuid.uuid4()),
@@ -106,7 +106,7 @@ def _expire(checkout: CheckoutRecord) -> None:
 
 def get_checkout(env: EnvState, checkout_id: str) -> CheckoutRecord:
     """The checkout of this business environment (404 otherwise, including another business's)."""
-    checkout = part2(env).checkouts.get(checkout_id.lower())
+    checkout = env.resources.checkouts.get(checkout_id.lower())
     if checkout is None:
         raise not_found("checkout")
     return checkout
@@ -127,7 +127,7 @@ def list_checkouts(
     """Newest first after ``before_seq``; returns the page and the seq to continue from (0 at the end)."""
     items = [
         c
-        for c in reversed(part2(env).checkouts.values())
+        for c in reversed(env.resources.checkouts.values())
         if (before_seq is None or c.seq < before_seq) and (status is None or c.status == status)
     ]
     page = items[:limit]
@@ -137,10 +137,7 @@ def list_checkouts(
 def find_by_token(envs: list[EnvState], token: str) -> tuple[EnvState, CheckoutRecord] | None:
     """The checkout whose public URL carries ``token``."""
     for env in envs:
-        ext = env.extensions.get("part2")
-        if ext is None:
-            continue
-        for checkout in ext.checkouts.values():
+        for checkout in env.resources.checkouts.values():
             if checkout.token == token:
                 return env, checkout
     return None

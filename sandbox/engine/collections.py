@@ -16,8 +16,8 @@ from ..errors import invalid
 from ..money import collection_fee, split_by_fee_bearer
 from ..records import Movement
 from ..references import Outcome, claim_reference, fingerprint, remember_reference
+from ..resources import CollectionWatcher
 from ..state import PROVIDER_CURRENCIES, PROVIDERS, EnvState
-from .extras import CollectionWatcher, part2
 from .payouts import DESTINATION_PATTERNS
 
 COLLECTION_NS = "collection"
@@ -127,7 +127,7 @@ def start_collection(
         destination=dict(payer),
         settlement_status="not_eligible",
     )
-    ext = part2(env)
+    ext = env.resources
     ext.collections[reference] = collection
     if watcher is not None:
         ext.collection_watchers.setdefault(reference, []).append(watcher)
@@ -174,7 +174,7 @@ def transition(
         collection.reconciliation_checked_at = at
     env.record_event("collection.status_changed", at, collection.to_wire())
     if status in FINAL:
-        for watcher in part2(env).collection_watchers.pop(collection.reference, []):
+        for watcher in env.resources.collection_watchers.pop(collection.reference, []):
             watcher(collection, at)
 
 
@@ -185,7 +185,7 @@ def on_settlement_event(env: EnvState, data: dict[str, object]) -> None:
     with outcome ``settled`` or ``failed_partial`` its claims become ``settled``; ``failed_all`` makes them
     ``eligible`` again (the next run, or a resettlement, claims them anew).
     """
-    ext = part2(env)
+    ext = env.resources
     run = next((r for r in reversed(env.settlement_runs) if r.reference == data.get("reference")), None)
     if run is None:
         return

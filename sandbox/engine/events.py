@@ -8,7 +8,6 @@ from typing import Any
 from ..errors import invalid
 from ..records import Event
 from ..state import EnvState
-from .extras import part2
 from .webhooks import GATED_FAMILIES, family
 
 RETENTION = timedelta(days=90)
@@ -25,7 +24,7 @@ FAMILY_PERMISSION = {
 def exists_for_feed(env: EnvState, event: Event) -> bool:
     """Events exist only once the business has an endpoint; gated families only after a (non-legacy)
     endpoint was created or edited (spec Versioning 5)."""
-    ext = part2(env)
+    ext = env.resources
     if ext.feed_from_seq is None or event.seq <= ext.feed_from_seq:
         return False
     if family(event.type) in GATED_FAMILIES:
@@ -34,7 +33,7 @@ def exists_for_feed(env: EnvState, event: Event) -> bool:
 
 
 def _seq_of(env: EnvState, event_id: str) -> int | None:
-    index = part2(env).event_index
+    index = env.resources.event_index
     if len(index) < len(env.events):
         for event in env.events[len(index) :]:
             index[event.id] = event.seq

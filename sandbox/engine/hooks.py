@@ -1,4 +1,5 @@
-"""The part-2 event hook: every recorded event fans out to webhook deliveries and drives settlement claims."""
+"""The emulator's event hook (wired by ``create_app``): every recorded event fans out to webhook deliveries
+and drives settlement claims."""
 
 from __future__ import annotations
 

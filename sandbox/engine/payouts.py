@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from connectors.payments.models import PayoutBatchRequest, PayoutRequest
+from connectors.payments.models import PAYOUT_FINAL_STATUSES, PayoutBatchRequest, PayoutRequest
 
 from ..errors import ApiError, invalid
 from ..ledger import InsufficientFunds
@@ -22,7 +22,7 @@ from ..state import PROVIDER_CURRENCIES, PROVIDERS, EnvState
 
 PAYOUT_NS = "payout"
 BATCH_NS = "payout_batch"
-FINAL = frozenset({"delivered", "failed", "refunded"})
+FINAL = PAYOUT_FINAL_STATUSES
 
 DESTINATION_PATTERNS = {
     "msisdn": re.compile(r"^\+?[0-9]{9,15}$"),

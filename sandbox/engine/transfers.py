@@ -15,8 +15,8 @@ from ..errors import ApiError, invalid, not_found
 from ..ledger import InsufficientFunds
 from ..records import Business, Movement
 from ..references import Outcome, fingerprint
+from ..resources import TransferRecord
 from ..state import PROVIDER_CURRENCIES, EnvState, ReferenceEntry
-from .extras import TransferRecord, part2
 
 TRANSFER_NS = "transfer"
 
@@ -84,7 +84,7 @@ def send_transfer(env: EnvState, body: TransferRequest, now: datetime) -> Outcom
         record.status, record.failure_reason = "failed", "processing_error"
     else:
         _move(env, target, record, now)
-    part2(env).transfers[body.reference] = record
+    env.resources.transfers[body.reference] = record
     env.record_event("transfer.status_changed", now, record.to_wire())
     if record.status == "completed":
         target.record_event("transfer.received", now, record.to_wire(received=True))

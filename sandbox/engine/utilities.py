@@ -13,20 +13,20 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from connectors.payments.models import UtilityPurchaseRequest
+from connectors.payments.models import UTILITY_PURCHASE_FINAL_STATUSES, UtilityPurchaseRequest
 
 from ..errors import ApiError, invalid, not_found
 from ..money import ZERO, fmt, q
 from ..records import Movement, new_id
 from ..references import Outcome, claim_reference, fingerprint, remember_reference
+from ..resources import PurchaseRecord
 from ..state import EnvState
 from .collections import start_collection
-from .extras import PurchaseRecord, part2
 
 PURCHASE_NS = "utility_purchase"
 CURRENCY = "GHS"
 FEE_RATE, FEE_MIN = Decimal("0.01"), Decimal("0.10")
-FINAL = frozenset({"delivered", "failed", "refunded"})
+FINAL = UTILITY_PURCHASE_FINAL_STATUSES
 
 
 def _p(
@@ -211,7 +211,7 @@ def accept_purchase(env: EnvState, body: UtilityPurchaseRequest, now: datetime, 
         created_at=now,
         movement=movement,
     )
-    part2(env).purchases[body.reference] = purchase
+    env.resources.purchases[body.reference] = purchase
     env.add_transaction(movement)
     env.record_event("utility_purchase.accepted", now, purchase.to_wire())
     if body.funding.type == "wallet":
@@ -291,7 +291,7 @@ def transition(
 
 def get_purchase(env: EnvState, reference: str) -> PurchaseRecord:
     """The purchase (404 ``not_found``)."""
-    purchase = part2(env).purchases.get(reference)
+    purchase = env.resources.purchases.get(reference)
     if purchase is None:
         raise not_found("utility purchase")
     return purchase

@@ -19,8 +19,8 @@ from connectors.payments.models import EVENT_TYPES
 
 from ..errors import ApiError, invalid, not_found
 from ..records import Event, new_id
+from ..resources import Delivery, DeliveryAttempt, WebhookEndpoint
 from ..state import EnvState
-from .extras import Delivery, DeliveryAttempt, WebhookEndpoint, part2
 
 MAX_ENDPOINTS = 10
 #: Gap before each attempt (seconds after the previous one): 6 attempts over about a day (23 h 11 min).
@@ -80,7 +80,7 @@ def check_url(url: str, resolved: list[str], *, allow_local: bool) -> None:
 
 
 def _business_endpoint_count(env: EnvState) -> int:
-    return sum(len(part2(e).endpoints) for e in env.sandbox.envs_of(env.business.id))
+    return sum(len(e.resources.endpoints) for e in env.sandbox.envs_of(env.business.id))
 
 
 def _check_types(types: list[str] | None) -> list[str] | None:
@@ -102,7 +102,7 @@ def create_endpoint(
     now: datetime,
 ) -> WebhookEndpoint:
     """Register an endpoint (at most 10 per business, each URL once per environment)."""
-    ext = part2(env)
+    ext = env.resources
     if _business_endpoint_count(env) >= MAX_ENDPOINTS:
         raise ApiError(
             409, "endpoint_limit_reached", f"at most {MAX_ENDPOINTS} webhook endpoints per business"
@@ -130,7 +130,7 @@ def create_endpoint(
 
 def get_endpoint(env: EnvState, endpoint_id: str) -> WebhookEndpoint:
     """The endpoint (404 otherwise)."""
-    endpoint = part2(env).endpoints.get(endpoint_id)
+    endpoint = env.resources.endpoints.get(endpoint_id)
     if endpoint is None:
         raise not_found("webhook endpoint")
     return endpoint
@@ -138,7 +138,7 @@ def get_endpoint(env: EnvState, endpoint_id: str) -> WebhookEndpoint:
 
 def edit_endpoint(env: EnvState, endpoint_id: str, changes: dict[str, Any], now: datetime) -> WebhookEndpoint:
     """Change URL, subscribed types or the enabled switch; the secret stays. An edit ends ``legacy``."""
-    ext = part2(env)
+    ext = env.resources
     endpoint = get_endpoint(env, endpoint_id)
     if "url" in changes and changes["url"] != endpoint.url:
         if any(e.url == changes["url"] for e in ext.endpoints.values()):
@@ -163,7 +163,7 @@ def delete_endpoint(env: EnvState, endpoint_id: str) -> None:
     """Remove an endpoint; its pending deliveries are cancelled."""
     get_endpoint(env, endpoint_id)
     cancel_pending(env, endpoint_id)
-    del part2(env).endpoints[endpoint_id]
+    del env.resources.endpoints[endpoint_id]
 
 
 def rotate_secret(env: EnvState, endpoint_id: str, now: datetime) -> WebhookEndpoint:
@@ -177,7 +177,7 @@ def rotate_secret(env: EnvState, endpoint_id: str, now: datetime) -> WebhookEndp
 
 def cancel_pending(env: EnvState, endpoint_id: str) -> None:
     """Pending deliveries of the endpoint become ``cancelled``."""
-    for delivery in part2(env).deliveries.values():
+    for delivery in env.resources.deliveries.values():
         if delivery.endpoint_id == endpoint_id and delivery.status == "pending":
             delivery.status, delivery.next_attempt_at = "cancelled", None
 
@@ -191,7 +191,7 @@ def receives(env: EnvState, endpoint: WebhookEndpoint, event: Event) -> bool:
 
 def fan_out(env: EnvState, event: Event) -> list[Delivery]:
     """One pending delivery per endpoint that receives ``event`` (first attempt due at once)."""
-    ext = part2(env)
+    ext = env.resources
     out = []
     for endpoint in ext.endpoints.values():
         if receives(env, endpoint, event):
@@ -210,7 +210,7 @@ def _new_delivery(
         next_attempt_at=at,
         replay_of=replay_of,
     )
-    part2(env).deliveries[delivery.id] = delivery
+    env.resources.deliveries[delivery.id] = delivery
     return delivery
 
 
@@ -233,7 +233,7 @@ def send_test_event(env: EnvState, endpoint_id: str, now: datetime) -> Delivery:
 
 def replay(env: EnvState, delivery_id: str, now: datetime) -> Delivery:
     """Replay a succeeded or failed delivery: a new delivery with the same event id."""
-    delivery = part2(env).deliveries.get(delivery_id)
+    delivery = env.resources.deliveries.get(delivery_id)
     if delivery is None:
         raise not_found("delivery")
     if delivery.status not in {"succeeded", "failed"}:

@@ -1,4 +1,4 @@
-"""One router per resource; ``ROUTERS`` is what ``create_app`` mounts (part 2 appends its own)."""
+"""One router per resource; ``ROUTERS`` is what ``create_app`` mounts."""
 
 from __future__ import annotations
 
@@ -8,13 +8,23 @@ from . import (
     admin,
     auth,
     batches,
+    checkouts,
+    collections,
+    contract,
+    events,
     fee_quotes,
     limits,
+    party_lookups,
+    payer_page,
     payment_methods,
     payouts,
+    recipients,
     settlements,
     transactions,
+    transfers,
+    utilities,
     wallet,
+    webhook_admin,
 )
 
 ROUTERS: list[APIRouter] = [
@@ -28,6 +38,16 @@ ROUTERS: list[APIRouter] = [
     transactions.router,
     settlements.router,
     admin.router,
+    collections.router,
+    checkouts.router,
+    payer_page.router,
+    utilities.router,
+    transfers.router,
+    recipients.router,
+    party_lookups.router,
+    events.router,
+    webhook_admin.router,
+    contract.router,
 ]
 
 __all__ = ["ROUTERS"]

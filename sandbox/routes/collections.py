@@ -11,7 +11,6 @@ from connectors.payments.models import Collection, CollectionRequest
 
 from ..auth import AuthContext, require
 from ..engine.collections import accept_collection, check_request
-from ..engine.extras import part2
 from ..errors import not_found
 from ..idempotency import IdempotencyKey, json_response, run_idempotent
 from ..runtime import get_sandbox
@@ -57,7 +56,7 @@ async def get_collection(
 ) -> Response:
     """The collection as it stands now."""
     with get_sandbox(request).state.lock:
-        collection = part2(ctx.env).collections.get(reference)
+        collection = ctx.env.resources.collections.get(reference)
         if collection is None:
             raise not_found("collection")
         return json_response(200, collection.to_wire())

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from ..engine.checkouts import PAYER_PROVIDERS, find_by_token, pay
-from ..engine.extras import CheckoutRecord
 from ..errors import ApiError
 from ..money import fmt
+from ..resources import CheckoutRecord
 from ..runtime import get_sandbox
 from .checkouts import ensure_configured
 

@@ -10,7 +10,6 @@ from fastapi.responses import Response
 from connectors.payments.models import Transfer, TransferRequest
 
 from ..auth import AuthContext, require
-from ..engine.extras import part2
 from ..engine.transfers import send_transfer
 from ..errors import not_found
 from ..idempotency import IdempotencyKey, json_response, run_idempotent
@@ -53,7 +52,7 @@ async def get_transfer(
 ) -> Response:
     """A transfer this business sent."""
     with get_sandbox(request).state.lock:
-        record = part2(ctx.env).transfers.get(reference)
+        record = ctx.env.resources.transfers.get(reference)
         if record is None:
             raise not_found("transfer")
         return json_response(200, record.to_wire())

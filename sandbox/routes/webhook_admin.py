@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..clock import iso
 from ..delivery import deliver_due, ensure_worker
 from ..engine import webhooks as wh
-from ..engine.extras import part2
 from ..errors import not_found
 from ..idempotency import json_response
 from ..runtime import Sandbox, get_sandbox
@@ -94,7 +93,7 @@ async def list_endpoints(request: Request, business: str, environment: str) -> R
     sandbox = get_sandbox(request)
     env = _env(sandbox, business, environment)
     with sandbox.state.lock:
-        return json_response(200, {"items": [e.to_wire() for e in part2(env).endpoints.values()]})
+        return json_response(200, {"items": [e.to_wire() for e in env.resources.endpoints.values()]})
 
 
 @router.get(BASE + "/{endpoint_id}")
@@ -169,7 +168,7 @@ async def list_deliveries(
         wh.get_endpoint(env, endpoint_id)
         items = [
             d.to_wire()
-            for d in part2(env).deliveries.values()
+            for d in env.resources.deliveries.values()
             if d.endpoint_id == endpoint_id and (status is None or d.status == status)
         ]
     return json_response(200, {"items": items})

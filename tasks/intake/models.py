@@ -10,8 +10,7 @@ from typing import overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
-REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-"""Payments API reference pattern (spec, "References")."""
+from connectors.payments.models import REFERENCE_PATTERN
 
 
 class IntakeError(Exception):

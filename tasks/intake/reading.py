@@ -10,23 +10,22 @@ scientific text that is refused, dates → ISO text refused as amounts) and skip
 from __future__ import annotations
 
 import csv
-import gc
 import hashlib
 import io
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from itertools import chain, repeat
 
 from python_calamine import CalamineError, CalamineWorkbook, SheetTypeEnum, SheetVisibleEnum
 
+from ._fast import gc_paused, joined_lines
 from .cells import STRIP_CHARS, cell_text, clean_text, float_text
 from .columns import map_columns
 from .models import IntakeError, IntakeResult, RowTable
 from .options import IntakeOptions
 from .safety import check_xlsx
 from .sources import SUPPORTED, extension, load_bytes
-from .validation import RawSheet, joined_lines, validate_sheet
+from .validation import RawSheet, validate_sheet
 
 PREFERRED_SHEET = "payouts"
 
@@ -295,31 +294,8 @@ def read_payout_sheet(source: str | os.PathLike[str], options: IntakeOptions | N
     are in ``result.errors`` (row and column as the operator sees them), doubts in ``result.warnings``.
     """
     options = options or IntakeOptions()
-    with _gc_paused():
+    with gc_paused():
         return _read(os.fspath(source), options)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: reading allocates millions of acyclic objects (cells, rows), and
-    the collector's passes over them cost about a third of the read time at 100k rows.
-
-    On the way out the survivors go straight to the oldest generation (``freeze`` then ``unfreeze`` moves
-    them there without a traversal); otherwise the first young collection after re-enabling walks all of
-    them (70 ms at 100k rows). They are still collected, with the old generation, if they ever form cycles.
-    A process that froze objects itself (the sandbox) keeps them frozen and pays that young collection.
-    """
-    was_enabled = gc.isenabled()
-    promote = gc.get_freeze_count() == 0  # unfreeze would also release what the process froze on purpose
-    gc.disable()
-    try:
-        yield
-    finally:
-        if promote:
-            gc.freeze()
-            gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 def read_raw_sheet(source: str | os.PathLike[str], options: IntakeOptions | None = None) -> RawSheet:
@@ -327,7 +303,7 @@ def read_raw_sheet(source: str | os.PathLike[str], options: IntakeOptions | None
     :func:`read_payout_sheet` (file type, size, zip bomb, XML entities, formulas without a value, header);
     for sheets with their own columns and rules (utility purchases). IntakeError for whole-file problems."""
     options = options or IntakeOptions()
-    with _gc_paused():
+    with gc_paused():
         return _read_cells(os.fspath(source), options)[0]
 
 

@@ -11,44 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from openpyxl import Workbook
+
+from benchmarks.sheets import HEADERS, TEST_ENDINGS, payroll_rows, write_sheet
+
+__all__ = ["HEADERS", "PASSWORD", "TEST_ENDINGS", "payroll_rows", "write_sheet"]
 
 PASSWORD = "correct horse battery staple"
-HEADERS = [
-    "reference",
-    "payee name",
-    "amount",
-    "currency",
-    "provider",
-    "destination type",
-    "destination",
-    "note",
-]
-TEST_ENDINGS = {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0404", "0502", "0504"}
-
-
-def payroll_rows(n: int, *, prefix: str, specials: dict[int, str] | None = None) -> list[list[str]]:
-    """``n`` valid rows; ``specials`` maps a row index to the destination's last four digits."""
-    specials = specials or {}
-    rows = []
-    for i in range(n):
-        dest = f"23324{i:07d}"
-        if dest[-4:] in TEST_ENDINGS:
-            dest = dest[:-4] + "9999"
-        if i in specials:
-            dest = dest[:-4] + specials[i]
-        rows.append([f"{prefix}-{i:05d}", "", f"{10 + i % 7}.50", "GHS", "mtn", "msisdn", dest, f"pay {i}"])
-    return rows
-
-
-def write_sheet(path: Path, rows: list[list[str]]) -> Path:
-    wb = Workbook(write_only=True)
-    ws = wb.create_sheet("payouts")
-    ws.append(HEADERS)
-    for row in rows:
-        ws.append(row)
-    wb.save(path)
-    return path
 
 
 def free_port() -> int:

@@ -2,46 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-from openpyxl import Workbook
+from benchmarks.sheets import HEADERS, payroll_rows, write_sheet
 
-HEADERS = [
-    "reference",
-    "payee name",
-    "amount",
-    "currency",
-    "provider",
-    "destination type",
-    "destination",
-    "note",
-]
-
-
-def payroll_rows(n: int, *, prefix: str = "T", specials: dict[int, str] | None = None) -> list[list[str]]:
-    """`n` valid rows; `specials` maps a 0-based index to the destination's last four digits (test values)."""
-    specials = specials or {}
-    rows = []
-    for i in range(n):
-        dest = f"23324{i:07d}"
-        if dest[-4:] in {"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0404", "0502", "0504"}:
-            dest = dest[:-4] + "9999"
-        if i in specials:
-            dest = dest[:-4] + specials[i]
-        rows.append([f"{prefix}-{i:05d}", "", f"{10 + i % 7}.50", "GHS", "mtn", "msisdn", dest, f"pay {i}"])
-    return rows
-
-
-def write_sheet(path: Path, rows: Iterable[list[str]], headers: list[str] = HEADERS) -> Path:
-    wb = Workbook(write_only=True)
-    ws = wb.create_sheet("payouts")
-    ws.append(headers)
-    for r in rows:
-        ws.append(r)
-    wb.save(path)
-    return path
+__all__ = ["HEADERS", "emulator_stats", "payroll_rows", "serve_in_thread", "write_sheet"]
 
 
 def emulator_stats(base_url: str) -> dict:

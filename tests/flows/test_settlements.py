@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from deployments.cli import app
 from flows.settlements import SettlementRetryParams, SettleNowParams, retry_failed_settlements, settle_now
 from sandbox import SandboxConfig, SandboxServer
-from tasks.settlements import POLICY_FIX, resettlement_reference
+from tasks.references import resettlement_reference
+from tasks.settlements import POLICY_FIX
 from tests.tasks.test_settlements import admin, resettle_requests, seed_runs
 
 pytestmark = pytest.mark.e2e

@@ -51,9 +51,8 @@ def write_csv(path: Path, rows: list[list[str]], headers: list[str] = HEADERS) -
 
 
 def purchases(server: SandboxServer) -> dict:
-    from sandbox.engine.extras import part2
 
-    return part2(server.state.envs[("demo", "test")]).purchases
+    return server.state.envs[("demo", "test")].resources.purchases
 
 
 def posts(server: SandboxServer) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from tasks.batching import build_batches, canonical_json
 from tasks.intake import PayoutRow
-from tasks.labels import REFERENCE_PATTERN, batch_reference, content_label, label_slug, row_reference
+from tasks.references import REFERENCE_PATTERN, batch_reference, content_label, label_slug, row_reference
 
 
 def _rows(n: int) -> list[PayoutRow]:

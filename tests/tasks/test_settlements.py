@@ -16,6 +16,7 @@ import yaml
 
 from connectors.payments import PaymentsClient, PaymentsSettings, WebhookEnvelope
 from sandbox import SandboxConfig, SandboxServer
+from tasks import references as refs
 from tasks import settlements as ts
 from tasks.settlements import RunInfo
 
@@ -126,15 +127,15 @@ def run_info(
 
 def test_retry_reference_and_key_are_stable_and_fit_the_reference_pattern() -> None:
     uuid_id = "5bf50e74-c8b9-4691-958c-eeb3ee37ca47"
-    ref = ts.resettlement_reference(uuid_id)
-    assert ref == "payops-rs-5bf50e74c8b94691958ceeb3ee37ca47" == ts.resettlement_reference(uuid_id)
-    assert ts.resettlement_idempotency_key(uuid_id) == f"payops-resettle:{uuid_id}"
+    ref = refs.resettlement_reference(uuid_id)
+    assert ref == "payops-rs-5bf50e74c8b94691958ceeb3ee37ca47" == refs.resettlement_reference(uuid_id)
+    assert refs.resettlement_idempotency_key(uuid_id) == f"payops-resettle:{uuid_id}"
     for odd in ["x" * 200, "id with spaces/and:colons", "-leading", "ä"]:
-        r = ts.resettlement_reference(odd)
-        assert REFERENCE.match(r) and r == ts.resettlement_reference(odd) and ts.is_our_retry(r)
-    assert ts.resettlement_reference("a" * 200) != ts.resettlement_reference("a" * 201)
-    assert REFERENCE.match(ts.settle_now_reference("0b7c2f1e-1111-4222-8333-444455556666"))
-    assert not ts.is_our_retry("stl-20260110-abc") and not ts.is_our_retry(None)
+        r = refs.resettlement_reference(odd)
+        assert REFERENCE.match(r) and r == refs.resettlement_reference(odd) and refs.is_our_retry(r)
+    assert refs.resettlement_reference("a" * 200) != refs.resettlement_reference("a" * 201)
+    assert REFERENCE.match(refs.settle_now_reference("0b7c2f1e-1111-4222-8333-444455556666"))
+    assert not refs.is_our_retry("stl-20260110-abc") and not refs.is_our_retry(None)
 
 
 def test_selection_retries_only_failed_originals_and_sees_earlier_retries() -> None:
@@ -142,8 +143,8 @@ def test_selection_retries_only_failed_originals_and_sees_earlier_retries() -> N
     failed_all = run_info("a", "stl-a", outcome="failed_all", minutes_ago=20)
     settled = run_info("s", "stl-s", outcome="settled", minutes_ago=10)
     running = run_info("r", "stl-r", status="running", outcome=None)
-    retry_of_a = run_info("ra", ts.resettlement_reference("a"), outcome="settled", minutes_ago=5)
-    own_failed = run_info("rx", ts.resettlement_reference("x"), outcome="failed_all", minutes_ago=1)
+    retry_of_a = run_info("ra", refs.resettlement_reference("a"), outcome="settled", minutes_ago=5)
+    own_failed = run_info("rx", refs.resettlement_reference("x"), outcome="failed_all", minutes_ago=1)
     candidates, done = ts.select_runs([own_failed, retry_of_a, running, settled, failed_all, partial])
     assert [r.id for r in candidates] == ["p"]
     assert [(d.run.id, d.action, d.retry.id) for d in done] == [("a", "retried_before", "ra")]
@@ -193,7 +194,7 @@ async def test_resettle_starts_one_retry_and_classifies_the_409s(server: Sandbox
 
         candidates, _ = ts.select_runs(runs)
         first = await ts.resettle(client, candidates[0])
-        assert first.action == "retried" and first.retry.reference == ts.resettlement_reference(
+        assert first.action == "retried" and first.retry.reference == refs.resettlement_reference(
             ids["failed_all"]
         )
         again = await ts.resettle(client, candidates[0])  # same key and body: the first answer, no new run

@@ -9,7 +9,7 @@ import pytest
 from openpyxl import Workbook
 
 from tasks.intake import IntakeError, read_raw_sheet
-from tasks.labels import REFERENCE_PATTERN
+from tasks.references import REFERENCE_PATTERN
 from tasks.utilities import (
     ProductInfo,
     chunks,

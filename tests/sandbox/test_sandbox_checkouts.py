@@ -11,8 +11,7 @@ import pytest
 
 from sandbox import SandboxConfig, create_app
 from sandbox.clock import iso
-from tests.sandbox.part2_support import acme, ref
-from tests.sandbox.sandbox_support import Api
+from tests.sandbox.sandbox_support import Api, acme, ref
 
 
 def fixed(amount: str = "50.00", **extra) -> dict:
@@ -178,7 +177,7 @@ async def test_idempotent_create_and_duplicate_reference(api) -> None:
 
 
 async def test_permissions(client) -> None:
-    from tests.sandbox.part2_support import api_for
+    from tests.sandbox.sandbox_support import api_for
 
     reader = await api_for(client, ["collections.read"])
     assert (await reader.post("/v1/checkouts", fixed())).status_code == 403

@@ -1,4 +1,4 @@
-"""Contract tests, part 2: collections, checkouts, utilities, transfers, recipients, party lookups, events.
+"""Contract tests of collections, checkouts, utilities, transfers, recipients, party lookups and events.
 
 Expectations come from the spec and docs/contract.md only (no emulator internals).
 """

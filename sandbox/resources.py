@@ -1,8 +1,8 @@
-"""Part 2 state: the records of collections, checkouts, utilities, transfers and webhooks per environment.
+"""Records of collections, checkouts, utility purchases, transfers and webhook deliveries, and
+``EnvResources``: their book in one business environment (``EnvState.resources``).
 
-Everything lives in ``EnvState.extensions["part2"]`` (a ``Part2Env``), created on first use by ``part2(env)``.
-First use also registers the part-2 event hook on the sandbox (webhook fan-out, settlement claims), so
-``create_app`` needs no extra wiring.
+The event hook that drives them (webhook fan-out, settlement claims) is wired by ``create_app``
+(``sandbox.engine.hooks``).
 """
 
 from __future__ import annotations
@@ -13,12 +13,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from ..clock import iso
-from ..money import ZERO, fmt
-from ..records import Event, Movement, new_id
-from ..state import EnvState
-
-EXTENSION_KEY = "part2"
+from .clock import iso
+from .money import ZERO, fmt
+from .records import Event, Movement, new_id
 
 #: Callback run when a collection reaches a final status: ``(collection, at)``.
 CollectionWatcher = Callable[[Movement, datetime], None]
@@ -292,8 +289,8 @@ class Delivery:
 
 
 @dataclass
-class Part2Env:
-    """Part-2 records of one business environment."""
+class EnvResources:
+    """Collections, checkouts, purchases, transfers and webhooks of one business environment."""
 
     collections: dict[str, Movement] = field(default_factory=dict)
     collection_watchers: dict[str, list[CollectionWatcher]] = field(default_factory=dict)
@@ -308,23 +305,6 @@ class Part2Env:
     event_index: dict[str, int] = field(default_factory=dict)  # event id -> seq
     feed_from_seq: int | None = None  # events with a higher seq exist for the feed (first endpoint)
     gated_from_seq: int | None = None  # utility/settlement/transfer events: first non-legacy create or edit
-
-
-def part2(env: EnvState) -> Part2Env:
-    """The part-2 records of ``env`` (created, and the event hook registered, on first use)."""
-    ext = env.extensions.get(EXTENSION_KEY)
-    if ext is None:
-        ext = env.extensions[EXTENSION_KEY] = Part2Env()
-        register_hooks(env)
-    return ext
-
-
-def register_hooks(env: EnvState) -> None:
-    """Register the part-2 event hook once per sandbox state."""
-    from .hooks import on_event  # local import: hooks imports the engines, which import this module
-
-    if on_event not in env.sandbox.event_hooks:
-        env.sandbox.event_hooks.append(on_event)
 
 
 def new_checkout_token() -> str:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sandbox.part2_support import ENDPOINTS, add_endpoint, api_for, collection, ref
-from tests.sandbox.sandbox_support import payout
+from tests.sandbox.sandbox_support import ENDPOINTS, add_endpoint, api_for, collection, payout, ref
 
 
 async def all_events(api, **params) -> list[dict]:

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.sandbox.part2_support import api_for, collection, ref
+from tests.sandbox.sandbox_support import api_for, collection, ref
 
 
 async def test_collection_is_accepted_with_fee_and_non_initiator_bearer(api) -> None:

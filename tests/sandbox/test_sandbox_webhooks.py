@@ -20,8 +20,7 @@ import pytest
 import sandbox.delivery as delivery_mod
 from sandbox import SandboxConfig, create_app
 from sandbox.delivery import stop_worker
-from tests.sandbox.part2_support import ENDPOINTS, add_endpoint, collection
-from tests.sandbox.sandbox_support import Api, payout
+from tests.sandbox.sandbox_support import ENDPOINTS, Api, add_endpoint, collection, payout
 
 EP = ENDPOINTS.format(biz="demo", env="test")
 GAPS = [0, 60, 600, 3600, 18000, 61200]

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.sandbox.part2_support import acme, api_for, ref
+from tests.sandbox.sandbox_support import acme, api_for, ref
 
 
 def transfer(

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.sandbox.part2_support import api_for, ref
+from tests.sandbox.sandbox_support import api_for, ref
 
 
 def purchase(

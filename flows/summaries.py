@@ -1,0 +1,232 @@
+"""Typed run summaries, one per flow family: the outcome, its exit code and the lines a person reads.
+
+A flow's JSON summary (the ``--json`` output, the report's JSON, README "Run summary") is read into the
+family's model; the fields the lines and exit codes use are typed, the other documented fields are kept as
+written (``extra="allow"``), so ``--json`` prints the flow's summary unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
+
+
+class RunSummary(BaseModel):
+    """What every run reports: its label, outcome, notes and report files."""
+
+    model_config = ConfigDict(extra="allow")
+
+    #: outcome → exit code; any other outcome exits 1.
+    EXIT_CODES: ClassVar[dict[str, int]] = {
+        "completed": EXIT_OK,
+        "dry_run": EXIT_OK,
+        "invalid_input": EXIT_INVALID,
+        "preflight_failed": EXIT_INVALID,
+        "not_approved": EXIT_NOT_APPROVED,
+    }
+
+    label: str | None = None
+    outcome: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    report_files: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for this outcome."""
+        return self.EXIT_CODES.get(self.outcome or "", EXIT_ERROR)
+
+    def lines(self) -> list[str]:
+        """The lines a person reads at the end of the run."""
+        return [f"{self.label}: {self.outcome}", *self.closing_lines()]
+
+    def closing_lines(self) -> list[str]:
+        """The lines every summary ends with: notes, then the report files written."""
+        lines = [f"  note: {note}" for note in self.notes]
+        lines += [f"  report {kind}: {path}" for kind, path in (self.report_files or {}).items()]
+        return lines
+
+    def text(self) -> str:
+        """:meth:`lines` as one text."""
+        return "\n".join(self.lines())
+
+
+def _row_errors(errors: list[dict[str, Any]], *, file_level: bool) -> list[str]:
+    lines = []
+    for e in errors[:20]:
+        where = f"row {e['row']}, column {e['column']}"
+        if file_level and e.get("row") is None:
+            where = "file"
+        lines.append(f"  {where}: {e['message']}")
+    if len(errors) > 20:
+        lines.append(f"  ... and {len(errors) - 20} more errors (see the validation report)")
+    return lines
+
+
+class PayoutRunSummary(RunSummary):
+    """``payout-spreadsheet``."""
+
+    source: str | None = None
+    rows_total: int = 0
+    rows_valid: int = 0
+    rows_invalid: int = 0
+    batches: int = 0
+    payouts_by_status: dict[str, int] = Field(default_factory=dict)
+    refused_items: int = 0
+    refused_by_code: dict[Any, int] = Field(default_factory=dict)
+    replayed_payouts: int = 0
+    awaiting_review: list[str] = Field(default_factory=list)
+    not_final: list[str] = Field(default_factory=list)
+    deadline_reached: bool = False
+    amount_total: str = "0.00"
+    fee_total: str = "0.00"
+    duration_s: float | int = 0
+    errors: list[dict[str, Any]] = Field(default_factory=list)
+    preflight: dict[str, Any] | None = None
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"run {self.label or self.source}: {self.outcome}",
+            f"  rows: {self.rows_total} ({self.rows_valid} valid, {self.rows_invalid} invalid)   "
+            f"batches: {self.batches}",
+        ]
+        if self.payouts_by_status:
+            lines.append("  payouts: " + ", ".join(f"{k} {v}" for k, v in self.payouts_by_status.items()))
+        if self.refused_items:
+            lines.append(f"  refused by the service: {self.refused_items} {self.refused_by_code}")
+        if self.replayed_payouts:
+            lines.append(
+                f"  already sent by an earlier run with this label (replayed): {self.replayed_payouts}"
+            )
+        if self.awaiting_review:
+            lines.append(f"  awaiting review (in_review/held): {len(self.awaiting_review)}")
+        if self.not_final and self.deadline_reached:
+            lines.append(f"  not final at the poll deadline: {len(self.not_final)}")
+        lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   time: {self.duration_s}s")
+        lines += _row_errors(self.errors, file_level=True)
+        preflight = self.preflight or {}
+        for p in preflight.get("problems", []) + preflight.get("notes", []):
+            lines.append(f"  pre-flight: {p}")
+        for kind, path in (self.report_files or {}).items():
+            lines.append(f"  report {kind}: {path}")
+        return lines
+
+
+class PurchaseRunSummary(RunSummary):
+    """``utility-purchases`` (airtime and data)."""
+
+    rows_total: int = 0
+    rows_valid: int = 0
+    rows_invalid: int = 0
+    amount_total: str | None = None
+    fee_total: str = "-"
+    gross_total: str = "-"
+    purchases_by_status: dict[str, int] = Field(default_factory=dict)
+    refused_items: int = 0
+    refused_by_code: dict[Any, int] = Field(default_factory=dict)
+    replayed_purchases: int = 0
+    unresolved: list[str] = Field(default_factory=list)
+    errors: list[dict[str, Any]] = Field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        lines = [f"{self.label}: {self.outcome}"]
+        lines.append(f"  rows: {self.rows_total} ({self.rows_valid} valid, {self.rows_invalid} invalid)")
+        lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   gross: {self.gross_total}")
+        if self.purchases_by_status:
+            lines.append("  purchases: " + ", ".join(f"{k} {v}" for k, v in self.purchases_by_status.items()))
+        if self.refused_items:
+            lines.append(f"  refused by the service: {self.refused_items} {self.refused_by_code}")
+        if self.replayed_purchases:
+            lines.append(f"  bought by an earlier run with this label (replayed): {self.replayed_purchases}")
+        for ref in self.unresolved:
+            lines.append(f"  awaiting the service (do not buy again): {ref}")
+        lines += _row_errors(self.errors, file_level=False)
+        return lines + self.closing_lines()
+
+
+class SettlementRunSummary(RunSummary):
+    """``retry-failed-settlements`` and ``settle-now``: a run that did not complete exits 1."""
+
+    EXIT_CODES: ClassVar[dict[str, int]] = {"completed": EXIT_OK}
+
+    runs_seen: int = 0
+    failed_runs: int = 0
+    retried: int = 0
+    retried_before: int = 0
+    skipped: int = 0
+    retry_outcomes: dict[str, int] = Field(default_factory=dict)
+    retries_failed_again: list[str] = Field(default_factory=list)
+    skipped_reasons: dict[str, Any] = Field(default_factory=dict)
+    run_id: str | None = None
+    settlement_outcome: str | None = None
+
+    def lines(self) -> list[str]:
+        lines = [f"{self.label}: {self.outcome}"]
+        if "runs_seen" in self.model_fields_set:
+            lines.append(
+                f"  runs seen: {self.runs_seen}   failed: {self.failed_runs}   retried now: {self.retried}   "
+                f"retried before: {self.retried_before}   skipped: {self.skipped}"
+            )
+            if self.retry_outcomes:
+                lines.append(
+                    "  retry outcomes: " + ", ".join(f"{k} {v}" for k, v in self.retry_outcomes.items())
+                )
+            for run_id in self.retries_failed_again:
+                lines.append(f"  retry run {run_id} failed again: reported, not retried again")
+            for run_id, reason in self.skipped_reasons.items():
+                lines.append(f"  skipped {run_id}: {reason}")
+        extra = self.model_extra or {}
+        if self.run_id and "settlement_outcome" in self.model_fields_set:
+            lines.append(
+                f"  run {self.run_id}: {extra.get('status')} {self.settlement_outcome or ''}  "
+                f"total {extra.get('total')} {extra.get('currency')}"
+            )
+        if self.outcome == "incomplete":
+            lines.append(
+                "  some runs were still running at the poll deadline: run the command again to report them"
+            )
+        return lines + self.closing_lines()
+
+
+class TransactionsReportSummary(RunSummary):
+    """``transactions-report``."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    from_: Any = Field(None, alias="from")
+    to: Any = None
+    transactions: int = 0
+    totals_by_kind_direction: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    mismatched: list[Any] = Field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        lines = [f"{self.label}: {self.outcome}"]
+        lines.append(f"  window {self.from_} -> {self.to}: {self.transactions} transactions")
+        for key, cur in self.totals_by_kind_direction.items():
+            lines.append(f"  {key}: " + ", ".join(f"{v} {c}" for c, v in cur.items()))
+        if self.mismatched:
+            lines.append(f"  mismatched reconciliations: {len(self.mismatched)}")
+        return lines + self.closing_lines()
+
+
+class EventsCatchUpSummary(RunSummary):
+    """``events-catch-up``."""
+
+    events_read: int = 0
+    events_emitted: int = 0
+    duplicates_skipped: int = 0
+    cursor_before: Any = None
+    cursor_after: Any = None
+    restarted_without_cursor: bool = False
+
+    def lines(self) -> list[str]:
+        lines = [f"{self.label or 'events catch-up'}: {self.outcome}"]
+        lines.append(
+            f"  read {self.events_read}, emitted {self.events_emitted}, duplicates skipped "
+            f"{self.duplicates_skipped}; cursor {self.cursor_before} -> {self.cursor_after}"
+        )
+        if self.restarted_without_cursor:
+            lines.append("  the saved cursor was too old or unknown: restarted from the first event")
+        return lines + self.closing_lines()
