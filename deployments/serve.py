@@ -274,6 +274,24 @@ def ensure_first_admin(home: Path, say: Callable[[str], None] = print) -> Path |
         engine.dispose()
 
 
+def apply_alerts(say: Callable[[str], None]) -> bool:
+    """Apply the alert automations when ``PAYOPS_ALERTS_BLOCK`` names a notification block (operations.md).
+    A wrong block is reported and the rest of the all-in-one still starts: alerts are not worth an outage."""
+    from deployments.alerts import AlertSetupError, apply_automations
+
+    block = os.environ.get("PAYOPS_ALERTS_BLOCK")
+    if not block:
+        say("alerts: off (set PAYOPS_ALERTS_BLOCK to a notification block to turn them on)")
+        return False
+    try:
+        done = asyncio.run(apply_automations(block))
+    except (AlertSetupError, httpx.HTTPError) as exc:
+        say(f"alerts: not applied: {exc}")
+        return False
+    say(f"alerts: {len(done)} automations notify through {block}")
+    return True
+
+
 @contextmanager
 def _terminate_on_sigterm() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
@@ -343,6 +361,8 @@ def run_all_in_one(
             say(f"console: http://{host}:{console_port}")
             if sandbox:
                 say(f"webhooks: http://{host}:{console_port}/webhooks/payments")
+            os.environ.setdefault("PAYOPS_CONSOLE_URL", f"http://{host}:{console_port}")
+            apply_alerts(say)
             specs = asyncio.run(resolve_templates(load_specs()))
             deployments = runner_deployments(specs, warn=say)
             say(

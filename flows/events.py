@@ -15,6 +15,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from pydantic import BaseModel, Field
 
+from tasks.alerts import events_catch_up_hook
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
@@ -61,7 +62,7 @@ def _markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@flow(name="events-catch-up", log_prints=False)
+@flow(name="events-catch-up", log_prints=False, on_completion=[events_catch_up_hook])
 async def events_catch_up(params: EventsCatchUpParams | None = None) -> dict[str, Any]:
     """Emit every event after the saved cursor once, then save the cursor."""
     async with open_clients():

@@ -18,6 +18,7 @@ from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
 from flows.run_params import SheetRunParams
+from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval
 from tasks.approvals import (
     ApprovalKeyMissing,
     ApprovalRefused,
@@ -239,7 +240,7 @@ def _summary(
     }
 
 
-@flow(name="payout-spreadsheet", log_prints=False)
+@flow(name="payout-spreadsheet", log_prints=False, **PAYOUT_RUN_HOOKS)
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
     async with open_clients():
@@ -349,6 +350,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             logger.error("%s; nothing sent", exc)
             summary["approval"] = {"approved": False, "comment": str(exc)}
             return finish("not_approved")
+        emit_needs_approval(label, pf, params.approval_timeout_s)
         approved, comment, approvers = await _approve(label, params.approval_timeout_s, key, need, total)
         summary["approval"] = {"approved": approved, "comment": comment}
         if approved:

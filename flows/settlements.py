@@ -21,6 +21,7 @@ from prefect.states import Failed, State
 from pydantic import BaseModel, Field
 
 from connectors.payments.models import REFERENCE_PATTERN
+from tasks.alerts import emit_settlement_alerts
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
@@ -287,6 +288,7 @@ async def _retry_failed_settlements(params: SettlementRetryParams | None = None)
         ],
     )
     await _publish("settlement-retry", f"Settlement retry {label}", summary, rows)
+    await emit_settlement_alerts(label, results, summary["report_files"])
     for r in results:
         if r.action == "skipped":
             logger.warning("settlement run %s not retried: %s", r.run.id, r.reason)

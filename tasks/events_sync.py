@@ -22,6 +22,7 @@ import importlib
 import logging
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from prefect import task
@@ -104,6 +105,7 @@ class SyncResult:
     duplicates_skipped: int = 0
     pages: int = 0
     restarted_without_cursor: bool = False
+    oldest_emitted_at: datetime | None = None
     by_type: Counter[str] = field(default_factory=Counter)
     api_calls: Counter[str] = field(default_factory=Counter)
 
@@ -162,6 +164,11 @@ async def sync_events(
             seen_set = set(seen)
             await store.save_seen(list(seen))
             result.emitted += 1
+            if (
+                envelope.created_at
+                and (result.oldest_emitted_at or envelope.created_at) >= envelope.created_at
+            ):
+                result.oldest_emitted_at = envelope.created_at
             result.by_type[envelope.type] += 1
         if page.items:
             cursor = page.items[-1].id
@@ -204,5 +211,6 @@ def summary_of(result: SyncResult, variable: str) -> dict[str, Any]:
         "duplicates_skipped": result.duplicates_skipped,
         "pages": result.pages,
         "restarted_without_cursor": result.restarted_without_cursor,
+        "oldest_emitted_at": result.oldest_emitted_at.isoformat() if result.oldest_emitted_at else None,
         "emitted_by_type": dict(sorted(result.by_type.items())),
     }

@@ -37,6 +37,24 @@ class CurrencyCheck:
         return self.amount + self.fees
 
 
+async def read_headroom(client: PaymentsClient) -> dict[str, CurrencyCheck]:
+    """Per currency: available balance (balances minus reserved, over every wallet account) and the limits'
+    per-transaction maximum and remaining daily / monthly outbound headroom."""
+    wallet, limits = await asyncio.gather(client.wallet.get(), client.limits.get())
+    rooms: dict[str, CurrencyCheck] = {}
+    for account in wallet:
+        for cur, bal in account.balances.items():
+            room = rooms.setdefault(cur, CurrencyCheck(cur))
+            reserved = Decimal(account.reserved.get(cur, ZERO))
+            room.available = (room.available or ZERO) + Decimal(bal) - reserved
+    for lim in limits:
+        room = rooms.setdefault(lim.currency, CurrencyCheck(lim.currency))
+        room.per_transaction = Decimal(lim.per_transaction)
+        room.daily_remaining = Decimal(lim.daily.out.remaining)
+        room.monthly_remaining = Decimal(lim.monthly.out.remaining)
+    return rooms
+
+
 @dataclass
 class NameCheck:
     row: int
@@ -140,18 +158,11 @@ async def run_preflight(
         c.fees += fees[r.row]
         if r.currency not in largest or r.amount > largest[r.currency].amount:
             largest[r.currency] = r
-    wallet, limits = await asyncio.gather(client.wallet.get(), client.limits.get())
-    for account in wallet:
-        for cur, bal in account.balances.items():
-            if cur in currencies:
-                reserved = Decimal(account.reserved.get(cur, ZERO))
-                currencies[cur].available = (currencies[cur].available or ZERO) + Decimal(bal) - reserved
-    for lim in limits:
-        if lim.currency in currencies:
-            c = currencies[lim.currency]
-            c.per_transaction = Decimal(lim.per_transaction)
-            c.daily_remaining = Decimal(lim.daily.out.remaining)
-            c.monthly_remaining = Decimal(lim.monthly.out.remaining)
+    for cur, room in (await read_headroom(client)).items():
+        if cur in currencies:
+            c = currencies[cur]
+            c.available, c.per_transaction = room.available, room.per_transaction
+            c.daily_remaining, c.monthly_remaining = room.daily_remaining, room.monthly_remaining
     pf = Preflight(dict(currencies), fees)
     for cur, c in pf.currencies.items():
         if c.available is None or c.available < c.needed:

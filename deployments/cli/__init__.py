@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from deployments.cli import events, operations, payouts, purchases, settlements, transactions, users
+from deployments.cli import alerts, events, operations, payouts, purchases, settlements, transactions, users
 
 app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
 app.command("payouts")(payouts.payouts)
@@ -24,6 +24,7 @@ app.add_typer(events.app, name="events")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(users.users_app, name="users")
 app.add_typer(users.audit_app, name="audit")
+app.add_typer(alerts.app, name="alerts")
 
 
 def main() -> None:

@@ -35,8 +35,8 @@ RULES = (
     Rule(
         "sandbox",
         ("connectors",),
-        allowed=("connectors.payments.models",),
-        why="the emulator shares the wire models with the client, nothing else",
+        allowed=("connectors.payments.models", "connectors.payments.contract"),
+        why="the emulator shares the wire models and the authored contract with the client, nothing else",
     ),
     Rule("flows", ("httpx",), why="flows compose tasks; HTTP is the connector's business"),
     Rule("store", ("prefect", "httpx"), why="the database room is plain SQLAlchemy"),

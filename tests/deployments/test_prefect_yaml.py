@@ -27,6 +27,7 @@ def test_the_expected_deployments_are_declared() -> None:
         "settle-now",
         "events-catch-up",
         "daily-transactions-report",
+        "wallet-watch",
     }
 
 
@@ -71,6 +72,7 @@ def test_schedules() -> None:
     assert SPECS["retry-failed-settlements"]["schedules"] == [{"cron": "5 * * * *", "timezone": "UTC"}]
     assert SPECS["events-catch-up"]["schedules"][0]["interval"] <= 600
     assert SPECS["daily-transactions-report"]["schedules"][0]["cron"].endswith("* * *")
+    assert SPECS["wallet-watch"]["schedules"][0]["interval"] <= 3600
     assert SPECS["payout-spreadsheet"]["schedules"] == [] and SPECS["settle-now"]["schedules"] == []
 
 

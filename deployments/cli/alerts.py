@@ -1,0 +1,62 @@
+"""`payops alerts apply|test`: alert automations on the Prefect server, sent through a notification block."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import typer
+
+from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect
+
+app = typer.Typer(
+    no_args_is_help=True, help="Alerts: Prefect automations sending payops events to a channel."
+)
+
+BLOCK_HELP = "Notification block: NAME or TYPE/NAME (e.g. slack-webhook/ops); default PAYOPS_ALERTS_BLOCK"
+
+
+def _block(block: str | None) -> str:
+    chosen = block or os.environ.get("PAYOPS_ALERTS_BLOCK")
+    if not chosen:
+        fail("name a notification block with --block or PAYOPS_ALERTS_BLOCK", EXIT_INVALID)
+    return chosen
+
+
+@app.command("apply")
+def apply(
+    block: str | None = typer.Option(None, "--block", help=BLOCK_HELP),
+    console_url: str | None = typer.Option(
+        None, help="Console address for run links (default PAYOPS_CONSOLE_URL or http://127.0.0.1:8400)"
+    ),
+) -> None:
+    """Create or update every automation of deployments/automations/ (re-applying never duplicates)."""
+    quiet_prefect(True)
+    from deployments.alerts import AlertSetupError, apply_automations
+
+    chosen = _block(block)
+    try:
+        done = asyncio.run(apply_automations(chosen, console=console_url))
+    except AlertSetupError as exc:
+        fail(str(exc), EXIT_INVALID)
+    except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
+        fail(f"{type(exc).__name__}: {exc}")
+    for name, action in done:
+        typer.echo(f"{action}: {name}")
+    typer.echo(f"{len(done)} automations notify through {chosen}")
+
+
+@app.command("test")
+def test(block: str | None = typer.Option(None, "--block", help=BLOCK_HELP)) -> None:
+    """Send a test message through the notification block."""
+    quiet_prefect(True)
+    from deployments.alerts import AlertSetupError, send_test
+
+    chosen = _block(block)
+    try:
+        full_name = asyncio.run(send_test(chosen))
+    except AlertSetupError as exc:
+        fail(str(exc), EXIT_INVALID)
+    except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
+        fail(f"sending through {chosen} failed: {type(exc).__name__}: {exc}")
+    typer.echo(f"test message sent through {full_name}")
