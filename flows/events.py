@@ -13,7 +13,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from tasks.alerts import events_catch_up_hook
 from tasks.artifacts import markdown_table
@@ -27,6 +27,7 @@ from tasks.events_sync import (
     summary_of,
     sync_events_task,
 )
+from tasks.payment_events import ForwardFilter
 
 
 class EventsCatchUpParams(BaseModel):
@@ -41,12 +42,22 @@ class EventsCatchUpParams(BaseModel):
     emitter: str | None = Field(
         None, description="'module:callable' taking emit_event's keywords; default prefect.events.emit_event"
     )
+    forward: str = Field(
+        "*",
+        description="Events emitted: '<type glob>[:<status>|...]' rules as PAYOPS_WEBHOOK_FORWARD; '*' = all",
+    )
     credentials_block: str | None = Field(
         None, description="PaymentsCredentials block name; default: env vars"
     )
     rate_limit_per_s: float = Field(
         50, gt=0, description="Requests per second without a `payments-api` limit"
     )
+
+    @field_validator("forward")
+    @classmethod
+    def _forward_rules(cls, value: str) -> str:
+        ForwardFilter(value)  # raises ValueError naming the bad rule
+        return value
 
 
 def _markdown(summary: dict[str, Any]) -> str:
@@ -75,7 +86,7 @@ async def _events_catch_up(params: EventsCatchUpParams | None = None) -> dict[st
     t0 = time.perf_counter()
     settings = load_settings(params.credentials_block)
     result = await sync_events_task(
-        settings, params.variable, params.page_size, params.rate_limit_per_s, params.emitter
+        settings, params.variable, params.page_size, params.rate_limit_per_s, params.emitter, params.forward
     )
     summary: dict[str, Any] = {"outcome": "completed", **summary_of(result, params.variable)}
     summary["api_calls"] = dict(sorted(result.api_calls.items()))

@@ -3,3 +3,4 @@
 import store.approvals  # noqa: F401
 import store.audit  # noqa: F401
 import store.users  # noqa: F401
+import store.webhook_inbox  # noqa: F401 - the webhook inbox

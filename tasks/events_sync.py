@@ -6,18 +6,26 @@ State lives in two Prefect Variables (names: lowercase letters, digits, dashes, 
   an operator can read or reset it with ``prefect variable get|set``;
 * ``<name>-seen``: the ids of the most recently processed events (newest last, at most `SEEN_CAPACITY`).
 
-Order per event: skip it when its id is in the seen list; else emit, then save the seen list. The cursor is
-saved after each page. A crash between emitting and saving the cursor therefore replays that page on the
-next run, and the seen list skips every event already emitted (`SEEN_CAPACITY` > a page). The one window
-left, a crash between the emit and the seen-list save, emits that single event again with the same Prefect
-event id (uuid5 of the envelope id), which Prefect's triggers deduplicate.
+The webhook inbox of the payops database (`store.webhook_inbox`) is the seen-ids list shared with the webhook
+receiver: an event the receiver kept is skipped here, and every event read here is kept there (marked
+forwarded when this run emitted it), so a later delivery of it is answered ``duplicate`` and not forwarded
+again. The forward filter (``forward``, the rules of ``PAYOPS_WEBHOOK_FORWARD``; default here ``*``) chooses
+what is emitted; the rest is kept for audit only.
 
-A cursor the service no longer knows (events are kept 90 days; 400 ``invalid_input``) restarts the feed
-from its first event; the seen list and the stable event ids protect against re-emitting.
+Order per event: skip it when its id is in the seen list or the inbox; else emit, keep it in the inbox, then
+save the seen list. The cursor is saved after each page. A crash between emitting and saving the cursor
+therefore replays that page on the next run, and the seen list skips every event already emitted
+(`SEEN_CAPACITY` > a page). The one window left, a crash between the emit and the seen-list save, emits that
+single event again with the same Prefect event id (uuid5 of the envelope id), which Prefect's triggers
+deduplicate.
+
+A cursor the service no longer knows (events are kept 90 days; 400 ``invalid_input``) restarts the feed from
+its first event; the seen list and the stable event ids protect against re-emitting.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 from collections import Counter, deque
@@ -29,8 +37,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import BadRequestError, PaymentsClient, PaymentsSettings
+from store.webhook_inbox import WebhookInbox
 from tasks.clients import payments_client
-from tasks.payment_events import Emitter, default_emitter, emit
+from tasks.payment_events import Emitter, ForwardFilter, default_emitter, emit
 from tasks.retries import is_transient
 
 log = logging.getLogger(__name__)
@@ -102,6 +111,7 @@ class SyncResult:
     cursor_after: str | None
     read: int = 0
     emitted: int = 0
+    kept_not_forwarded: int = 0
     duplicates_skipped: int = 0
     pages: int = 0
     restarted_without_cursor: bool = False
@@ -129,8 +139,11 @@ async def sync_events(
     emitter: Emitter | None = None,
     *,
     page_size: int = PAGE_SIZE,
+    inbox: WebhookInbox | None = None,
+    forward: ForwardFilter | None = None,
 ) -> SyncResult:
-    """Emit every event after the saved cursor once; save the seen ids per event and the cursor per page."""
+    """Emit every event after the saved cursor once (those ``forward`` selects; default all), keeping each in
+    ``inbox``; save the seen ids per event and the cursor per page."""
     if page_size > SEEN_CAPACITY:
         raise ValueError(f"page_size must be at most {SEEN_CAPACITY} (the seen list covers one page)")
     after, seen_ids = await store.load()
@@ -156,20 +169,32 @@ async def sync_events(
         result.pages += 1
         for envelope in page.items:
             result.read += 1
-            if envelope.id in seen_set:
+            if envelope.id in seen_set or (
+                inbox is not None and await asyncio.to_thread(inbox.__contains__, envelope.id)
+            ):
                 result.duplicates_skipped += 1
                 continue
-            emit(envelope, emitter)
+            selected = forward is None or forward(envelope)
+            if selected:
+                emit(envelope, emitter)
+            if inbox is not None:
+                wire = envelope.model_dump(mode="json", by_alias=True)
+                await asyncio.to_thread(
+                    inbox.accept, wire, forward=selected, forwarded=True, source="catch-up"
+                )
             seen.append(envelope.id)
             seen_set = set(seen)
             await store.save_seen(list(seen))
-            result.emitted += 1
-            if (
-                envelope.created_at
-                and (result.oldest_emitted_at or envelope.created_at) >= envelope.created_at
-            ):
-                result.oldest_emitted_at = envelope.created_at
-            result.by_type[envelope.type] += 1
+            if selected:
+                result.emitted += 1
+                if (
+                    envelope.created_at
+                    and (result.oldest_emitted_at or envelope.created_at) >= envelope.created_at
+                ):
+                    result.oldest_emitted_at = envelope.created_at
+                result.by_type[envelope.type] += 1
+            else:
+                result.kept_not_forwarded += 1
         if page.items:
             cursor = page.items[-1].id
             await store.save_cursor(cursor)
@@ -193,11 +218,28 @@ async def sync_events_task(
     page_size: int,
     rate_per_s: float,
     emitter_path: str | None = None,
+    forward: str = "*",
 ) -> SyncResult:
-    """Catch up from the cursor in Variable `variable` (a retry resumes from what was saved)."""
+    """Catch up from the cursor in Variable `variable` (a retry resumes from what was saved), sharing the
+    payops database's webhook inbox."""
+    from store import migrate, open_engine
+
     emitter = load_emitter(emitter_path)
-    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
-        return await sync_events(client, VariableCursorStore(variable), emitter, page_size=page_size)
+    engine = open_engine()
+    try:
+        await asyncio.to_thread(migrate, engine)
+        inbox = WebhookInbox(engine)
+        async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
+            return await sync_events(
+                client,
+                VariableCursorStore(variable),
+                emitter,
+                page_size=page_size,
+                inbox=inbox,
+                forward=ForwardFilter(forward),
+            )
+    finally:
+        engine.dispose()
 
 
 def summary_of(result: SyncResult, variable: str) -> dict[str, Any]:
@@ -208,6 +250,7 @@ def summary_of(result: SyncResult, variable: str) -> dict[str, Any]:
         "cursor_after": result.cursor_after,
         "events_read": result.read,
         "events_emitted": result.emitted,
+        "events_kept_not_forwarded": result.kept_not_forwarded,
         "duplicates_skipped": result.duplicates_skipped,
         "pages": result.pages,
         "restarted_without_cursor": result.restarted_without_cursor,

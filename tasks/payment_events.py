@@ -18,11 +18,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from fnmatch import fnmatchcase
 from typing import Any
 
 from connectors.payments import WebhookEnvelope
 
-__all__ = ["EVENT_NAMESPACE", "Emitter", "default_emitter", "emit", "envelope_to_event", "as_envelope"]
+__all__ = [
+    "DEFAULT_FORWARD",
+    "EVENT_NAMESPACE",
+    "Emitter",
+    "ForwardFilter",
+    "as_envelope",
+    "default_emitter",
+    "emit",
+    "envelope_to_event",
+]
 
 EVENT_NAMESPACE = uuid.UUID("5b0c7f64-52a4-4f0e-9a3c-7d1f3c1a2e90")
 LABEL_FIELDS = ("status", "outcome")
@@ -74,3 +84,38 @@ def envelope_to_event(envelope: WebhookEnvelope | Mapping[str, Any]) -> dict[str
 def emit(envelope: WebhookEnvelope | Mapping[str, Any], emitter: Emitter | None = None) -> Any:
     """Emit the Prefect event of `envelope` with `emitter` (default `prefect.events.emit_event`)."""
     return (emitter or default_emitter)(**envelope_to_event(envelope))
+
+
+DEFAULT_FORWARD = "settlement.*,collection.*,utility_purchase.*,transfer.*,payout.*:failed|refunded|held"
+"""Events that drive work: all settlement, collection, utility purchase and transfer events, and payout events
+whose record ends ``failed``/``refunded``/``held`` (the payout flow polls every other payout status)."""
+
+
+class ForwardFilter:
+    """Which envelopes become Prefect events: comma-separated ``<type pattern>[:<status>|<status>...]`` rules.
+
+    A type pattern is a shell glob (``payout.*``); with statuses, the record's ``data.status`` must be one of
+    them. ``*`` forwards everything. Every accepted envelope stays in the inbox whatever the filter says.
+    """
+
+    def __init__(self, rules: str = DEFAULT_FORWARD) -> None:
+        self.rules: list[tuple[str, frozenset[str] | None]] = []
+        for raw in rules.split(","):
+            rule = raw.strip()
+            if not rule:
+                continue
+            pattern, colon, statuses = rule.partition(":")
+            names = frozenset(s.strip() for s in statuses.split("|") if s.strip()) if colon else None
+            if not pattern.strip() or (colon and not names):
+                raise ValueError(f"forward rule {rule!r}: expected '<type pattern>[:<status>|<status>]'")
+            self.rules.append((pattern.strip(), names))
+        if not self.rules:
+            raise ValueError("the forward filter needs at least one rule (use '*' to forward everything)")
+
+    def __call__(self, envelope: WebhookEnvelope | Mapping[str, Any]) -> bool:
+        env = as_envelope(envelope)
+        status = (env.data or {}).get("status")
+        return any(
+            fnmatchcase(env.type, pattern) and (statuses is None or status in statuses)
+            for pattern, statuses in self.rules
+        )

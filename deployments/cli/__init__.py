@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import typer
 
-from deployments.cli import alerts, events, operations, payouts, purchases, settlements, transactions, users
+from deployments.cli import (
+    alerts,
+    events,
+    operations,
+    payouts,
+    purchases,
+    settlements,
+    transactions,
+    users,
+    webhooks,
+)
 
 app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments Service.")
 app.command("payouts")(payouts.payouts)
@@ -25,6 +35,7 @@ app.add_typer(transactions.app, name="transactions")
 app.add_typer(users.users_app, name="users")
 app.add_typer(users.audit_app, name="audit")
 app.add_typer(alerts.app, name="alerts")
+app.add_typer(webhooks.app, name="webhooks")
 
 
 def main() -> None:

@@ -32,10 +32,9 @@ from .admin import register_admin
 from .errors import ConsoleError, LoginNeeded
 from .runs import DeploymentLauncher, LocalLauncher, RunLauncher, read_run, recent_runs
 from .security import CsrfTokens, LoginThrottle, SecurityHeaders, client_address, new_nonce, parse_networks
-from .seen_events import SeenEvents
 from .settings import ConsoleSettings
 from .storage import StorageError, Upload, UploadStore
-from .webhooks import Emitter, WebhookReceiver, default_emitter, webhook_router
+from .webhooks import Emitter, WebhookService, default_emitter, webhook_router
 
 log = logging.getLogger("payops.console")
 
@@ -74,8 +73,6 @@ class Console:
         self.throttle = LoginThrottle()
         self.store = UploadStore(settings.upload_url, settings.report_url)
         self.launcher = launcher
-        self.seen = SeenEvents(settings.webhook_store_path())
-        self.receiver = WebhookReceiver(settings.webhook_secret_list(), self.seen, emitter)
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
 
     # -- who is asking -------------------------------------------------------------------------------------
@@ -210,11 +207,17 @@ def create_app(
         deployment = settings.payout_deployment
         launcher = DeploymentLauncher(deployment) if deployment else LocalLauncher()
     console = Console(settings, launcher, emitter)
-    app = FastAPI(title="payops console", docs_url=None, redoc_url=None, openapi_url=None)
+    # -- webhooks: durable inbox, receiver and relay (all in .webhooks); the relay runs in the lifespan --
+    webhooks = WebhookService(settings, emitter)
+    app = FastAPI(
+        title="payops console", docs_url=None, redoc_url=None, openapi_url=None, lifespan=webhooks.lifespan
+    )
+    app.state.webhooks = webhooks
+    app.include_router(webhook_router(webhooks.receiver))
+    # -- end webhooks --
     app.state.console = console
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    app.include_router(webhook_router(console.receiver))
 
     @app.exception_handler(ConsoleError)
     async def console_error(request: Request, exc: ConsoleError) -> Response:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from tasks.payment_events import DEFAULT_FORWARD, ForwardFilter
 
 
 def prefect_home() -> Path:
@@ -20,9 +22,6 @@ class ConsoleSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PAYOPS_", extra="ignore")
 
-    database_url: str | None = Field(
-        None, description="Users, sessions, approvals, audit; default: SQLite under PAYOPS_HOME"
-    )
     console_session_key: SecretStr | None = Field(
         None, description="Key signing CSRF tokens; default: random per process (set it for replicas)"
     )
@@ -40,7 +39,27 @@ class ConsoleSettings(BaseSettings):
     )
     credentials_block: str | None = Field(None, description="PaymentsCredentials block passed to runs")
     webhook_secrets: SecretStr | None = Field(None, description="Comma-separated webhook signing secrets")
-    webhook_store: Path | None = Field(None, description="SQLite file of seen webhook event ids")
+    database_url: str | None = Field(
+        None,
+        description="Users, sessions, approvals, audit, webhook inbox; default: SQLite under PAYOPS_HOME",
+    )
+    webhook_forward: str = Field(
+        DEFAULT_FORWARD, description="Events forwarded to Prefect: '<type glob>[:<status>|...]' rules, or '*'"
+    )
+    webhook_backlog_limit: int = Field(
+        20_000, ge=1, description="Unforwarded inbox rows at which deliveries get 503 + Retry-After"
+    )
+    webhook_retry_after_s: int = Field(60, ge=1, description="Retry-After of a 503 at the backlog limit")
+    webhook_lease_s: float = Field(
+        30, gt=0, description="Seconds a relay owns rows it sends before another relay may retry them"
+    )
+
+    @field_validator("webhook_forward")
+    @classmethod
+    def _forward_rules(cls, value: str) -> str:
+        ForwardFilter(value)  # raises ValueError naming the bad rule
+        return value
+
     prefect_ui_url: str | None = Field(None, description="Prefect UI address for run links")
 
     @property
@@ -51,9 +70,6 @@ class ConsoleSettings(BaseSettings):
         """Signing secrets (old and new during a rotation); empty when the receiver is not configured."""
         raw = self.webhook_secrets.get_secret_value() if self.webhook_secrets else ""
         return [s.strip() for s in raw.split(",") if s.strip()]
-
-    def webhook_store_path(self) -> Path:
-        return self.webhook_store or prefect_home() / "payops" / "webhooks-seen.sqlite"
 
     def ui_url(self) -> str | None:
         """Prefect UI base address: configured, else Prefect's own ``PREFECT_UI_URL`` setting."""

@@ -1,30 +1,52 @@
-"""``POST /webhooks/payments``: verify a Payments Service delivery, skip duplicates, emit a Prefect event.
+"""``POST /webhooks/payments``: verify a Payments Service delivery, keep it in the inbox, then answer.
 
-The envelope becomes the same Prefect event as in the events catch-up (``tasks.payment_events``): event
-``payments.<type>`` about the resource ``payments.<kind>.<reference>`` with ``payments.status`` /
-``payments.outcome`` labels for deployment triggers, payload = the envelope's ``data``, and an event id
-derived from the webhook id, so a replay or a catch-up of the same envelope is the same event.
+A delivery is answered 2xx only after its envelope is committed to the webhook inbox of the payops database
+(`store.webhook_inbox`, keyed by webhook id: a retry or replay is answered ``duplicate``). The relay
+(`tasks.event_relay`, started with the console) turns the rows the forward filter selects into the same
+Prefect event as the events catch-up (`tasks.payment_events`) and marks them forwarded once Prefect has them.
+When the relay falls behind (more than ``backlog_limit`` rows waiting), new deliveries are answered 503 with
+``Retry-After``: the service retries six times over a day, so nothing is accepted that cannot be kept.
+
+Verification and the database work run in a worker thread, off the event loop. Every delivery logs one line
+(webhook id, type, outcome; never the body) at INFO or above, whatever the root logger's level.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from connectors.payments.models import WebhookEnvelope
 from connectors.payments.webhooks import WebhookVerificationError, WebhookVerifier
-from tasks.payment_events import Emitter, default_emitter, envelope_to_event
+from store import migrate, open_engine
+from store.webhook_inbox import GroupCommit, WebhookInbox
+from tasks.event_relay import EmitterSender, PrefectEventsSender, Relay
+from tasks.payment_events import Emitter, ForwardFilter, default_emitter, envelope_to_event
 
-from .seen_events import SeenEvents
+from .settings import ConsoleSettings
 
-__all__ = ["Emitter", "WebhookReceiver", "default_emitter", "prefect_event", "webhook_router"]
+__all__ = [
+    "Emitter",
+    "WebhookReceiver",
+    "WebhookService",
+    "default_emitter",
+    "prefect_event",
+    "webhook_router",
+]
 
 log = logging.getLogger("payops.console.webhooks")
 
 MAX_BODY_BYTES = 1024 * 1024
+BACKLOG_CHECK_S = 0.5  # how stale the backlog count may be: one COUNT per half second, not per delivery
 
 
 def prefect_event(envelope: WebhookEnvelope) -> dict[str, Any]:
@@ -33,37 +55,80 @@ def prefect_event(envelope: WebhookEnvelope) -> dict[str, Any]:
 
 
 class WebhookReceiver:
-    """Verification (with rotation), duplicate skipping and emission, independent of HTTP."""
+    """Verification (with rotation), the inbox commit, duplicates and backpressure, independent of HTTP."""
 
-    def __init__(self, secrets: list[str], seen: SeenEvents, emitter: Emitter = default_emitter) -> None:
+    def __init__(
+        self,
+        secrets: list[str],
+        inbox: WebhookInbox,
+        forward: ForwardFilter | None = None,
+        *,
+        backlog_limit: int = 20_000,
+        retry_after_s: int = 60,
+    ) -> None:
         self.verifier = WebhookVerifier(secrets) if secrets else None
-        self.seen = seen
-        self.emitter = emitter
+        self.inbox = inbox
+        self.writer = GroupCommit(inbox)
+        self.forward = forward or ForwardFilter()
+        self.backlog_limit = backlog_limit
+        self.retry_after_s = retry_after_s
+        self.on_accept: Callable[[], None] = lambda: None  # wakes the relay (set by the app)
+        self._backlog = 0
+        self._backlog_at = 0.0
+        self._lock = threading.Lock()
 
-    def receive(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
-        """Status code and JSON answer for one delivery."""
+    def over_limit(self) -> bool:
+        """Whether the unforwarded backlog has reached the limit (count refreshed every `BACKLOG_CHECK_S`)."""
+        with self._lock:
+            if time.monotonic() - self._backlog_at >= BACKLOG_CHECK_S:
+                self._backlog = self.inbox.backlog()
+                self._backlog_at = time.monotonic()
+            return self._backlog >= self.backlog_limit
+
+    def _busy(self) -> tuple[int, dict[str, str], dict[str, str]]:
+        return 503, {"error": "temporarily unavailable"}, {"Retry-After": str(self.retry_after_s)}
+
+    def receive(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, str]]:
+        """Status code, JSON answer and extra headers for one delivery (blocking: call it in a thread)."""
         if self.verifier is None:
-            return 503, {"error": "webhook receiver not configured"}
+            log.warning("webhook delivery id=%s outcome=not-configured", headers.get("webhook-id", "?")[:80])
+            return 503, {"error": "webhook receiver not configured"}, {}
         try:
             envelope = self.verifier.verify(body, headers)
         except WebhookVerificationError as exc:
-            log.warning("webhook refused: %s", exc)
-            return 400, {"error": "invalid webhook"}
-        if not self.seen.claim(envelope.id):
-            log.info("webhook %s (%s) already processed: skipped", envelope.id, envelope.type)
-            return 200, {"status": "duplicate", "id": envelope.id}
+            log.warning(
+                "webhook delivery id=%s outcome=refused (%s)", headers.get("webhook-id", "?")[:80], exc
+            )
+            return 400, {"error": "invalid webhook"}, {}
         try:
-            self.emitter(**prefect_event(envelope))
-        except Exception as exc:  # noqa: BLE001 - answer 503 so the service retries; the claim is given back
-            self.seen.release(envelope.id)
-            log.error("webhook %s: emitting the Prefect event failed (%s)", envelope.id, type(exc).__name__)
-            return 503, {"error": "temporarily unavailable"}
-        log.info("webhook %s (%s) emitted", envelope.id, envelope.type)
-        return 200, {"status": "accepted", "id": envelope.id}
+            if self.over_limit():
+                if envelope.id in self.inbox:
+                    outcome = "duplicate"
+                else:
+                    log.warning("webhook delivery id=%s type=%s outcome=busy", envelope.id, envelope.type)
+                    return self._busy()
+            else:
+                wire = envelope.model_dump(mode="json", by_alias=True)
+                forward = self.forward(envelope)
+                outcome = "accepted" if self.writer.accept(wire, forward) else "duplicate"
+                if outcome == "accepted" and forward:
+                    with self._lock:
+                        self._backlog += 1
+        except Exception as exc:  # noqa: BLE001 - the database is unavailable: the service retries the 503
+            log.error(
+                "webhook delivery id=%s type=%s outcome=unavailable (%s)",
+                envelope.id,
+                envelope.type,
+                type(exc).__name__,
+            )
+            return self._busy()
+        log.info("webhook delivery id=%s type=%s outcome=%s", envelope.id, envelope.type, outcome)
+        return 200, {"status": outcome, "id": envelope.id}, {}
 
 
 def webhook_router(receiver: WebhookReceiver) -> APIRouter:
     router = APIRouter()
+    log.setLevel(logging.INFO)  # one line per delivery even when the root logger is at WARNING
 
     @router.post("/webhooks/payments", include_in_schema=False)
     async def payments_webhook(request: Request) -> JSONResponse:
@@ -75,7 +140,41 @@ def webhook_router(receiver: WebhookReceiver) -> APIRouter:
             body += chunk
             if len(body) > MAX_BODY_BYTES:
                 return JSONResponse({"error": "body too large"}, status_code=413)
-        status, answer = receiver.receive(body, dict(request.headers))
-        return JSONResponse(answer, status_code=status)
+        status, answer, headers = await run_in_threadpool(receiver.receive, body, dict(request.headers))
+        if answer.get("status") == "accepted":
+            receiver.on_accept()
+        return JSONResponse(answer, status_code=status, headers=headers)
 
     return router
+
+
+class WebhookService:
+    """The receiver, its inbox and the relay of one console process; `lifespan` runs the relay."""
+
+    def __init__(self, settings: ConsoleSettings, emitter: Emitter = default_emitter) -> None:
+        self.engine = open_engine(settings.database_url)
+        migrate(self.engine)
+        self.inbox = WebhookInbox(self.engine)
+        self.receiver = WebhookReceiver(
+            settings.webhook_secret_list(),
+            self.inbox,
+            ForwardFilter(settings.webhook_forward),
+            backlog_limit=settings.webhook_backlog_limit,
+            retry_after_s=settings.webhook_retry_after_s,
+        )
+        sender = PrefectEventsSender() if emitter is default_emitter else EmitterSender(emitter)
+        self.relay = Relay(self.inbox, sender, lease_s=settings.webhook_lease_s)
+
+    @asynccontextmanager
+    async def lifespan(self, _app: Any) -> AsyncIterator[None]:
+        """Run the relay beside the app; on shutdown stop it, close the Prefect client and the engine."""
+        self.receiver.on_accept = self.relay.wake.set
+        task = asyncio.create_task(self.relay.run(), name="webhook-relay")
+        try:
+            yield
+        finally:
+            self.relay.stop()
+            await task
+            await asyncio.to_thread(self.receiver.writer.close)
+            await self.relay.sender.aclose()
+            self.engine.dispose()

@@ -38,7 +38,6 @@ def local_console(
         database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
         upload_url=str(tmp_path / "uploads"),
         report_url=str(tmp_path / "reports"),
-        webhook_store=tmp_path / "seen.sqlite",
         **overrides,
     )
     launcher = LocalLauncher()

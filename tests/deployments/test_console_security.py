@@ -57,7 +57,6 @@ def settings(tmp_path: Path, **overrides: Any) -> ConsoleSettings:
         "database_url": f"sqlite:///{tmp_path / 'payops.sqlite3'}",
         "upload_url": str(tmp_path / "uploads"),
         "report_url": str(tmp_path / "reports"),
-        "webhook_store": tmp_path / "seen.sqlite",
         **overrides,
     }
     return ConsoleSettings(**values)

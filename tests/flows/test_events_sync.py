@@ -7,6 +7,7 @@ import importlib
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -62,9 +63,11 @@ def server(clock: ManualClock) -> Iterator[SandboxServer]:
 
 
 @pytest.fixture
-def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
+def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> SandboxServer:
     for k, v in server.env.items():
         monkeypatch.setenv(k, v)
+    # each test reads the whole shared feed with its own cursor: give it its own webhook inbox (seen ids)
+    monkeypatch.setenv("PAYOPS_DATABASE_URL", f"sqlite:///{tmp_path / 'payops.sqlite3'}")
     recorded().clear()
     return server
 
