@@ -1,8 +1,9 @@
 """`make demo`: the main job on the embedded default.
 
 Starts the emulator (`payops sandbox`) on a free 127.0.0.1 port, pays examples/payouts-demo.xlsx with the
-payout flow on Prefect's temporary server, waits until every payout is final, writes the reports, prints a
-short summary and stops the emulator.
+payout flow on a Prefect server (``payops serve``'s when it answers, else a temporary one this process owns),
+waits until every payout is final, writes the reports, prints a short summary and stops the emulator. The
+emulator and the temporary server die with this process, also when it is killed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from tasks.child_processes import preexec_own_group_dying_with_parent
 
 ROOT = Path(__file__).resolve().parents[1]
 SHEET = ROOT / "examples" / "payouts-demo.xlsx"
@@ -46,7 +49,13 @@ def start_sandbox(port: int, env_file: Path, latency_ms: int = 0) -> subprocess.
     cmd = sandbox_command(
         "127.0.0.1", port, env_file, "--delivery-delay", "1.5", "--latency-ms", str(latency_ms)
     )
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=preexec_own_group_dying_with_parent(),  # noqa: PLW1509 - setsid + pdeathsig only
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -77,17 +86,13 @@ def main() -> int:
         proc = start_sandbox(port, env_file)
         try:
             os.environ.update(read_env_file(env_file))
+            from deployments.cli._common import run_on_server
             from flows.payouts import PayoutRunParams, payout_spreadsheet
             from flows.summaries import PayoutRunSummary
 
-            print(f"paying {SHEET.relative_to(ROOT)} (Prefect temporary server starts first) ...", flush=True)
-            import asyncio
-
-            summary = asyncio.run(
-                payout_spreadsheet(
-                    PayoutRunParams(source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)
-                )
-            )
+            print(f"paying {SHEET.relative_to(ROOT)} ...", flush=True)
+            params = PayoutRunParams(source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)
+            summary = run_on_server(lambda: payout_spreadsheet(params))
             print(PayoutRunSummary.model_validate(summary).text())
             not_final = summary.get("not_final") or []
             if summary["outcome"] != "completed" or not_final:

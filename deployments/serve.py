@@ -12,7 +12,6 @@ receive SIGTERM if this process dies (``PR_SET_PDEATHSIG``).
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import os
 import secrets
 import signal
@@ -29,6 +28,7 @@ import httpx
 import yaml
 
 from deployments.demo import read_env_file, sandbox_command
+from tasks.child_processes import preexec_own_group_dying_with_parent
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
@@ -120,17 +120,6 @@ def runner_deployments(
 
 
 # -- child processes ---------------------------------------------------------------------------------------
-_PR_SET_PDEATHSIG = 1
-
-
-def _child_setup() -> None:  # pragma: no cover - runs in the child between fork and exec
-    os.setsid()
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        return  # not glibc Linux: the parent still terminates its children on exit
-
-
 def start_child(
     cmd: list[str], env: Mapping[str, str], log_path: Path | None = None, cwd: Path = ROOT
 ) -> subprocess.Popen[bytes]:
@@ -138,7 +127,12 @@ def start_child(
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
     try:
         return subprocess.Popen(
-            cmd, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, preexec_fn=_child_setup
+            cmd,
+            cwd=cwd,
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=preexec_own_group_dying_with_parent(),
         )  # noqa: PLW1509 - setsid + pdeathsig only
     finally:
         if log_path:

@@ -40,7 +40,7 @@ from tasks.ratelimit import LimiterStats
 from tasks.references import content_label
 from tasks.reports import RowOutcome, ensure_reports_spare_source, report_paths, write_reports
 from tasks.run_meter import RunMeter
-from tasks.sheet_tasks import read_sheet_task, write_validation_report_task
+from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
 
@@ -257,9 +257,9 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         ensure_reports_spare_source(params.report_dir, params.label, params.source)
     intake = await asyncio.to_thread(read_sheet_task, params.source, options)
     meter.phase("read_validate")
-    if isinstance(intake, str):
-        logger.error("sheet refused: %s; nothing sent", intake)
-        summary = _summary(params, params.label, errors=[{"row": None, "column": None, "message": intake}])
+    if isinstance(intake, SheetRefused):
+        logger.error("sheet refused: %s; nothing sent", intake.message)
+        summary = _summary(params, params.label, errors=intake.errors)
         summary["outcome"] = "invalid_input"
         return meter.into(summary)
     label = params.label or content_label(_canonical(intake.rows))

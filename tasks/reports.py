@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -13,7 +11,7 @@ from typing import Any
 
 import fsspec
 
-from tasks.xlsx import add_sheet, is_large, neutralise, report_workbook
+from tasks.xlsx import add_sheet, is_large, neutralise, report_workbook, write_csv
 
 RESULT_COLUMNS = [
     "Reference (sent)",
@@ -181,12 +179,7 @@ def write_reports(
         rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
         add_sheet(wb, "resubmit", rh, rr)
 
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(headers)
-    writer.writerows(rows)
-    with fsspec.open(paths["csv"], "w", encoding="utf-8", newline="") as fh:
-        fh.write(buf.getvalue())
+    write_csv(paths["csv"], headers, rows)
     with fsspec.open(paths["json"], "w", encoding="utf-8") as fh:
         json.dump(summary, fh, indent=2, default=str)
     return paths

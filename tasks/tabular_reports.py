@@ -1,13 +1,11 @@
 """Write one table plus a run summary as NAME.xlsx, NAME.csv and NAME.json (folder or fsspec URL).
 
 Generic: any flow whose report is "a list of rows and a summary dict" uses this. Cells are defused against
-spreadsheet formula injection with `tasks.reports.neutralise`.
+spreadsheet formula injection (headers too) with `tasks.xlsx.neutralise`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +13,7 @@ from typing import Any
 import fsspec
 
 from tasks.reports import report_filename, summary_pairs
-from tasks.xlsx import HIGHLIGHT, add_sheet, is_large, report_workbook, safe_cell
+from tasks.xlsx import HIGHLIGHT, add_sheet, is_large, report_workbook, write_csv
 
 
 def write_table_reports(
@@ -46,12 +44,7 @@ def write_table_reports(
         for title, sheet_headers, sheet_rows in extra_sheets:
             add_sheet(wb, title, sheet_headers, sheet_rows)
 
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(headers)
-    writer.writerows([safe_cell(v) for v in row] for row in rows)
-    with fsspec.open(paths["csv"], "w", encoding="utf-8", newline="") as fh:
-        fh.write(buf.getvalue())
+    write_csv(paths["csv"], headers, rows)
 
     document = {
         **summary,

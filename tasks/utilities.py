@@ -44,7 +44,7 @@ from tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, rea
 from tasks.intake.amounts import CellError, parse_amount
 from tasks.intake.columns import header_key
 from tasks.intake.phones import normalise_msisdn
-from tasks.intake.validation import RawSheet
+from tasks.intake.raw import RawSheet
 from tasks.money import money
 from tasks.poll_loop import Backoff, PollRounds, poll_until
 from tasks.references import purchase_idempotency_key, row_reference

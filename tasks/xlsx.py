@@ -7,6 +7,7 @@ remains what tests read reports with, and it writes the template (data validatio
 
 from __future__ import annotations
 
+import csv
 import io
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +33,10 @@ _STREAM_ABOVE_ROWS = 50_000
 
 
 def neutralise(value: Any) -> Any:
-    """Defuse spreadsheet formula injection: text starting with = + - @ is prefixed with a quote."""
+    """Defuse spreadsheet formula injection: text starting with = + - @ (or tab, CR) is prefixed with a quote.
+
+    The one place of this rule: every xlsx and csv report cell and header goes through it (``safe_cell``,
+    ``safe_row``, ``add_sheet``, ``write_csv``)."""
     if type(value) is str:
         return "'" + value if value[:1] in _RISKY else value
     if isinstance(value, str) and value[:1] in _RISKY:  # str subclasses (enums)
@@ -45,6 +49,22 @@ def safe_cell(value: Any) -> Any:
     if value is None or isinstance(value, int | float | str):
         return neutralise(value)
     return neutralise(str(value))
+
+
+def safe_row(values: Iterable[Any]) -> list[Any]:
+    """Every value of a row (cells or a header row) through :func:`safe_cell`."""
+    return [safe_cell(v) for v in values]
+
+
+def write_csv(path: str, headers: Sequence[Any], rows: Iterable[Sequence[Any]]) -> None:
+    """A csv report at ``path`` (local path or fsspec URL): the header line and every cell neutralised, as
+    in the xlsx reports (a column header can carry a formula as well as a cell)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(safe_row(headers))
+    writer.writerows(map(safe_row, rows))
+    with fsspec.open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(buffer.getvalue())
 
 
 @contextmanager
@@ -84,10 +104,10 @@ def add_sheet(
     for i, h in enumerate(headers):
         sheet.set_column(i, i, min(40, max(10, len(str(h)) + 2)))
     sheet.freeze_panes(1, 0)
-    sheet.write_row(0, 0, [safe_cell(h) for h in headers], bold)
+    sheet.write_row(0, 0, safe_row(headers), bold)
     write = sheet.write_row
     for r, row in enumerate(rows, start=1):
-        values = [safe_cell(v) for v in row]
+        values = safe_row(row)
         if highlight is not None and highlight[r - 1]:
             write(r, 0, values, shaded)
         else:

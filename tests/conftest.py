@@ -17,6 +17,8 @@ os.environ["PREFECT_SERVER_UI_ENABLED"] = "false"
 for _key in [k for k in os.environ if k.startswith("PAYOPS_")]:
     del os.environ[_key]
 os.environ["PAYOPS_HOME"] = str(_HOME / "payops")  # the payops database and caches of this test session
+# A `payops serve` someone runs on this machine is not this session's server: never borrow it.
+os.environ["PAYOPS_SERVE_API_URL"] = "http://127.0.0.1:9/api"
 
 
 @pytest.fixture(scope="session")

@@ -84,6 +84,41 @@ def parse_time(option: str, value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def refuse_unsafe_sheet(source: str, label: str | None, json_out: bool) -> None:
+    """The sheet's safety checks (type, size, zip and dimension bombs), before Prefect is imported or a
+    server started: an unsafe or unreadable file is refused at once with exit 2, in one line on stderr, or
+    with ``--json`` as the run's JSON summary (outcome ``invalid_input``, the refusal in ``errors``)."""
+    from tasks.intake import IntakeError
+    from tasks.intake.reading import check_sheet_file
+
+    try:
+        check_sheet_file(source)
+    except IntakeError as exc:
+        if not json_out:
+            fail(str(exc), EXIT_INVALID)
+        summary = {
+            "label": label,
+            "source": source,
+            "outcome": "invalid_input",
+            "rows_total": 0,
+            "rows_valid": 0,
+            "rows_invalid": 0,
+            "errors": exc.errors(),
+            "warnings": [],
+        }
+        sys.stdout.write(json.dumps(summary) + "\n")
+        raise typer.Exit(EXIT_INVALID) from None
+
+
+def run_on_server(call: Callable[[], Any]) -> Any:
+    """``asyncio.run(call())`` on a Prefect server: the configured one, ``payops serve``'s, or a temporary
+    one this process owns and that dies with it (deployments/prefect_server.py)."""
+    from deployments.prefect_server import prefect_api
+
+    with prefect_api(say=lambda line: typer.echo(line, err=True)):
+        return asyncio.run(call())
+
+
 def run_flow(
     call: Callable[[], Any], json_out: bool, summary_type: type[RunSummary], interrupted: str
 ) -> NoReturn:
@@ -95,7 +130,7 @@ def run_flow(
 
     state: State | None = None
     try:
-        data = asyncio.run(call())
+        data = run_on_server(call)
         if isinstance(data, State):
             state, data = data, data.result(raise_on_failure=False)
     except IntakeError as exc:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_flow
+from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, refuse_unsafe_sheet, run_flow
 from flows.summaries import PayoutRunSummary
 
 
@@ -30,6 +30,7 @@ def payouts(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Pay a payout sheet: validate, pre-flight, send in batches of 100, poll to final, report."""
+    refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     quiet_prefect(json_out)
     try:
         threshold = Decimal(approval_threshold) if approval_threshold else None

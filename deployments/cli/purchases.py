@@ -12,6 +12,7 @@ from deployments.cli._common import (
     EXIT_INVALID,
     fail,
     quiet_prefect,
+    refuse_unsafe_sheet,
     run_flow,
     validation_message,
 )
@@ -28,6 +29,7 @@ def utilities(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
+    refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     quiet_prefect(json_out)
     from pydantic import ValidationError
 

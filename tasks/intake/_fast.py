@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .models import PayoutRow
+from .raw import joined_lines as joined_lines  # lives in raw.py: the parser child imports it without pydantic
 
 PLAIN_AMOUNT = r"[0-9]{1,15}(?:\.[0-9]{1,2})?"
 """An amount with no marks, separators or sign ([0-9] is also twice as fast as \\d): valid unless zero."""
@@ -114,12 +115,6 @@ def construct_rows(columns: list[list[Any]]) -> list[PayoutRow]:
     order (row, reference, amount, currency, provider, destination_type, destination, payee_name, note,
     extra)."""
     return list(map(row_constructor(), *columns))
-
-
-def joined_lines(texts: list[str]) -> str | None:
-    """The texts joined by line breaks, or None when a text itself holds one."""
-    joined = "\n".join(texts)
-    return joined if joined.count("\n") == len(texts) - 1 else None
 
 
 def lines_match(joined: str | None, pattern: str) -> bool:

@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from connectors.payments.models import REFERENCE_PATTERN
 
+from .errors import IntakeError
 
-class IntakeError(Exception):
-    """The whole file is refused; ``str(e)`` is a message for the operator."""
+__all__ = ["IntakeError", "IntakeResult", "PayoutRow", "RowIssue", "RowTable", "REFERENCE_PATTERN"]
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,22 @@ class IntakeOptions(BaseModel):
     max_zip_members: int = Field(default=2_000, gt=0)
     max_cell_chars: int = Field(default=1_000, gt=0)
     max_columns: int = Field(default=200, gt=0)
+    max_cells: int = Field(default=10_000_000, gt=0)
+    """Largest sheet extent (rows × columns from A1 to the farthest cell, declared or written) handed to the
+    parser, which allocates the whole rectangle (dimension bomb guard)."""
+    max_sheets: int = Field(default=250, gt=0)
+    max_shared_strings: int = Field(default=10_000_000, gt=0)
+    """Shared strings declared or present (the parser reserves room for the declared count)."""
+    max_xml_depth: int = Field(default=256, gt=0)
+    """Element nesting (Excel writes at most ~10 levels); measured at 4 KiB steps, see safety.py."""
+    parser_memory_bytes: int = Field(default=2 * 1024 * 1024 * 1024, gt=0)
+    """Address-space limit of the parser child (``RLIMIT_AS``)."""
+    parser_cpu_seconds: int = Field(default=60, gt=0)
+    """CPU-time limit of the parser child (``RLIMIT_CPU``)."""
+    parser_timeout_s: float = Field(default=120.0, gt=0)
+    """Wall-clock limit of the parser child."""
+    max_parser_output_bytes: int = Field(default=512 * 1024 * 1024, gt=0)
+    """Most the parser child may send back (the cells as text)."""
 
     @field_validator("known_providers", mode="after")
     @classmethod

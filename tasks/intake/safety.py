@@ -10,6 +10,8 @@
   when there is none (files written by scripts, never by Excel). The same streaming pass notes which parts
   contain an ``<f>`` element at all (a cheap byte search); only those sheets get a regex pass over their
   cells looking for ``<f>`` without a non-empty ``<v>``. Files with no formulas pay nothing extra.
+* shape: dimension bombs (a declared or written extent over ``max_cells``), too many sheets or shared
+  strings, absurd XML nesting; measured on the same chunks (``structure.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from defusedxml import ElementTree as SafeET
 
 from .models import IntakeError
 from .options import IntakeOptions
+from .structure import ShapeScan, refuse_absurd_shape
 
 _CHUNK = 1024 * 1024
 _ENTITY = re.compile(rb"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
@@ -127,9 +130,11 @@ def check_xlsx(data: bytes, options: IntakeOptions) -> CheckedWorkbook:
                 )
     with_formulas: set[str] = set()
     total = 0
+    shape = ShapeScan()
     for member in members:
         if not member.filename.lower().endswith(_XML_SUFFIXES):
             continue
+        shape.start(member.filename, member.file_size)
         tail = b""
         first = True
         try:
@@ -147,7 +152,9 @@ def check_xlsx(data: bytes, options: IntakeOptions) -> CheckedWorkbook:
                             "refused as a possible zip bomb"
                         )
                     # The chunk itself, then its seam with the previous one (no copy of the whole chunk).
-                    for window in (chunk, tail + chunk[:32]):
+                    seam = tail + chunk[:32]
+                    shape.feed(chunk, seam)
+                    for window in (chunk, seam):
                         if b"!" in window and _ENTITY.search(window):  # one-byte test: memchr speed
                             raise IntakeError(
                                 f"the xlsx part {member.filename} declares a DOCTYPE/ENTITY, which Excel "
@@ -158,4 +165,5 @@ def check_xlsx(data: bytes, options: IntakeOptions) -> CheckedWorkbook:
                     tail = chunk[-32:]
         except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
             raise IntakeError(f"the xlsx part {member.filename} cannot be read ({exc})") from exc
+    refuse_absurd_shape(shape, archive, options)
     return CheckedWorkbook(zip=archive, parts_with_formulas=with_formulas)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from itertools import repeat
@@ -24,6 +24,7 @@ from .columns import ColumnMap
 from .models import REFERENCE_PATTERN, PayoutRow, RowIssue
 from .options import IntakeOptions
 from .phones import normalise_msisdn
+from .raw import RawSheet
 
 NOTE_MAX = 50
 NAME_MAX = 100
@@ -52,22 +53,6 @@ DESTINATION_TYPES: dict[str, str] = {
     "card": "card",
 }
 """Accepted destination type cells (case-insensitive) and what they mean."""
-
-
-@dataclass
-class RawSheet:
-    """Cells as text, column by column, blank rows already dropped: what the readers hand to validation."""
-
-    sheet: str | None
-    columns: list[str]
-    data: list[list[str]]
-    """One list per column, one text per data row."""
-    row_numbers: list[int]
-    numeric: dict[int, set[int]] = field(default_factory=dict)
-    """column index → positions of the cells the workbook stored as numbers."""
-    header_row: int = 1
-    joined: list[str | None] | None = None
-    """Per column, its texts joined by line breaks (None when a text holds one); computed when absent."""
 
 
 @dataclass

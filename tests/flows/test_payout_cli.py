@@ -127,3 +127,52 @@ def test_unreadable_file_and_unreachable_service_get_one_clear_line(prefect_harn
     )
     assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith("error:")
     assert "very-secret-value" not in proc.stderr + proc.stdout
+
+
+EVIL_HEADER = '=HYPERLINK("http://evil.example/h","hdr")'
+
+
+def test_a_formula_in_a_column_header_is_neutralised_in_the_csv_report(
+    prefect_harness, server: SandboxServer, tmp_path: Path
+) -> None:
+    import csv
+
+    from tests.flows.support import HEADERS
+
+    sheet = tmp_path / "evil.csv"
+    with sheet.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*HEADERS, EVIL_HEADER])
+        writer.writerows(row + ["x"] for row in payroll_rows(2, prefix="CLH"))
+    reports = tmp_path / "reports"
+    paid = payops(
+        ["payouts", str(sheet), "--label", "cli-evil", "--report-dir", str(reports), "--json"], server.env
+    )
+    assert paid.returncode == 0, paid.stderr
+    line_1 = (reports / "cli-evil.csv").read_text(encoding="utf-8").splitlines()[0]
+    header = next(csv.reader([line_1]))
+    assert "'" + EVIL_HEADER in header and EVIL_HEADER not in header
+
+
+def test_a_formula_without_a_saved_value_is_refused_with_row_and_column(
+    prefect_harness, tmp_path: Path
+) -> None:
+    from openpyxl import Workbook
+
+    from tests.flows.support import HEADERS
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "payouts"
+    sheet.append(HEADERS)
+    for row in payroll_rows(3, prefix="CLF"):
+        sheet.append(row)
+    amount = HEADERS.index("amount")
+    sheet.cell(row=4, column=amount + 1, value="=10+5")  # openpyxl saves formulas without a value
+    path = tmp_path / "formula.xlsx"
+    book.save(path)
+    proc = payops(["payouts", str(path), "--report-dir", str(tmp_path / "r"), "--json"], {})
+    assert proc.returncode == 2
+    errors = json.loads(proc.stdout)["errors"]
+    assert [(e["row"], e["column"]) for e in errors] == [(4, "amount")]
+    assert "formulas without a saved value" in errors[0]["message"]

@@ -64,3 +64,21 @@ def test_a_report_never_overwrites_the_sheet_being_paid(tmp_path) -> None:
         ensure_reports_spare_source(str(tmp_path), "payroll", str(sheet))
     ensure_reports_spare_source(str(tmp_path / "reports"), "payroll", str(sheet))
     ensure_reports_spare_source(str(tmp_path), "payroll-2026-11", str(sheet))
+
+
+def test_column_headers_are_neutralised_in_csv_and_xlsx_reports(tmp_path) -> None:
+    from tasks.tabular_reports import write_table_reports
+
+    evil = '=HYPERLINK("http://evil.example/h","hdr")'
+    table = [{"__row__": "2", evil: "x", "amount": "10.00"}]
+    outcomes = {2: RowOutcome(2, "run-r2", "run-b0000", "accepted", "delivered", "0.50")}
+    summary = {"label": "run", "outcome": "completed", "rows_total": 1, "errors": []}
+    paths = write_reports(str(tmp_path / "p"), "run", [evil, "amount"], table, outcomes, summary, None)
+    first = open(paths["csv"], encoding="utf-8").read().splitlines()[0]
+    assert first.startswith('"\'=HYPERLINK(""http://evil.example/h"",""hdr"")",amount,')
+    assert load_workbook(paths["xlsx"])["results"]["A1"].value == "'" + evil
+
+    paths = write_table_reports(str(tmp_path / "t"), "tab", [evil, "+cmd"], [["a", "b"]], {"label": "tab"})
+    lines = open(paths["csv"], encoding="utf-8").read().splitlines()
+    assert lines[0] == '"\'=HYPERLINK(""http://evil.example/h"",""hdr"")",\'+cmd'
+    assert [c.value for c in load_workbook(paths["xlsx"])["results"][1]] == ["'" + evil, "'+cmd"]

@@ -1,0 +1,152 @@
+"""Which Prefect server a flow command talks to, and the temporary one payops owns when there is none.
+
+Order: the server configured by ``PREFECT_API_URL`` (environment or Prefect profile); else the one ``payops
+serve`` keeps on its documented address (``PAYOPS_SERVE_API_URL``, default ``http://127.0.0.1:4200/api``)
+when it answers a short health request; else a temporary server started here, announced once on stderr.
+
+Prefect's own temporary ("ephemeral") server is not used: it is a plain child process that outlives a
+killed parent. Ours runs the same single-process uvicorn command on a free 127.0.0.1 port, with the same
+SQLite database under ``PREFECT_HOME``, started like ``payops serve``'s children (``serve.start_child``: its
+own process group, SIGTERM when payops dies, also on SIGKILL); a normal exit stops it explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from deployments.demo import free_port
+from deployments.serve import start_child, stop_child, wait_http
+
+SERVE_API_URL = "http://127.0.0.1:4200/api"
+"""Where ``payops serve`` runs its Prefect server by default (docs/operations.md)."""
+NOTICE = "starting a local Prefect server, about 20 s; `payops serve` keeps one running"
+STARTUP_TIMEOUT_S = 180.0
+
+
+def serve_api_url() -> str:
+    return os.environ.get("PAYOPS_SERVE_API_URL") or SERVE_API_URL
+
+
+def answers(api_url: str, timeout: float = 0.5) -> bool:
+    """True when a Prefect API answers ``GET {api_url}/health`` with 200 within ``timeout`` seconds."""
+    try:
+        return httpx.get(f"{api_url.rstrip('/')}/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+class LocalPrefectServer:
+    """A temporary Prefect API server owned by this process (stopped by :meth:`stop` or by its death)."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._logs: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def command(self) -> list[str]:
+        """The uvicorn command Prefect's own temporary server runs (prefect.server.api.server)."""
+        import prefect
+
+        return [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--app-dir",
+            str(Path(prefect.__file__).resolve().parent.parent),
+            "--factory",
+            "prefect.server.api.server:create_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "error",
+            "--lifespan",
+            "on",
+        ]
+
+    def environment(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        env.update(
+            {
+                "PREFECT_UI_ENABLED": "0",
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "PREFECT__SERVER_EPHEMERAL": "1",  # what Prefect sets for its temporary server
+                "PREFECT__SERVER_FINAL": "1",
+            }
+        )
+        return env
+
+    def start(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
+        """Start the server and wait until it answers; RuntimeError when it exits or time runs out."""
+        self._logs = tempfile.TemporaryDirectory(prefix="payops-prefect-server-")
+        log = Path(self._logs.name) / "server.log"
+        self.proc = start_child(self.command(), self.environment(), log)
+        try:
+            wait_http(f"{self.api_url}/health", self.proc, timeout, "the local Prefect server")
+        except RuntimeError as exc:
+            said = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            self.stop()
+            raise RuntimeError(f"{exc}{': ' + said[-1] if said else ''}") from None
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group, SIGKILL after 10 s."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            stop_child(proc)
+        if self._logs is not None:
+            self._logs.cleanup()
+            self._logs = None
+
+
+def _configured_api_url() -> str | None:
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value() or None
+
+
+@contextmanager
+def prefect_api(say: Callable[[str], None]) -> Iterator[str]:
+    """The Prefect API URL flows in this block use (see the module docstring); a temporary server started
+    here stops when the block ends."""
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_SERVER_ALLOW_EPHEMERAL_MODE,
+        temporary_settings,
+    )
+
+    configured = _configured_api_url()
+    if configured:
+        yield configured
+        return
+    server: LocalPrefectServer | None = None
+    url = serve_api_url()
+    if not answers(url):
+        say(NOTICE)
+        server = LocalPrefectServer()
+        server.start()
+        url = server.api_url
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url  # for processes started from here
+    try:
+        with temporary_settings({PREFECT_API_URL: url, PREFECT_SERVER_ALLOW_EPHEMERAL_MODE: False}):
+            yield url
+    finally:
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
+        if server is not None:
+            server.stop()

@@ -1,0 +1,177 @@
+"""Every process payops starts ends with it, also on SIGKILL: the temporary Prefect server of a flow command,
+the emulator of `make demo`/benchmarks; and a configured or `payops serve` server is used, not a new one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from deployments.prefect_server import NOTICE
+from sandbox import SandboxConfig, SandboxServer
+from tests.flows.support import emulator_stats, payroll_rows, write_sheet
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Cli:
+    """``payops ARGS`` in a subprocess, its stderr collected line by line."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "deployments.cli", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stderr: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line.rstrip("\n"))
+
+    def descendants(self) -> list[psutil.Process]:
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"payops exited ({self.proc.returncode}) before {what}: {self.stderr}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {what} within {timeout:.0f} s: {self.stderr}")
+            time.sleep(0.1)
+
+    def kill_and_check_nothing_is_left(self) -> None:
+        """SIGKILL payops; every process it started must be gone a few seconds later."""
+        started = self.descendants()
+        assert started, "payops had started no process"
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        gone, alive = psutil.wait_procs(started, timeout=15)
+        assert not alive, f"left behind: {[(p.pid, p.cmdline()) for p in alive if p.is_running()]}"
+
+
+def _servers(cli: Cli) -> list[psutil.Process]:
+    found = []
+    for p in cli.descendants():
+        try:
+            if "prefect.server.api.server:create_app" in " ".join(p.cmdline()):
+                found.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def _server_answers(cli: Cli) -> bool:
+    for server in _servers(cli):
+        cmd = server.cmdline()
+        port = cmd[cmd.index("--port") + 1]
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+    return False
+
+
+@pytest.fixture
+def bare_env(tmp_path: Path) -> dict[str, str]:
+    """No configured Prefect server, nothing at `payops serve`'s address, a private PREFECT_HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAYOPS_", "PREFECT_API"))}
+    env.update(
+        PAYOPS_SERVE_API_URL="http://127.0.0.1:9/api",
+        PREFECT_HOME=str(tmp_path / "prefect-home"),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def slow_emulator() -> Iterator[SandboxServer]:
+    with SandboxServer(SandboxConfig(delivery_delay_s=60)) as server:
+        yield server
+
+
+def test_sigkill_while_the_temporary_server_starts_leaves_nothing(tmp_path: Path, bare_env) -> None:
+    sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix="OWN"))
+    cli = Cli(["payouts", str(sheet), "--report-dir", str(tmp_path / "r"), "--dry-run"], bare_env)
+    cli.wait_for(lambda: NOTICE in cli.stderr and bool(_servers(cli)), "server start")
+    time.sleep(1.0)  # the server's interpreter is still importing Prefect
+    cli.kill_and_check_nothing_is_left()
+
+
+def test_sigkill_during_a_run_leaves_nothing(tmp_path: Path, bare_env, slow_emulator: SandboxServer) -> None:
+    before = emulator_stats(slow_emulator.base_url)["payouts"]
+    sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix="OWR"))
+    env = {**bare_env, **slow_emulator.env}
+    cli = Cli(["payouts", str(sheet), "--report-dir", str(tmp_path / "r"), "--no-name-check"], env)
+
+    def sent() -> bool:
+        return emulator_stats(slow_emulator.base_url)["payouts"] == before + 3
+
+    cli.wait_for(sent, "payouts sent")  # the run is polling: payouts take 60 s to settle here
+    assert cli.stderr.count(NOTICE) == 1 and _server_answers(cli)
+    cli.kill_and_check_nothing_is_left()
+
+
+def test_a_configured_server_is_used_and_no_server_starts(prefect_harness, tmp_path: Path, bare_env) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix="OWC"))
+    args = ["payouts", str(sheet), "--report-dir", str(tmp_path / "r"), "--dry-run"]
+    for env in (
+        {**bare_env, "PREFECT_API_URL": PREFECT_API_URL.value()},  # configured
+        {**bare_env, "PAYOPS_SERVE_API_URL": PREFECT_API_URL.value()},  # `payops serve`'s, found by health
+    ):
+        cli = Cli(args, env)
+        seen_servers = []
+        while cli.proc.poll() is None:
+            seen_servers += _servers(cli)
+            time.sleep(0.2)
+        cli._reader.join(10)
+        assert cli.proc.returncode == 0, cli.stderr
+        assert NOTICE not in cli.stderr and not seen_servers
+
+
+def test_the_demo_emulator_dies_with_its_parent(tmp_path: Path) -> None:
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from deployments.demo import free_port, start_sandbox\n"
+        "proc = start_sandbox(free_port(), Path(sys.argv[1]))\n"
+        "print(proc.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "env")], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        emulator = psutil.Process(int(parent.stdout.readline()))
+        assert emulator.is_running()
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        gone, alive = psutil.wait_procs([emulator], timeout=15)
+        assert not alive
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
