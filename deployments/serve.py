@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -222,19 +222,50 @@ def _api_configured() -> bool:
     return bool(PREFECT_API_URL.value())
 
 
-def console_password(env: dict[str, str], home: Path) -> str | None:
-    """Make sure the console has a password: keep the configured one, else write a random one to a 0600 file
-    and return that file's path (the password itself is never printed)."""
-    if env.get("PAYOPS_CONSOLE_PASSWORD"):
+def approval_key(env: MutableMapping[str, str], home: Path) -> str | None:
+    """Make sure runs can be approved: keep a configured key (variable or Secret block name), else keep a
+    random one in a 0600 file under ``home`` and put it in ``env``; returns that file's path."""
+    if env.get("PAYOPS_APPROVAL_KEY") or env.get("PAYOPS_APPROVAL_KEY_BLOCK"):
         return None
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / "console-password"
+    path = home / "approval-key"
     if not path.exists():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(12) + "\n")
-    env["PAYOPS_CONSOLE_PASSWORD"] = path.read_text().strip()
+            fh.write(secrets.token_urlsafe(32) + "\n")
+    env["PAYOPS_APPROVAL_KEY"] = path.read_text().strip()
     return str(path)
+
+
+FIRST_ADMIN = "admin"
+
+
+def ensure_first_admin(home: Path, say: Callable[[str], None] = print) -> Path | None:
+    """On a database without an enabled admin: create ``admin`` with a random password written to a 0600 file
+    under ``home``; returns the file (the password itself is never printed)."""
+    from deployments.auditing import Auditor
+    from store import migrate, open_engine
+    from store.users import Users
+
+    engine = open_engine()
+    try:
+        migrate(engine)
+        users = Users(engine)
+        if any(u.role == "admin" and not u.disabled for u in users.all()):
+            return None
+        path = home / "first-admin-password"
+        password = secrets.token_urlsafe(18)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(password + "\n")
+        users.add(FIRST_ADMIN, "admin", password)
+        Auditor(engine, lambda **event: None).record("payops serve", "user.added", f"user:{FIRST_ADMIN}")
+        say(
+            f"first admin created: user {FIRST_ADMIN!r}, password in {path} (mode 0600); "
+            "reset it on the console's Users page"
+        )
+        return path
+    finally:
+        engine.dispose()
 
 
 def apply_alerts(say: Callable[[str], None]) -> bool:
@@ -281,6 +312,7 @@ def run_all_in_one(
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from deployments.console.settings import prefect_home
+    from store import payops_home
 
     os.chdir(ROOT)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -309,19 +341,18 @@ def run_all_in_one(
                 proc = sup.start("sandbox", sandbox_command(host, sandbox_port, env_file), os.environ)
                 wait_http(f"http://{host}:{sandbox_port}/openapi.json", proc, 60, "the emulator")
                 os.environ.update(read_env_file(env_file))
+            home = payops_home()
+            approval_key(os.environ, home)  # this process serves the flows, the console is its child
+            ensure_first_admin(home, say)
             console_env = dict(os.environ)
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
-            password_file = console_password(console_env, prefect_home() / "payops")
             proc = sup.start(
                 "console",
                 [sys.executable, "-m", "deployments.console", "--host", host, "--port", str(console_port)],
                 console_env,
             )
             wait_http(f"http://{host}:{console_port}/healthz", proc, 60, "the console")
-            say(
-                f"console: http://{host}:{console_port}"
-                + (f"  (password in {password_file})" if password_file else "")
-            )
+            say(f"console: http://{host}:{console_port}")
             if sandbox:
                 say(f"webhooks: http://{host}:{console_port}/webhooks/payments")
             os.environ.setdefault("PAYOPS_CONSOLE_URL", f"http://{host}:{console_port}")

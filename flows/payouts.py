@@ -13,11 +13,21 @@ from prefect.artifacts import acreate_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
+from prefect.runtime import flow_run as flow_run_runtime
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
 from flows.run_params import SheetRunParams
 from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval
+from tasks.approvals import (
+    ApprovalKeyMissing,
+    ApprovalRefused,
+    Requirement,
+    approval_labels,
+    check_approvals,
+    load_approval_key,
+    read_rule,
+)
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
 from tasks.attention import attention_rows
 from tasks.batching import build_batches
@@ -47,6 +57,9 @@ class PayoutRunParams(SheetRunParams):
     require_approval: bool = Field(False, description="Always pause for approval before sending")
     approval_threshold: Decimal | None = Field(
         None, description="Pause for approval when the sheet's total amount is at least this"
+    )
+    approval_rule: str | None = Field(
+        None, description="Signed by the console: who may not approve and the approval tiers. Do not edit."
     )
     approval_timeout_s: int = Field(
         3600, ge=10, description="An approval not given within this is a rejection"
@@ -83,6 +96,11 @@ class Approval(RunInput):
 
     approve: bool = Field(description="Send the payouts")
     comment: str = Field("", max_length=500)
+    approvals: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Signed approvals from the console or `payops approve`; approve without them is refused",
+    )
 
 
 def _preflight_options(params: PayoutRunParams) -> PreflightOptions:
@@ -186,16 +204,49 @@ def _outcomes(
     return out
 
 
-async def _approve(label: str, timeout_s: int) -> tuple[bool, str]:
+async def _requirement(params: PayoutRunParams, total: Decimal) -> Requirement:
+    """Approvals this run needs: the console's signed rule, at least one with require_approval/threshold."""
+    legacy = int(
+        params.require_approval
+        or (params.approval_threshold is not None and total >= params.approval_threshold)
+    )
+    if not params.approval_rule:
+        return Requirement(legacy)
+    try:
+        key = await load_approval_key()
+    except ApprovalKeyMissing as exc:
+        raise ApprovalRefused(str(exc)) from None
+    need = read_rule(key, params.approval_rule, params.source, total)
+    return Requirement(max(need.required, legacy), need.excluded, need.initiator)
+
+
+async def _approve(
+    label: str, timeout_s: int, key: bytes, need: Requirement, total: Decimal
+) -> tuple[bool, str, list[str]]:
+    """Pause for input; an ``approve`` counts only with enough valid signed approvals (tasks/approvals.py)."""
+    from prefect.client.orchestration import get_client
+
     logger = get_run_logger()
+    async with get_client() as client:
+        await client.update_flow_run_labels(flow_run_runtime.id, approval_labels(total, need))
     try:
         answer = await pause_flow_run(
             wait_for_input=Approval, timeout=timeout_s, poll_interval=2, key=artifact_key(label, "approval")
         )
     except FlowPauseTimeout:
         logger.warning("no approval within %ss: nothing sent", timeout_s)
-        return False, f"no approval within {timeout_s}s"
-    return answer.approve, answer.comment
+        return False, f"no approval within {timeout_s}s", []
+    if not answer.approve:
+        return False, answer.comment, []
+    try:
+        approvers = check_approvals(
+            key, answer.approvals, run_id=str(flow_run_runtime.id), total=total, need=need
+        )
+    except ApprovalRefused as exc:
+        logger.error("approval refused: %s; nothing sent", exc)
+        return False, f"approval refused: {exc}", []
+    logger.info("approved by %s", ", ".join(approvers) or "(no signed approval needed)")
+    return True, answer.comment, approvers
 
 
 @flow(name="payout-spreadsheet", log_prints=False, **PAYOUT_RUN_HOOKS)
@@ -252,6 +303,16 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             raise
         settings = None
         summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
+    total = sum((r.amount for r in intake.rows), Decimal(0))
+    try:
+        need = await _requirement(params, total)
+    except ApprovalRefused as exc:
+        if not params.dry_run:
+            logger.error("approval rule refused: %s; nothing sent", exc)
+            summary["approval"] = {"approved": False, "comment": f"approval refused: {exc}"}
+            return finish("not_approved")
+        need = Requirement(0)
+    needs_approval = need.required > 0
     pf = None
     if intake.rows and settings is not None:
         progress().phase("preflight")
@@ -267,9 +328,6 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "cache": pf.cache_counts(),
             "rate_limit": pf.limiter.as_dict() if pf.limiter else None,
         }
-        needs_approval = params.require_approval or (
-            params.approval_threshold is not None and pf.amount_total >= params.approval_threshold
-        )
         await acreate_markdown_artifact(
             key=artifact_key(label, "preflight"),
             markdown=_preflight_markdown(label, pf, intake.rows, needs_approval),
@@ -290,10 +348,18 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             logger.error("pre-flight: %s", p)
         return finish("preflight_failed")
     if needs_approval:
+        try:
+            key = await load_approval_key()
+        except ApprovalKeyMissing as exc:
+            logger.error("%s; nothing sent", exc)
+            summary["approval"] = {"approved": False, "comment": str(exc)}
+            return finish("not_approved")
         emit_needs_approval(label, pf, params.approval_timeout_s)
         progress().phase("approval")
-        approved, comment = await _approve(label, params.approval_timeout_s)
+        approved, comment, approvers = await _approve(label, params.approval_timeout_s, key, need, total)
         summary["approval"] = {"approved": approved, "comment": comment}
+        if approved:
+            summary["approval"]["approvers"] = approvers
         meter.phase("approval")
         if not approved:
             logger.warning("run %s not approved: nothing sent", label)

@@ -1,4 +1,7 @@
 """Imports every module that declares tables, so that ``Base.metadata`` knows them all (Alembic, tests)."""
 
+import store.approvals  # noqa: F401
+import store.audit  # noqa: F401
 import store.cache  # noqa: F401 - the lookup and quote cache
+import store.users  # noqa: F401
 import store.webhook_inbox  # noqa: F401 - the webhook inbox

@@ -20,6 +20,7 @@ from deployments.cli import (
     runs,
     settlements,
     transactions,
+    users,
     webhooks,
 )
 
@@ -27,7 +28,7 @@ app = typer.Typer(no_args_is_help=True, help="Payout operations on the Payments 
 app.add_typer(payouts.app, name="payouts")
 app.command("check")(check.check)
 app.command("template")(payouts.template)
-app.command("approve")(payouts.approve)
+app.command("approve")(users.approve)
 app.command("utilities")(purchases.utilities)
 app.command("sandbox")(operations.sandbox)
 app.command("serve")(operations.serve)
@@ -36,6 +37,8 @@ app.add_typer(settlements.app, name="settlements")
 app.add_typer(events.app, name="events")
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(runs.app, name="runs")
+app.add_typer(users.users_app, name="users")
+app.add_typer(users.audit_app, name="audit")
 app.add_typer(alerts.app, name="alerts")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(cache.app, name="cache")

@@ -35,9 +35,10 @@ def console(
 ) -> None:
     """Serve the operations console (upload page, runs, webhook receiver) on the configured Prefect API.
 
-    Settings: PAYOPS_CONSOLE_PASSWORD (required to log in), PAYOPS_PAYOUT_DEPLOYMENT (unset: runs execute
-    inside the console process), PAYOPS_UPLOAD_URL, PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS,
-    PAYOPS_WEBHOOK_FORWARD and PAYOPS_DATABASE_URL (the webhook inbox; see docs/operations.md).
+    Users log in by name (`payops users add`); settings: PAYOPS_DATABASE_URL (users, audit, the webhook
+    inbox), PAYOPS_APPROVAL_KEY, PAYOPS_PAYOUT_DEPLOYMENT (unset: runs execute inside the console process),
+    PAYOPS_UPLOAD_URL, PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS, PAYOPS_WEBHOOK_FORWARD,
+    PAYOPS_CONSOLE_TRUSTED_PROXIES (see docs/operations.md).
     """
     from deployments.console.__main__ import main
 

@@ -1,8 +1,7 @@
-"""`payops payouts`, `payops template`, `payops approve`: paying a payout sheet from the shell."""
+"""`payops payouts` and `payops template`: paying a payout sheet from the shell."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -152,18 +151,3 @@ def template(file: Path = typer.Argument(..., help="Where to write the .xlsx tem
     if file.suffix.lower() != ".xlsx":
         fail(f"the template is an .xlsx file; got {file.name!r}", EXIT_INVALID)
     typer.echo(f"template written: {write_template(file)}")
-
-
-def approve(
-    flow_run_id: str = typer.Argument(..., help="The paused payout flow run"),
-    reject: bool = typer.Option(False, "--reject", help="Reject instead of approving"),
-    comment: str = typer.Option("", help="Why"),
-) -> None:
-    """Approve (or reject) a payout run waiting for approval on a Prefect server."""
-    from prefect.flow_runs import resume_flow_run
-
-    try:
-        asyncio.run(resume_flow_run(flow_run_id, run_input={"approve": not reject, "comment": comment}))
-    except Exception as exc:  # noqa: BLE001 - one clear line for the operator
-        fail(f"could not resume {flow_run_id}: {exc}")
-    typer.echo(f"{'rejected' if reject else 'approved'}: {flow_run_id}")

@@ -169,10 +169,3 @@ async def recent_runs(upload_id_of: Any, limit: int = 25) -> list[RunView]:
     async with get_client() as client:
         runs = await payout_flow_runs(client, limit)
     return [_view(r, upload_id_of) for r in runs]
-
-
-async def answer_approval(flow_run_id: UUID, approve: bool, comment: str) -> None:
-    """Resume a paused payout run with the approver's answer (the flow's ``Approval`` input)."""
-    from prefect.flow_runs import resume_flow_run
-
-    await resume_flow_run(flow_run_id, run_input={"approve": approve, "comment": comment})

@@ -1,124 +1,168 @@
-"""Operator password, signed session cookie and CSRF tokens.
+"""The console's edge: login throttle, client address behind proxies, session-bound CSRF tokens, headers.
 
-Password: kept only as a scrypt hash in memory. scrypt (stdlib ``hashlib.scrypt``) is memory-hard, so a
-leaked hash is costly to brute-force on GPUs, and one ~50 ms check per login is cheap here; PBKDF2 would do,
-scrypt is the stronger of the two stdlib choices.
+Passwords and sessions live in the database (``store.users``: argon2 via pwdlib, server-side sessions).
 
-Cookies: ``itsdangerous`` is not installed in this environment, so tokens are signed with HMAC-SHA256:
-``base64url(json payload) + "." + base64url(hmac)``, checked in constant time, with an expiry.
+Throttle: an attempt *reserves* a slot before the slow password hash and *settles* it after, so parallel
+guesses cannot all pass a check made before any failure was recorded. Limits apply per client address and,
+higher, per account (an attacker spreading guesses over many addresses still meets the account limit, while
+one noisy client cannot lock everybody out). Kept in process memory: with several replicas each counts alone.
 
-CSRF: signed double submit. A random nonce lives in an HttpOnly cookie; every form carries
-``HMAC(key, "csrf:" + nonce)``; a POST passes only when both agree. Cookies are SameSite=Lax as well.
+Client address: the peer address, unless the peer is a configured trusted proxy; then ``X-Forwarded-For`` is
+read from the right, skipping trusted proxies, and the first other address is the client.
+
+CSRF: ``itsdangerous`` signs the session's id hash (logged in) or a random pre-login nonce (login form) with
+a per-purpose salt; a form passes only with a token over the *current* session, so a token from another
+browser or an anonymous visit is refused.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
+import ipaddress
 import secrets
+import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-class PasswordHash:
-    """A scrypt hash of the operator password; the clear text is not kept."""
-
-    def __init__(self, password: str) -> None:
-        if not password:
-            raise ValueError("the console password may not be empty")
-        self._salt = secrets.token_bytes(16)
-        self._hash = self._derive(password)
-
-    def _derive(self, password: str) -> bytes:
-        return hashlib.scrypt(
-            password.encode("utf-8"), salt=self._salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32
-        )
-
-    def verify(self, password: str) -> bool:
-        return hmac.compare_digest(self._derive(password), self._hash)
-
-    def __repr__(self) -> str:
-        return "PasswordHash(scrypt)"
-
-
-class Signer:
-    """HMAC-SHA256 signed, expiring tokens."""
-
-    def __init__(self, key: bytes) -> None:
-        self._key = key
-
-    def _mac(self, data: bytes) -> bytes:
-        return hmac.new(self._key, data, hashlib.sha256).digest()
-
-    def sign(self, payload: dict[str, object], ttl_s: int) -> str:
-        body = json.dumps({**payload, "exp": int(time.time()) + ttl_s}, separators=(",", ":")).encode()
-        return f"{_b64(body)}.{_b64(self._mac(body))}"
-
-    def unsign(self, token: str | None) -> dict[str, object] | None:
-        """The payload when the signature is good and not expired, else None."""
-        if not token or token.count(".") != 1:
-            return None
-        body_text, mac_text = token.split(".")
-        try:
-            body, mac = _unb64(body_text), _unb64(mac_text)
-        except ValueError:
-            return None
-        if not hmac.compare_digest(self._mac(body), mac):
-            return None
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return None
-        if not isinstance(payload, dict) or int(payload.get("exp", 0)) < time.time():
-            return None
-        return payload
-
-    def csrf_token(self, nonce: str) -> str:
-        return _b64(self._mac(f"csrf:{nonce}".encode()))
-
-    def csrf_ok(self, nonce: str | None, token: str | None) -> bool:
-        if not nonce or not token:
-            return False
-        return hmac.compare_digest(self.csrf_token(nonce), token)
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass
 class LoginThrottle:
-    """At most ``max_failures`` failed logins per client address within ``window_s``."""
+    """Failed logins within ``window_s``: at most ``per_client`` per address and ``per_account`` per name."""
 
-    max_failures: int = 5
+    per_client: int = 5
+    per_account: int = 10
     window_s: float = 300.0
     _failures: dict[str, deque[float]] = field(default_factory=dict)
+    _pending: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def _recent(self, client: str) -> deque[float]:
-        q = self._failures.setdefault(client, deque())
+    def _keys(self, client: str, account: str) -> list[tuple[str, int]]:
+        return [(f"client:{client}", self.per_client), (f"account:{account.lower()}", self.per_account)]
+
+    def _used(self, key: str) -> int:
+        q = self._failures.get(key)
         cutoff = time.monotonic() - self.window_s
         while q and q[0] < cutoff:
             q.popleft()
-        return q
+        return (len(q) if q else 0) + self._pending.get(key, 0)
 
-    def blocked(self, client: str) -> bool:
-        return len(self._recent(client)) >= self.max_failures
+    def reserve(self, client: str, account: str) -> bool:
+        """Take a slot for one attempt (before checking the password); False: over the limit, don't check."""
+        with self._lock:
+            keys = self._keys(client, account)
+            if any(self._used(k) >= limit for k, limit in keys):
+                return False
+            for k, _ in keys:
+                self._pending[k] = self._pending.get(k, 0) + 1
+            return True
 
-    def failed(self, client: str) -> None:
-        self._recent(client).append(time.monotonic())
+    def settle(self, client: str, account: str, ok: bool) -> None:
+        """After the check: a failure stays counted for the window; a success clears the client's failures."""
+        with self._lock:
+            for k, _ in self._keys(client, account):
+                self._pending[k] -= 1
+                if not self._pending[k]:
+                    del self._pending[k]
+                if not ok:
+                    self._failures.setdefault(k, deque()).append(time.monotonic())
+            if ok:
+                self._failures.pop(f"client:{client}", None)
 
-    def succeeded(self, client: str) -> None:
-        self._failures.pop(client, None)
+
+def parse_networks(text: str | None) -> list[Network]:
+    """``"10.0.0.1, 10.1.0.0/16"`` → networks; a bad entry raises ValueError naming it."""
+    out = []
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        try:
+            out.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(f"trusted proxy {part!r} is not an IP address or network") from None
+    return out
+
+
+def _in(address: str, networks: Iterable[Network]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in n for n in networks)
+
+
+def client_address(request: Request, trusted: list[Network]) -> str:
+    """The client's address; ``X-Forwarded-For`` counts only when the peer is a trusted proxy."""
+    peer = request.client.host if request.client else "?"
+    if not trusted or not _in(peer, trusted):
+        return peer
+    hops = [h.strip() for h in ",".join(request.headers.getlist("x-forwarded-for")).split(",") if h.strip()]
+    for hop in reversed(hops):
+        if not _in(hop, trusted):
+            return hop[:64]
+    return peer
+
+
+class CsrfTokens:
+    """Tokens binding a form to one session (or one pre-login nonce)."""
+
+    def __init__(self, key: bytes, max_age_s: int) -> None:
+        self._s = URLSafeTimedSerializer(key, salt="payops.console.csrf")
+        self.max_age_s = max_age_s
+
+    def token(self, binding: str) -> str:
+        return self._s.dumps(binding)
+
+    def ok(self, token: object, binding: str | None) -> bool:
+        if not isinstance(token, str) or not binding or len(token) > 512:
+            return False
+        try:
+            return secrets.compare_digest(str(self._s.loads(token, max_age=self.max_age_s)), binding)
+        except BadSignature:
+            return False
 
 
 def new_nonce() -> str:
     return secrets.token_urlsafe(24)
+
+
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "cross-origin-opener-policy": "same-origin",
+}
+
+
+class SecurityHeaders:
+    """ASGI middleware: the headers above on every response; ``Cache-Control: no-store`` on everything but
+    the static files (pages, reports and downloads hold payee data)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith("/static/")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers[name] = value
+                if not static:
+                    headers["cache-control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -22,12 +22,15 @@ class ConsoleSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PAYOPS_", extra="ignore")
 
-    console_password: SecretStr | None = Field(None, description="Operator password (required to log in)")
     console_session_key: SecretStr | None = Field(
-        None, description="Key signing session and CSRF cookies; default: random per process"
+        None, description="Key signing CSRF tokens; default: random per process (set it for replicas)"
     )
     console_secure_cookies: bool = Field(False, description="Mark cookies Secure (behind HTTPS)")
-    console_session_ttl_s: int = Field(8 * 3600, ge=60)
+    console_session_ttl_s: int = Field(8 * 3600, ge=60, description="Absolute session lifetime")
+    console_idle_timeout_s: int = Field(30 * 60, ge=60, description="A session unused this long ends")
+    console_trusted_proxies: str = Field(
+        "", description="Comma-separated proxy addresses/networks whose X-Forwarded-For is believed"
+    )
     upload_url: str = Field("uploads", description="Folder or fsspec URL for uploaded sheets")
     report_url: str = Field("reports", description="Folder or fsspec URL; each console run reports under it")
     max_upload_mb: float = Field(20, gt=0, description="Largest sheet accepted")
@@ -37,7 +40,8 @@ class ConsoleSettings(BaseSettings):
     credentials_block: str | None = Field(None, description="PaymentsCredentials block passed to runs")
     webhook_secrets: SecretStr | None = Field(None, description="Comma-separated webhook signing secrets")
     database_url: str | None = Field(
-        None, description="payops database (webhook inbox); default: SQLite under PAYOPS_HOME"
+        None,
+        description="Users, sessions, approvals, audit, webhook inbox; default: SQLite under PAYOPS_HOME",
     )
     webhook_forward: str = Field(
         DEFAULT_FORWARD, description="Events forwarded to Prefect: '<type glob>[:<status>|...]' rules, or '*'"

@@ -62,6 +62,8 @@ class Upload:
     errors: int = 0
     refused: str | None = None
     label: str | None = None  # the run label (a retry's derived one); None: the content's fingerprint
+    uploaded_by: str = ""
+    total: str = ""
 
 
 class UploadStore:

@@ -1,4 +1,5 @@
-"""Fixtures of the console tests: an emulator per module, a console in local single-process mode."""
+"""Fixtures of the console tests: an emulator per module, a console in local single-process mode with an
+operator ``olu`` and an approver ``bea`` (password ``PASSWORD``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from deployments.console import ConsoleSettings, LocalLauncher, create_app
 from sandbox import SandboxConfig, SandboxServer
+from tests.deployments.browser_harness import local_console
 from tests.deployments.console_harness import PASSWORD, serve_in_thread
 
 
@@ -23,16 +24,9 @@ def emulator() -> Iterator[SandboxServer]:
 def console(
     prefect_harness: None, emulator: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[dict[str, Any]]:
-    for key, value in emulator.env.items():
-        monkeypatch.setenv(key, value)
-    settings = ConsoleSettings(
-        console_password=PASSWORD,
-        upload_url=str(tmp_path / "uploads"),
-        report_url=str(tmp_path / "reports"),
-        webhook_store=tmp_path / "seen.sqlite",
-        max_upload_mb=1,
-    )
-    launcher = LocalLauncher()
-    with serve_in_thread(create_app(settings, launcher=launcher)) as url:
+    app, launcher = local_console(tmp_path, emulator, monkeypatch, max_upload_mb=1)
+    app.state.console.users.add("olu", "operator", PASSWORD)
+    app.state.console.users.add("bea", "approver", PASSWORD)
+    with serve_in_thread(app) as url:
         yield {"url": url, "launcher": launcher, "tmp": tmp_path}
     launcher.join(30)

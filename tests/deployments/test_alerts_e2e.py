@@ -149,6 +149,7 @@ def emulator() -> Iterator[SandboxServer]:
             mp.setenv(k, v)
         mp.setenv("PAYOPS_BACKOFF_BASE_S", "0.05")
         mp.setenv("PAYOPS_BACKOFF_MAX_S", "1")
+        mp.setenv("PAYOPS_APPROVAL_KEY", "alerts-test-approval-key-0123456789")  # approval runs pause
         yield s
 
 

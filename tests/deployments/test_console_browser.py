@@ -8,7 +8,6 @@ Screenshots go to tests/deployments/screenshots/ (git-ignored).
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,37 +15,18 @@ import pytest
 from openpyxl import load_workbook
 
 from sandbox import SandboxServer
+from tests.deployments.browser_harness import (
+    ARGS,
+    CHROMIUM,
+    SHOTS,
+    console_runs,
+    log_in,
+    payouts_at,
+    reload_until,
+)
 from tests.deployments.console_harness import PASSWORD, bad_sheet, good_sheet
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
-
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).parent / "screenshots"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-def console_runs() -> list[Any]:
-    """Flow runs the console started (sync client: Playwright's sync API owns this thread's event loop)."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
-
-    with get_client(sync_client=True) as client:
-        return client.read_flow_runs(
-            flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["payops-console"]))
-        )
-
-
-def payouts_at(emulator: SandboxServer) -> int:
-    stats = httpx.get(f"{emulator.base_url}/_sandbox/stats", timeout=10).json()
-    return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
 
 
 def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
@@ -67,11 +47,9 @@ def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
 
             page.goto(url + "/")
             assert page.url.endswith("/login")
-            page.fill("#password", "wrong password")
-            page.click("button[type=submit]")
+            log_in(page, "olu", "wrong password")
             assert page.is_visible("#login-error")
-            page.fill("#password", PASSWORD)
-            page.click("button[type=submit]")
+            log_in(page, "olu", PASSWORD)
             page.wait_for_selector("#upload-form")
             assert PASSWORD not in page.content()
             page.screenshot(path=str(SHOTS / "01-upload.png"), full_page=True)
@@ -99,12 +77,17 @@ def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
             page.click("#submit")
             page.wait_for_url("**/runs/*")
             run_url = page.url
-            page.wait_for_selector("#approval-form", timeout=90_000)
+            reload_until(page, "#approval", 90)
             assert payouts_at(emulator) == payouts_before  # nothing sent before approval
-            page.screenshot(path=str(SHOTS / "04-approval.png"), full_page=True)
-            page.fill("#comment", "checked by the browser test")
-            page.click("#approve")
-            page.wait_for_selector("#outcome", timeout=120_000)
+            approver = browser.new_context().new_page()
+            approver.set_default_timeout(30_000)
+            approver.goto(url + "/login")
+            log_in(approver, "bea", PASSWORD)
+            approver.goto(run_url)
+            approver.screenshot(path=str(SHOTS / "04-approval.png"), full_page=True)
+            approver.fill("#comment", "checked by the browser test")
+            approver.click("#approve")
+            reload_until(page, "#outcome", 120)
             assert page.inner_text("#outcome") == "completed"
             assert page.inner_text("#state") == "Completed"
             assert "delivered 5" in page.inner_text("#summary") and "failed 1" in page.inner_text("#summary")

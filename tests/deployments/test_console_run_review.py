@@ -33,7 +33,8 @@ def _token(page: str) -> str:
 
 def _login(client: httpx.Client) -> str:
     token = _token(client.get("/login").text)
-    assert client.post("/login", data={"password": PASSWORD, "csrf_token": token}).status_code == 303
+    login = {"username": "olu", "password": PASSWORD, "csrf_token": token}
+    assert client.post("/login", data=login).status_code == 303
     return _token(client.get("/").text)
 
 

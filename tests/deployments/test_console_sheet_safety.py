@@ -37,15 +37,17 @@ def _token(page: str) -> str:
 def console(tmp_path: Path) -> Iterator[httpx.Client]:
     """A logged-in client of a console served by uvicorn in this process."""
     settings = ConsoleSettings(
-        console_password=PASSWORD,
+        database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
         upload_url=str(tmp_path / "uploads"),
         report_url=str(tmp_path / "reports"),
-        webhook_store=tmp_path / "seen.sqlite",
     )
-    with serve_in_thread(create_app(settings, launcher=NoRuns())) as url:
+    app = create_app(settings, launcher=NoRuns())
+    app.state.console.users.add("olu", "operator", PASSWORD)
+    with serve_in_thread(app) as url:
         with httpx.Client(base_url=url, timeout=60, follow_redirects=True) as client:
             token = _token(client.get("/login").text)
-            assert client.post("/login", data={"password": PASSWORD, "csrf_token": token}).status_code == 200
+            login = {"username": "olu", "password": PASSWORD, "csrf_token": token}
+            assert client.post("/login", data=login).status_code == 200
             yield client
 
 

@@ -30,11 +30,21 @@ def all_in_one(tmp_path: Path) -> Iterator[dict[str, Any]]:
     env.update(
         {
             "PREFECT_HOME": str(tmp_path / "home"),
-            "PAYOPS_CONSOLE_PASSWORD": PASSWORD,
+            "PAYOPS_HOME": str(tmp_path / "payops-home"),
             "PAYOPS_UPLOAD_URL": str(tmp_path / "uploads"),
             "PAYOPS_REPORT_URL": str(tmp_path / "reports"),
             "PREFECT_SERVER_UI_ENABLED": "false",
         }
+    )
+    # An operator to upload with; the first admin is created by `payops serve` itself.
+    subprocess.run(
+        [sys.executable, "-m", "deployments.cli", "users", "add", "olu", "--role", "operator"],
+        input=PASSWORD + "\n",
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
     )
     out = tmp_path / "serve.log"
     with out.open("wb") as fh:
@@ -90,6 +100,9 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
     wait_for(lambda: "serving" in log.read_text(), 150, "serving deployments", proc, log)
     text = log.read_text()
     assert PASSWORD not in text
+    admin_file = tmp_path / "payops-home" / "first-admin-password"
+    assert f"first admin created: user 'admin', password in {admin_file}" in text
+    assert admin_file.stat().st_mode & 0o777 == 0o600 and admin_file.read_text().strip() not in text
     for missing in ("events-catch-up", "daily-transactions-report"):
         if not (ROOT / "flows" / f"{'events' if 'events' in missing else 'transactions'}.py").exists():
             assert f"skipping deployment {missing!r}" in text
@@ -106,7 +119,8 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
 
     with httpx.Client(base_url=console, timeout=30) as client:
         token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
-        assert client.post("/login", data={"password": PASSWORD, "csrf_token": token}).status_code == 303
+        form = {"username": "olu", "password": PASSWORD, "csrf_token": token}
+        assert client.post("/login", data=form).status_code == 303
         token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/").text).group(1)
         with good_sheet(tmp_path / "serve.xlsx", n=4, prefix="SRV").open("rb") as fh:
             page = client.post("/upload", data={"csrf_token": token}, files={"sheet": ("serve.xlsx", fh)})

@@ -12,6 +12,7 @@ from openpyxl import load_workbook
 
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
+from tasks.approvals import sign_approval
 from tests.flows.support import HEADERS, emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -23,10 +24,14 @@ def server() -> Iterator[SandboxServer]:
         yield s
 
 
+APPROVAL_KEY = "flow-test-approval-key-0123456789"
+
+
 @pytest.fixture
 def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
     for k, v in server.env.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
     return server
 
 
@@ -214,7 +219,9 @@ def test_approval_gates_sending(prefect_harness, env, tmp_path: Path, approve: b
         flow_task = asyncio.create_task(payout_spreadsheet(params))
         run_id = await _wait_paused()
         assert payout_count(env) == before  # nothing is sent before approval
-        await resume_flow_run(run_id, run_input={"approve": approve, "comment": "checked"})
+        signed = sign_approval(APPROVAL_KEY.encode(), run_id=run_id, total=Decimal("34.50"), approver="ann")
+        answer = {"approve": approve, "comment": "checked", "approvals": [signed] if approve else []}
+        await resume_flow_run(run_id, run_input=answer)
         return await flow_task
 
     s = asyncio.run(scenario())
@@ -222,7 +229,8 @@ def test_approval_gates_sending(prefect_harness, env, tmp_path: Path, approve: b
         assert s["outcome"] == "completed" and payout_count(env) == before + 3
     else:
         assert s["outcome"] == "not_approved" and payout_count(env) == before
-    assert s["approval"] == {"approved": approve, "comment": "checked"}
+    expected = {"approved": approve, "comment": "checked"} | ({"approvers": ["ann"]} if approve else {})
+    assert s["approval"] == expected
 
 
 def test_threshold_requires_approval_and_a_timeout_rejects(prefect_harness, env, tmp_path: Path) -> None:

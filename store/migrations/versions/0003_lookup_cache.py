@@ -1,7 +1,7 @@
 """Lookup and quote cache: holder names and fee quotes keyed by hashes, each with its own expiry.
 
 Revision ID: 0003_lookup_cache
-Revises: 0001_baseline
+Revises: 0002_users_sessions_audit
 Create Date: 2026-11-23
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0003_lookup_cache"
-down_revision = "0001_baseline"
+down_revision = "0002_users_sessions_audit"
 branch_labels = None
 depends_on = None
 

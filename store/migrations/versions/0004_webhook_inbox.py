@@ -1,7 +1,7 @@
 """The webhook inbox: accepted Payments Service events, kept before the answer, forwarded to Prefect after.
 
 Revision ID: 0004_webhook_inbox
-Revises: 0001_baseline
+Revises: 0003_lookup_cache
 Create Date: 2026-11-23
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004_webhook_inbox"
-down_revision = "0001_baseline"
+down_revision = "0003_lookup_cache"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,61 @@
+"""Recording an audit entry: the hash-chained row (store/audit.py) and its Prefect event ``payops.*``.
+
+The event names the actor as a related resource (role ``actor``), so the entry shows in Prefect's event feed
+and can be filtered by user there; it is also the copy outside the database that shows a truncated chain.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC
+from typing import Any
+
+from sqlalchemy import Engine
+
+from store.audit import AuditEntry, append
+from tasks.payment_events import Emitter, default_emitter
+
+log = logging.getLogger("payops.audit")
+
+
+def audit_event(entry: AuditEntry) -> dict[str, Any]:
+    """Keyword arguments of ``prefect.events.emit_event`` for one audit entry."""
+    kind, _, ident = entry.object.partition(":")
+    return {
+        "event": entry.action,
+        "resource": {
+            "prefect.resource.id": f"payops.{kind or 'object'}.{ident or entry.object}",
+            "prefect.resource.name": entry.object,
+        },
+        "related": [
+            {
+                "prefect.resource.id": f"payops.user.{entry.actor}",
+                "prefect.resource.role": "actor",
+                "prefect.resource.name": entry.actor,
+            }
+        ],
+        "payload": {
+            "client": entry.client,
+            "detail": json.loads(entry.detail),
+            "audit_seq": entry.seq,
+            "audit_hash": entry.hash,
+        },
+        "occurred": entry.at.replace(tzinfo=UTC),
+    }
+
+
+class Auditor:
+    """``record(actor, "login.failed", "user:ann", client, **detail)``: row payops.login.failed + event."""
+
+    def __init__(self, engine: Engine, emitter: Emitter = default_emitter) -> None:
+        self.engine = engine
+        self.emitter = emitter
+
+    def record(self, actor: str, action: str, obj: str, client: str = "", **detail: Any) -> AuditEntry:
+        entry = append(self.engine, actor or "?", f"payops.{action}", obj, client, detail)
+        try:
+            self.emitter(**audit_event(entry))
+        except Exception as exc:  # noqa: BLE001 - the row is the record; a lost event copy must not fail the action
+            log.warning("audit entry %d: Prefect event not emitted (%s)", entry.seq, type(exc).__name__)
+        return entry

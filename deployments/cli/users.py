@@ -1,0 +1,219 @@
+"""`payops users ...`, `payops audit verify|list` and `payops approve`: people, the audit trail, approvals.
+
+Passwords are prompted (hidden, twice) on a terminal, or read as one line from stdin when it is not a terminal
+(scripts: `echo "$PW" | payops users add ann --role approver`). Every change is audited with the actor
+``cli:<os user>``; the Prefect event copy is emitted only when a Prefect API is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import sys
+
+import typer
+
+from deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
+
+users_app = typer.Typer(
+    no_args_is_help=True, help="Console users: add, list, disable, enable, reset-password."
+)
+audit_app = typer.Typer(no_args_is_help=True, help="The audit trail: verify the hash chain, list entries.")
+
+
+def _engine():  # noqa: ANN202 - sqlalchemy Engine, imported lazily to keep `payops --help` fast
+    from store import migrate, open_engine
+
+    engine = open_engine()
+    migrate(engine)
+    return engine
+
+
+_emitted: list[bool] = []
+
+
+def _auditor(engine):  # noqa: ANN001, ANN202
+    from deployments.auditing import Auditor
+
+    def emit(**event: object) -> None:
+        from prefect.settings import PREFECT_API_URL
+
+        if PREFECT_API_URL.value():
+            from prefect.events import emit_event
+
+            emit_event(**event)
+            _emitted.append(True)
+
+    return Auditor(engine, emit)
+
+
+def _actor() -> str:
+    return f"cli:{getpass.getuser()}"
+
+
+def _password(prompt: str = "Password") -> str:
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    return typer.prompt(prompt, hide_input=True, confirmation_prompt=True)
+
+
+def _drain_events() -> None:
+    """Send the queued Prefect events before the command exits."""
+    if _emitted:
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all()
+
+
+@users_app.command("add")
+def add_user(
+    name: str = typer.Argument(..., help="User name: 2-32 of a-z 0-9 . _ -"),
+    role: str = typer.Option(..., "--role", help="operator, approver or admin"),
+) -> None:
+    """Add a user; the password is prompted (or read from stdin)."""
+    from store.users import UserError, Users, check_name, check_role
+
+    engine = _engine()
+    try:
+        check_name(name)
+        check_role(role)
+        Users(engine).add(name, role, _password())
+    except UserError as exc:
+        fail(str(exc), EXIT_INVALID)
+    _auditor(engine).record(_actor(), "user.added", f"user:{name}", role=role)
+    _drain_events()
+    typer.echo(f"user {name} added ({role})")
+
+
+@users_app.command("list")
+def list_users() -> None:
+    """Every user with role and state."""
+    from store.users import Users
+
+    for u in Users(_engine()).all():
+        state = "disabled" if u.disabled else "active"
+        typer.echo(f"{u.name:<32} {u.role:<9} {state:<8} created {u.created_at:%Y-%m-%d}")
+
+
+def _set_disabled(name: str, disabled: bool) -> None:
+    from store.users import UserError, Users
+
+    engine = _engine()
+    try:
+        Users(engine).set_disabled(name, disabled)
+    except UserError as exc:
+        fail(str(exc), EXIT_INVALID)
+    _auditor(engine).record(_actor(), "user.disabled" if disabled else "user.enabled", f"user:{name}")
+    _drain_events()
+    typer.echo(f"user {name} {'disabled; their sessions ended' if disabled else 'enabled'}")
+
+
+@users_app.command("disable")
+def disable_user(name: str) -> None:
+    """Disable a user: they cannot log in, and their sessions end at once."""
+    _set_disabled(name, True)
+
+
+@users_app.command("enable")
+def enable_user(name: str) -> None:
+    """Enable a disabled user again."""
+    _set_disabled(name, False)
+
+
+@users_app.command("reset-password")
+def reset_password(name: str) -> None:
+    """Set a new password (prompted or from stdin); the user's sessions end at once."""
+    from store.users import UserError, Users
+
+    engine = _engine()
+    try:
+        Users(engine).get(name)
+        Users(engine).reset_password(name, _password("New password"))
+    except UserError as exc:
+        fail(str(exc), EXIT_INVALID)
+    _auditor(engine).record(_actor(), "user.password_reset", f"user:{name}")
+    _drain_events()
+    typer.echo(f"password of {name} reset; their sessions ended")
+
+
+@audit_app.command("verify")
+def audit_verify() -> None:
+    """Check the hash chain: exit 0 when intact, 1 with every edited or deleted entry named."""
+    from store.audit import verify
+
+    verdict = verify(_engine())
+    if verdict.ok:
+        typer.echo(f"audit trail intact: {verdict.entries} entries")
+        return
+    for problem in verdict.problems:
+        typer.echo(f"audit trail broken: {problem}", err=True)
+    raise typer.Exit(EXIT_ERROR)
+
+
+@audit_app.command("list")
+def audit_list(
+    actor: str | None = typer.Option(None, help="Only this user"),
+    action: str | None = typer.Option(None, help="Action prefix, e.g. payops.run"),
+    limit: int = typer.Option(50, min=1),
+) -> None:
+    """The newest entries, tab-separated."""
+    from store.audit import search
+
+    for e in search(_engine(), actor=actor, action=action, limit=limit):
+        typer.echo(
+            f"{e.seq}\t{e.at:%Y-%m-%d %H:%M:%S}\t{e.actor}\t{e.client}\t{e.action}\t{e.object}\t{e.detail}"
+        )
+
+
+def approve(
+    flow_run_id: str = typer.Argument(..., help="The paused payout flow run"),
+    user: str = typer.Option(..., "--user", help="Your user name (an approver); the password is asked"),
+    reject: bool = typer.Option(False, "--reject", help="Reject instead of approving"),
+    comment: str = typer.Option("", help="Why (required to reject)"),
+) -> None:
+    """Approve (or reject) a payout run waiting for approval, as a named approver.
+
+    The approval is signed with the approval key and stored; the run resumes once it has every approval its
+    rule needs (the flow checks the signatures again).
+    """
+    from uuid import UUID
+
+    from deployments.approving import DecisionError, decide
+    from store.users import Users
+    from tasks.approvals import ApprovalKeyMissing
+
+    try:
+        run_id = UUID(flow_run_id)
+    except ValueError:
+        fail(f"{flow_run_id!r} is not a flow run id", EXIT_INVALID)
+    engine = _engine()
+    auditor = _auditor(engine)
+    account = Users(engine).authenticate(
+        user, getpass.getpass("Password: ") if sys.stdin.isatty() else _password()
+    )
+    if account is None:
+        auditor.record(user, "login.failed", f"user:{user}", "cli")
+        _drain_events()
+        fail("wrong user name or password (or the user is disabled)", EXIT_INVALID)
+    try:
+        message = asyncio.run(
+            decide(
+                engine,
+                auditor,
+                run_id=run_id,
+                user=account.name,
+                role=account.role,
+                approve=not reject,
+                reason=comment,
+                client="cli",
+            )
+        )
+    except DecisionError as exc:
+        fail(exc.message, EXIT_INVALID)
+    except ApprovalKeyMissing as exc:
+        fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - one clear line for the operator
+        fail(f"could not record the decision on {flow_run_id}: {type(exc).__name__}: {exc}")
+    finally:
+        _drain_events()
+    typer.echo(message)

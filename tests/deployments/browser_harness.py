@@ -1,0 +1,75 @@
+"""Helpers for the console's browser tests (headless Debian Chromium through Playwright)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sandbox import SandboxServer
+
+CHROMIUM = "/usr/bin/chromium"
+APPROVAL_KEY = "browser-test-approval-key-0123456789"
+SHOTS = Path(__file__).parent / "screenshots"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def local_console(
+    tmp_path: Path, emulator: SandboxServer, monkeypatch: Any, **overrides: Any
+) -> tuple[Any, Any]:
+    """A console app in local single-process mode (its own database under ``tmp_path``) paying against
+    ``emulator`` with a test approval key; returns (app, launcher)."""
+    from deployments.console import ConsoleSettings, LocalLauncher, create_app
+
+    for key, value in emulator.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
+    settings = ConsoleSettings(
+        database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
+        upload_url=str(tmp_path / "uploads"),
+        report_url=str(tmp_path / "reports"),
+        **overrides,
+    )
+    launcher = LocalLauncher()
+    return create_app(settings, launcher=launcher), launcher
+
+
+def console_runs() -> list[Any]:
+    """Flow runs the console started (sync client: Playwright's sync API owns this thread's event loop)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["payops-console"]))
+        )
+
+
+def log_in(page: Any, name: str, password: str) -> None:
+    page.fill("#username", name)
+    page.fill("#password", password)
+    page.click("button[type=submit]")
+
+
+def reload_until(page: Any, selector: str, timeout_s: float) -> None:
+    """Reload the page until ``selector`` shows (paused run pages do not refresh themselves)."""
+    deadline = time.monotonic() + timeout_s
+    while page.query_selector(selector) is None:
+        assert time.monotonic() < deadline, f"{selector} never appeared on {page.url}"
+        time.sleep(1)
+        page.reload()
+
+
+def payouts_at(emulator: SandboxServer) -> int:
+    stats = httpx.get(f"{emulator.base_url}/_sandbox/stats", timeout=10).json()
+    return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
