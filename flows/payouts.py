@@ -312,6 +312,8 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             summary["approval"] = {"approved": False, "comment": f"approval refused: {exc}"}
             return finish("not_approved")
         need = Requirement(0)
+    if need.initiator:
+        summary["started_by"] = need.initiator
     needs_approval = need.required > 0
     pf = None
     if intake.rows and settings is not None:

@@ -95,7 +95,7 @@ def run_record(summary: Mapping[str, Any]) -> dict[str, Any]:
         "needs_attention": len(summary.get("attention_rows") or []),
         "started_by": summary.get("started_by"),
         "approved": approval.get("approved"),
-        "approved_by": approval.get("by"),
+        "approved_by": ", ".join(approval.get("approvers") or []) or approval.get("by"),
         "approval_comment": approval.get("comment"),
         "report_files": json.dumps(summary.get("report_files") or {}, sort_keys=True),
     }

@@ -98,6 +98,7 @@ def test_resume_needs_valid_signed_approvals(
     s = asyncio.run(scenario())
     if case == "two approvers":
         assert s["outcome"] == "completed" and s["approval"]["approvers"] == ["bea", "cat"]
+        assert s["started_by"] == "olu"  # from the signed rule: `payops runs` shows who started it
         assert emulator_stats(server.base_url)["payouts"] == before + 3
     else:
         assert s["outcome"] == "not_approved" and emulator_stats(server.base_url)["payouts"] == before
