@@ -91,13 +91,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cli_env(extra: dict[str, str]) -> dict[str, str]:
-    """The environment of a `payops` subprocess: this process's, no PAYOPS_ settings, the session's Prefect
-    test server, then ``extra`` (e.g. the emulator's credentials)."""
+    """The environment of a `payops` subprocess: this process's, no PAYOPS_ settings but the test session's
+    isolation (its own payops home, no borrowed `payops serve`), the session's Prefect test server, then
+    ``extra`` (e.g. the emulator's credentials)."""
     import os
 
     from prefect.settings import PREFECT_API_URL
 
-    full = {k: v for k, v in os.environ.items() if not k.startswith("PAYOPS_")}
+    isolation = {"PAYOPS_HOME", "PAYOPS_SERVE_API_URL"}
+    full = {k: v for k, v in os.environ.items() if not k.startswith("PAYOPS_") or k in isolation}
     return full | {"PREFECT_API_URL": PREFECT_API_URL.value(), **extra}
 
 
