@@ -8,11 +8,15 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 from flows.summaries import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED, EXIT_OK, RunSummary
 
@@ -167,3 +171,27 @@ def validation_message(exc: Exception) -> str:
     if callable(errors):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in errors())
     return str(exc)
+
+
+DATABASE_SETTING = "PAYOPS_DATABASE_URL (or PAYOPS_HOME for the default SQLite file)"
+
+
+@contextmanager
+def payops_database(url: str | None = None, *, setting: str = DATABASE_SETTING) -> Iterator[Engine]:
+    """The payops database, migrated, for one command. A database error is one line naming ``setting``;
+    the error's own text is never shown, because SQLAlchemy's messages can carry the URL and its password."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from store import migrate, open_engine
+
+    try:
+        engine = open_engine(url)
+    except (SQLAlchemyError, ImportError, ValueError) as exc:  # a malformed URL, a missing driver
+        fail(f"cannot open the payops database ({type(exc).__name__}); check {setting}")
+    try:
+        migrate(engine)
+        yield engine
+    except SQLAlchemyError as exc:
+        fail(f"the payops database did not answer ({type(exc).__name__}); check {setting}")
+    finally:
+        engine.dispose()

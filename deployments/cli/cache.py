@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from deployments.cli._common import fail
+from deployments.cli._common import payops_database
 
 app = typer.Typer(no_args_is_help=True, help="The lookup and quote cache kept between runs.")
 
@@ -12,22 +12,8 @@ app = typer.Typer(no_args_is_help=True, help="The lookup and quote cache kept be
 @app.command("clear")
 def cache_clear() -> None:
     """Forget every cached holder name and fee quote: the next pre-flight asks the service again."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from store import migrate, open_engine
     from store.cache import LookupCache
 
-    # The error's text is not shown: SQLAlchemy's messages can carry the database URL and its password.
-    hint = "check PAYOPS_DATABASE_URL (or PAYOPS_HOME for the default SQLite file)"
-    try:
-        engine = open_engine()
-    except (SQLAlchemyError, ImportError) as exc:  # a malformed URL, a missing driver
-        fail(f"cannot open the payops database ({type(exc).__name__}); {hint}")
-    try:
-        migrate(engine)
+    with payops_database() as engine:
         removed = LookupCache(engine).clear()
-    except SQLAlchemyError as exc:
-        fail(f"cannot clear the lookup cache ({type(exc).__name__}); {hint}")
-    finally:
-        engine.dispose()
     typer.echo(f"lookup cache cleared: {removed} entr{'y' if removed == 1 else 'ies'} removed")

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import typer
 
-from deployments.cli._common import fail
+from deployments.cli._common import DATABASE_SETTING, payops_database
 
 app = typer.Typer(no_args_is_help=True, help="Webhooks: the durable inbox and its relay to Prefect.")
 
@@ -30,22 +30,11 @@ def status(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON figures on stdout"),
 ) -> None:
     """Backlog (selected, not yet in Prefect), the oldest unforwarded delivery, and failing forwards."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from store import migrate, open_engine
     from store.webhook_inbox import WebhookInbox
 
-    try:
-        engine = open_engine(database_url)
-    except (SQLAlchemyError, ValueError) as exc:
-        fail(f"--database-url: {type(exc).__name__}: {str(exc)[:200]}")
-    try:
-        migrate(engine)
+    setting = "--database-url" if database_url else DATABASE_SETTING
+    with payops_database(database_url, setting=setting) as engine:
         figures = WebhookInbox(engine).status()
-    except SQLAlchemyError as exc:
-        fail(f"the payops database did not answer ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
-    finally:
-        engine.dispose()
     if json_out:
         sys.stdout.write(json.dumps(asdict(figures)) + "\n")
         return

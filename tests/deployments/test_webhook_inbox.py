@@ -347,8 +347,9 @@ def test_webhooks_status_shows_backlog_oldest_unforwarded_and_failures(tmp_path:
     assert figures["last_error"] == "ConnectError: Prefect down" and figures["oldest_unforwarded_at"] > 0
     human = CliRunner().invoke(app, ["webhooks", "status", "--database-url", url])
     assert "backlog (not yet in Prefect): 1" in human.stdout and "Prefect down" in human.stdout
-    bad = CliRunner().invoke(app, ["webhooks", "status", "--database-url", "not a url"])
+    bad = CliRunner().invoke(app, ["webhooks", "status", "--database-url", "not a url:hunter2"])
     assert bad.exit_code == 1 and "--database-url" in bad.output and "Traceback" not in bad.output
+    assert "hunter2" not in bad.output  # a URL's password never reaches the terminal
 
 
 # -- the events catch-up shares the inbox ------------------------------------------------------------------
