@@ -126,7 +126,10 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
         "--poll-deadline",
         "120",
     ]
-    for point in POINTS:
+    for i, point in enumerate(POINTS):
+        # A cold lookup cache each time (its own payops home), so the pre-flight's kill points are reached
+        # again after a run that died later; what must hold across runs is the service's idempotency.
+        env["PAYOPS_HOME"] = str(tmp_path / f"payops-home-{i}")
         proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         switch.arm(proc.pid, point)
         code = proc.wait(timeout=180)
