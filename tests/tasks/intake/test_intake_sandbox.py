@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -37,8 +38,9 @@ def test_bombs_are_refused_before_any_parser_sees_them(name: str, tmp_path: Path
 
 
 def _run_cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str, float, int]:
-    """``payops ARGS`` in a subprocess: exit code, stdout, stderr, seconds and peak RSS (KiB, with the
-    children it waited for)."""
+    """``payops ARGS`` in a subprocess: exit code, stdout, stderr, seconds and peak RSS (KiB) of that
+    process and the children it waited for (``wait4``'s own usage, not this test process's other
+    children: ``RUSAGE_CHILDREN`` would report the largest child any earlier test ever reaped)."""
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "deployments.cli", *args],
@@ -47,11 +49,20 @@ def _run_cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str, float
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    out, err = proc.communicate(timeout=120)
-    seconds = time.monotonic() - started
-    # The child is reaped by communicate(); its peak RSS is the largest of this process's children so far.
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return proc.returncode, out.decode(), err.decode(), seconds, peak_kib
+    killer = threading.Timer(120, proc.kill)
+    killer.start()
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            out = pool.submit(proc.stdout.read)
+            err = pool.submit(proc.stderr.read)
+            _, status, usage = os.wait4(proc.pid, 0)
+            stdout, stderr = out.result(), err.result()
+    finally:
+        killer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stdout.close()
+    proc.stderr.close()
+    return proc.returncode, stdout.decode(), stderr.decode(), time.monotonic() - started, usage.ru_maxrss
 
 
 @pytest.fixture
