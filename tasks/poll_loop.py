@@ -1,7 +1,7 @@
 """The one poll loop: refresh until everything is final or a deadline passes, waiting longer each round.
 
 Payouts (``tasks.polling``), settlement runs (``tasks.settlements``) and utility purchases
-(``tasks.utilities``) differ only in how a round refreshes and what counts as final; the deadline and
+(``tasks.utility_purchases``) differ only in how a round refreshes and what counts as final; the deadline and
 the back-off live here.
 """
 

@@ -1,4 +1,5 @@
-"""`payops utilities`: airtime and data purchases from a sheet.
+"""`payops purchases`: airtime and data purchases from a sheet (``payops utilities`` is its former name,
+kept as a hidden alias so existing scripts keep working).
 
 Exit codes: 0 completed (failed purchases are a result, not an error), 2 invalid input and nothing bought,
 1 anything else. Operators get one clear line, never a traceback.
@@ -22,7 +23,7 @@ from deployments.cli.progress_display import is_terminal, progress_display
 from flows.summaries import PurchaseRunSummary
 
 
-def utilities(
+def purchases(
     file: str = typer.Argument(..., help="Utility sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
     label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
     report_dir: str = typer.Option("reports", help="Where LABEL.xlsx, LABEL.csv and LABEL.json go"),
@@ -36,7 +37,7 @@ def utilities(
     quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
     from pydantic import ValidationError
 
-    from flows.utilities import UtilityRunParams, utility_purchases
+    from flows.utility_purchases import UtilityRunParams, utility_purchases
 
     try:
         params = UtilityRunParams(

@@ -22,7 +22,7 @@ from . import (
     settlements,
     transactions,
     transfers,
-    utilities,
+    utility_purchases,
     wallet,
     webhook_admin,
 )
@@ -41,7 +41,7 @@ ROUTERS: list[APIRouter] = [
     collections.router,
     checkouts.router,
     payer_page.router,
-    utilities.router,
+    utility_purchases.router,
     transfers.router,
     recipients.router,
     party_lookups.router,

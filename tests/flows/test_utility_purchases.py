@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from flows.utilities import UtilityRunParams, utility_purchases
+from flows.utility_purchases import UtilityRunParams, utility_purchases
 from sandbox import SandboxConfig, SandboxServer
 from tests.flows.support import emulator_stats
 
@@ -151,12 +151,12 @@ def test_cli_exit_codes_and_no_traceback(prefect_harness, env, tmp_path: Path) -
 
     runner = CliRunner()
     demo = Path(__file__).resolve().parents[2] / "examples" / "utilities-demo.csv"
-    ok = runner.invoke(app, ["utilities", str(demo), "--dry-run", "--json", "--report-dir", str(tmp_path)])
+    ok = runner.invoke(app, ["purchases", str(demo), "--dry-run", "--json", "--report-dir", str(tmp_path)])
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout.strip().splitlines()[-1])["outcome"] == "dry_run"
     bad = write_csv(tmp_path / "bad.csv", [["12", "mtn-airtime", "", "", "5.00", "", "", ""]])
-    refused = runner.invoke(app, ["utilities", str(bad), "--report-dir", str(tmp_path)])
+    refused = runner.invoke(app, ["purchases", str(bad), "--report-dir", str(tmp_path)])
     assert refused.exit_code == 2 and "row 2, column msisdn" in refused.output
-    missing = runner.invoke(app, ["utilities", str(tmp_path / "nope.csv")])
+    missing = runner.invoke(app, ["utilities", str(tmp_path / "nope.csv")])  # the former name still works
     assert missing.exit_code == 2 and "file not found" in missing.output
     assert "Traceback" not in refused.output + missing.output

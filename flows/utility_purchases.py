@@ -30,7 +30,7 @@ from tasks.references import content_label
 from tasks.reports import ensure_reports_spare_source, report_paths
 from tasks.run_meter import RunMeter
 from tasks.tabular_reports import write_table_reports
-from tasks.utilities import (
+from tasks.utility_purchases import (
     CHUNK_SIZE,
     WAITED_ON,
     PurchaseOutcome,

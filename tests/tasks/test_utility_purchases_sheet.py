@@ -10,7 +10,7 @@ from openpyxl import Workbook
 
 from tasks.intake import IntakeError, read_raw_sheet
 from tasks.references import REFERENCE_PATTERN
-from tasks.utilities import (
+from tasks.utility_purchases import (
     ProductInfo,
     chunks,
     purchase_orders,

@@ -19,7 +19,7 @@ from connectors.payments.models import (
 )
 
 from ..auth import AuthContext, require
-from ..engine.utilities import PRODUCTS, accept_purchase, get_purchase, quote
+from ..engine.utility_purchases import PRODUCTS, accept_purchase, get_purchase, quote
 from ..errors import invalid
 from ..idempotency import IdempotencyKey, json_response, run_idempotent
 from ..runtime import get_sandbox
