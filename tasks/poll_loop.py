@@ -36,6 +36,15 @@ class Backoff:
         return self.first_s if previous is None else min(self.max_s, previous * self.growth)
 
 
+# Each family's cadence, side by side.
+#: Payouts: short waits while statuses move, up to 15 s while nothing changes.
+PAYOUT_BACKOFF = Backoff(0.5, 15.0, reset_on_change=True)
+#: Settlement runs: first read after 0.25 s (a run just started is never final at once), up to 10 s.
+SETTLEMENT_BACKOFF = Backoff(0.25, 10.0, wait_first=True)
+#: Utility purchases: 0.3 s, growing to 10 s.
+PURCHASE_BACKOFF = Backoff(0.3, 10.0)
+
+
 @dataclass(kw_only=True)
 class PollRounds:
     """What every poll reports: rounds made, whether the deadline cut it short, API calls by endpoint."""

@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
 from connectors.payments.models import PAYOUT_FINAL_STATUSES
 from tasks.clients import payments_client
-from tasks.poll_loop import Backoff, PollRounds, poll_until
+from tasks.poll_loop import PAYOUT_BACKOFF, Backoff, PollRounds, poll_until
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
 
@@ -164,8 +164,7 @@ async def poll_until_final(
     states: dict[str, PayoutState],
     *,
     deadline_s: float,
-    first_interval_s: float = 0.5,
-    max_interval_s: float = 15.0,
+    backoff: Backoff = PAYOUT_BACKOFF,
     concurrency: int = 8,
     on_round: Callable[[PollResult], Awaitable[None]] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -195,7 +194,6 @@ async def poll_until_final(
             await on_round(result)
         return Counter(s.status for s in states.values()) != before
 
-    backoff = Backoff(first_interval_s, max_interval_s, reset_on_change=True)
     progress = await poll_until(refresh, lambda: not result.pending, deadline_s, backoff, sleep=sleep)
     result.deadline_reached = progress.deadline_reached
     return result

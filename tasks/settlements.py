@@ -64,7 +64,7 @@ from connectors.payments import (
 from connectors.payments.models import SettlementRun
 from tasks.clients import payments_client
 from tasks.payment_events import as_envelope, default_emitter, envelope_to_event
-from tasks.poll_loop import Backoff, PollRounds, poll_until
+from tasks.poll_loop import SETTLEMENT_BACKOFF, Backoff, PollRounds, poll_until
 from tasks.references import (
     is_our_retry,
     resettlement_idempotency_key,
@@ -298,9 +298,7 @@ async def poll_until_completed(
     runs: Mapping[str, RunInfo],
     *,
     deadline_s: float,
-    first_interval_s: float = 0.25,
-    max_interval_s: float = 10.0,
-    growth: float = 1.6,
+    backoff: Backoff = SETTLEMENT_BACKOFF,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> PollResult:
     """Read each running run by id until all are completed or `deadline_s` passes; the interval grows."""
@@ -313,7 +311,6 @@ async def poll_until_completed(
         for run_id in pending():
             result.runs[run_id] = RunInfo.of(await client.settlements.get(run_id))
 
-    backoff = Backoff(first_interval_s, max_interval_s, growth, wait_first=True)
     progress = await poll_until(refresh, lambda: not pending(), deadline_s, backoff, sleep=sleep)
     result.rounds, result.deadline_reached = progress.rounds, progress.deadline_reached
     return result

@@ -46,7 +46,7 @@ from tasks.intake.columns import header_key
 from tasks.intake.phones import normalise_msisdn
 from tasks.intake.raw import RawSheet
 from tasks.money import money
-from tasks.poll_loop import Backoff, PollRounds, poll_until
+from tasks.poll_loop import PURCHASE_BACKOFF, Backoff, PollRounds, poll_until
 from tasks.references import purchase_idempotency_key, row_reference
 from tasks.retries import is_transient
 
@@ -522,8 +522,7 @@ async def poll_purchases(
     deadline_s: float,
     since: datetime | None = None,
     concurrency: int = 8,
-    first_interval_s: float = 0.3,
-    max_interval_s: float = 10.0,
+    backoff: Backoff = PURCHASE_BACKOFF,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> PollResult:
     """Refresh accepted purchases until final (delivered, failed, refunded) or the deadline.
@@ -553,7 +552,6 @@ async def poll_purchases(
             waiting = sorted(wanted)
         await asyncio.gather(*(read(r) for r in waiting))
 
-    backoff = Backoff(first_interval_s, max_interval_s)
     progress = await poll_until(refresh, lambda: not pending(), deadline_s, backoff, sleep=sleep)
     result.rounds, result.deadline_reached = progress.rounds, progress.deadline_reached
     result.api_calls = Counter(client.api_calls)

@@ -18,6 +18,7 @@ from connectors.payments import PaymentsClient, PaymentsSettings, WebhookEnvelop
 from sandbox import SandboxConfig, SandboxServer
 from tasks import references as refs
 from tasks import settlements as ts
+from tasks.poll_loop import Backoff
 from tasks.settlements import RunInfo
 
 REFERENCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -171,7 +172,7 @@ async def test_polling_grows_its_interval_and_stops_at_the_deadline(server: Sand
             await client.settlements.resettle(run.id, reference="manual-1", idempotency_key="m1")
         )
         result = await ts.poll_until_completed(
-            client, {new.id: new}, deadline_s=0.6, first_interval_s=0.05, max_interval_s=0.2
+            client, {new.id: new}, deadline_s=0.6, backoff=Backoff(0.05, 0.2, wait_first=True)
         )
         assert result.deadline_reached and not result.runs[new.id].completed and result.rounds >= 3
     assert waits[0] == 0.25
