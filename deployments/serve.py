@@ -286,6 +286,30 @@ def apply_alerts(say: Callable[[str], None]) -> bool:
     return True
 
 
+WEBHOOK_PATH = "/webhooks/payments"
+
+
+def wire_webhooks(
+    sandbox_url: str, receiver_url: str, console_env: MutableMapping[str, str], say: Callable[[str], None]
+) -> None:
+    """Register the console's receiver with the emulator for the types the forward filter selects, and give
+    the console that endpoint's signing secret (first in ``PAYOPS_WEBHOOK_SECRETS``; configured ones kept)."""
+    from deployments.webhook_endpoint import ensure_endpoint, subscribed_types
+    from tasks.payment_events import DEFAULT_FORWARD
+
+    types = subscribed_types(console_env.get("PAYOPS_WEBHOOK_FORWARD") or DEFAULT_FORWARD)
+    try:
+        endpoint = ensure_endpoint(sandbox_url, receiver_url, types)
+    except (httpx.HTTPError, KeyError, ValueError) as exc:
+        raise RuntimeError(f"could not register the webhook endpoint with the emulator: {exc}") from None
+    configured = console_env.get("PAYOPS_WEBHOOK_SECRETS", "")
+    console_env["PAYOPS_WEBHOOK_SECRETS"] = ",".join(s for s in (endpoint.secret, configured) if s)
+    say(
+        f"webhooks: emulator endpoint {endpoint.id} ({'reused' if endpoint.reused else 'registered'}) sends "
+        f"{len(endpoint.event_types)} event types to {receiver_url}"
+    )
+
+
 @contextmanager
 def _terminate_on_sigterm() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
@@ -338,7 +362,9 @@ def run_all_in_one(
             if sandbox:
                 env_file = log_dir / "sandbox.env"
                 say(f"starting the Payments Service emulator on http://{host}:{sandbox_port} ...")
-                proc = sup.start("sandbox", sandbox_command(host, sandbox_port, env_file), os.environ)
+                # The console's receiver is plain http on 127.0.0.1: the emulator must allow that URL.
+                command = sandbox_command(host, sandbox_port, env_file, "--allow-local-webhooks")
+                proc = sup.start("sandbox", command, os.environ)
                 wait_http(f"http://{host}:{sandbox_port}/openapi.json", proc, 60, "the emulator")
                 os.environ.update(read_env_file(env_file))
             home = payops_home()
@@ -346,6 +372,9 @@ def run_all_in_one(
             ensure_first_admin(home, say)
             console_env = dict(os.environ)
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
+            if sandbox:
+                receiver = f"http://{host}:{console_port}{WEBHOOK_PATH}"
+                wire_webhooks(f"http://{host}:{sandbox_port}", receiver, console_env, say)
             proc = sup.start(
                 "console",
                 [sys.executable, "-m", "deployments.console", "--host", host, "--port", str(console_port)],
@@ -353,8 +382,6 @@ def run_all_in_one(
             )
             wait_http(f"http://{host}:{console_port}/healthz", proc, 60, "the console")
             say(f"console: http://{host}:{console_port}")
-            if sandbox:
-                say(f"webhooks: http://{host}:{console_port}/webhooks/payments")
             os.environ.setdefault("PAYOPS_CONSOLE_URL", f"http://{host}:{console_port}")
             apply_alerts(say)
             specs = asyncio.run(resolve_templates(load_specs()))

@@ -15,6 +15,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from pydantic import BaseModel, Field, field_validator
 
+from flows.run_params import CREDENTIALS_DESCRIPTION, Text
 from tasks.alerts import events_catch_up_hook
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
@@ -36,21 +37,26 @@ class EventsCatchUpParams(BaseModel):
     variable: str = Field(
         DEFAULT_CURSOR_VARIABLE,
         pattern=VARIABLE_NAME_PATTERN,
-        description="Prefect Variable holding the cursor (its '-seen' twin holds recent ids)",
+        description="Name of the Prefect Variable that remembers the last event read (its '-seen' twin keeps "
+        "recent event ids).",
     )
-    page_size: int = Field(PAGE_SIZE, ge=1, le=SEEN_CAPACITY, description="Events per GET /v1/events page")
-    emitter: str | None = Field(
-        None, description="'module:callable' taking emit_event's keywords; default prefect.events.emit_event"
+    page_size: int = Field(
+        PAGE_SIZE, ge=1, le=SEEN_CAPACITY, description="Events read per request to the service."
+    )
+    emitter: Text = Field(
+        "",
+        description="Custom receiver of the events (module:function). Leave empty to send them to Prefect.",
     )
     forward: str = Field(
         "*",
-        description="Events emitted: '<type glob>[:<status>|...]' rules as PAYOPS_WEBHOOK_FORWARD; '*' = all",
+        description="Events to emit: comma-separated '<type pattern>[:<status>|...]' rules (as "
+        "PAYOPS_WEBHOOK_FORWARD); '*' emits all.",
     )
-    credentials_block: str | None = Field(
-        None, description="PaymentsCredentials block name; default: env vars"
-    )
+    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
     rate_limit_per_s: float = Field(
-        50, gt=0, description="Requests per second without a `payments-api` limit"
+        50,
+        gt=0,
+        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
     )
 
     @field_validator("forward")
@@ -74,7 +80,7 @@ def _markdown(summary: dict[str, Any]) -> str:
 
 
 @flow(name="events-catch-up", log_prints=False, on_completion=[events_catch_up_hook])
-async def events_catch_up(params: EventsCatchUpParams | None = None) -> dict[str, Any]:
+async def events_catch_up(params: EventsCatchUpParams = EventsCatchUpParams()) -> dict[str, Any]:
     """Emit every event after the saved cursor once, then save the cursor."""
     async with open_clients():
         return await _events_catch_up(params)

@@ -15,9 +15,9 @@ from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.runtime import flow_run as flow_run_runtime
 from prefect.utilities.annotations import quote as untraversed
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from flows.run_params import SheetRunParams
+from flows.run_params import SheetRunParams, Text, sheet_run_name, tag_run
 from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval
 from tasks.approvals import (
     ApprovalKeyMissing,
@@ -48,47 +48,82 @@ from tasks.submission import BatchResult, submit_batch_task
 
 
 class PayoutRunParams(SheetRunParams):
-    """Parameters of a payout run (rendered as a form in the Prefect UI)."""
+    """Parameters of a payout run."""
 
-    dry_run: bool = Field(False, description="Validate and pre-flight only; send nothing")
+    dry_run: bool = Field(False, description="Check the sheet and run the pre-flight only; send nothing.")
     on_invalid_rows: Literal["refuse", "skip"] = Field(
-        "refuse", description="refuse: any invalid row refuses the whole sheet; skip: pay the valid rows"
+        "refuse",
+        description="refuse: any invalid row stops the whole sheet; skip: pay the valid rows, report the "
+        "others.",
     )
-    require_approval: bool = Field(False, description="Always pause for approval before sending")
-    approval_threshold: Decimal | None = Field(
-        None, description="Pause for approval when the sheet's total amount is at least this"
+    require_approval: bool = Field(False, description="Always wait for an approval before sending anything.")
+    approval_threshold: str = Field(
+        "",
+        pattern=r"^(\d+(\.\d{1,2})?)?$",
+        description="Wait for an approval when the sheet's total amount is at least this (e.g. 50000.00). "
+        "Leave empty for no threshold.",
     )
-    approval_rule: str | None = Field(
-        None, description="Signed by the console: who may not approve and the approval tiers. Do not edit."
+    approval_rule: Text = Field(
+        "",
+        description="Filled in by the console (who may approve and how many approvals are needed). "
+        "Leave empty when starting a run here.",
     )
     approval_timeout_s: int = Field(
-        3600, ge=10, description="An approval not given within this is a rejection"
+        3600, ge=10, description="Seconds to wait for an approval; no answer by then counts as a rejection."
     )
     poll_deadline_s: float = Field(
-        900, gt=0, description="Stop polling after this; unfinished payouts are reported"
+        900,
+        gt=0,
+        description="Seconds to follow payouts to their final status; unfinished ones are reported.",
     )
-    check_names: bool = Field(True, description="Look up account holder names when the sheet has payee names")
-    block_on_name_mismatch: bool = Field(False, description="Refuse the run when a payee name mismatches")
+    check_names: bool = Field(
+        True,
+        description="Look up each account holder's name and compare it with the payee name of the sheet.",
+    )
+    block_on_name_mismatch: bool = Field(
+        False, description="Stop the run before sending when a payee name does not match the account holder."
+    )
     preflight_concurrency: int = Field(
-        16,
-        ge=1,
-        le=128,
-        description="Pre-flight reads in flight at once (within the client's 20 kept-alive connections)",
+        16, ge=1, le=128, description="Account and fee look-ups made at the same time during the pre-flight."
     )
     exact_fees: bool = Field(
         False,
-        description="Quote every distinct amount, not bracketing fees on a grid (tasks/fee_pricing.py)",
+        description="Ask the service for the fee of every distinct amount, not an estimate between quotes.",
     )
-    use_lookup_cache: bool = Field(True, description="Reuse holder names and fee quotes from earlier runs")
-    name_cache_ttl_s: int = Field(7 * 86400, ge=0, description="How long a looked-up holder name is reused")
-    quote_cache_ttl_s: int = Field(900, ge=0, description="How long a fee quote is reused")
+    use_lookup_cache: bool = Field(
+        True, description="Reuse account holder names and fee quotes looked up by earlier runs."
+    )
+    name_cache_ttl_s: int = Field(
+        7 * 86400, ge=0, description="Seconds a looked-up account holder name is reused."
+    )
+    quote_cache_ttl_s: int = Field(900, ge=0, description="Seconds a fee quote is reused.")
     lookup_failure_ttl_s: int = Field(
-        300, ge=0, le=3600, description="How long a 'no such account' answer is kept (transient errors never)"
+        300,
+        ge=0,
+        le=3600,
+        description="Seconds a 'no such account' answer is remembered (temporary errors never are).",
     )
     allow_preflight_problems: bool = Field(
-        False, description="Send even if pre-flight finds the balance or limits short (items may be refused)"
+        False,
+        description="Send even when the pre-flight finds the balance or limits short (some payouts may "
+        "then be refused).",
     )
-    max_concurrent_batches: int = Field(4, ge=1, le=32)
+    max_concurrent_batches: int = Field(
+        4, ge=1, le=32, description="Batches of up to 100 payouts sent at the same time."
+    )
+
+    @field_validator("approval_threshold", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        """None means "not set"; an amount given as a number is written as text (never through float)."""
+        if value is None:
+            return ""
+        return str(value) if isinstance(value, Decimal | int) else value
+
+    @property
+    def threshold_amount(self) -> Decimal | None:
+        """The approval threshold as an amount, or None when not set."""
+        return Decimal(self.approval_threshold) if self.approval_threshold else None
 
 
 class Approval(RunInput):
@@ -207,8 +242,7 @@ def _outcomes(
 async def _requirement(params: PayoutRunParams, total: Decimal) -> Requirement:
     """Approvals this run needs: the console's signed rule, at least one with require_approval/threshold."""
     legacy = int(
-        params.require_approval
-        or (params.approval_threshold is not None and total >= params.approval_threshold)
+        params.require_approval or (params.threshold_amount is not None and total >= params.threshold_amount)
     )
     if not params.approval_rule:
         return Requirement(legacy)
@@ -249,7 +283,7 @@ async def _approve(
     return True, answer.comment, approvers
 
 
-@flow(name="payout-spreadsheet", log_prints=False, **PAYOUT_RUN_HOOKS)
+@flow(name="payout-spreadsheet", flow_run_name=sheet_run_name, log_prints=False, **PAYOUT_RUN_HOOKS)
 async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
     try:
@@ -279,6 +313,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         logger.error("sheet refused: %s; nothing sent", intake.message)
         return meter.into(refusal_summary(params.source, params.label, intake.errors))
     label = run_label(params.label, intake)
+    await tag_run(label)
     ensure_reports_spare_source(params.report_dir, label, params.source)
     summary = intake_summary(params.source, label, intake)
 

@@ -1,28 +1,99 @@
-"""Parameters every sheet-driven run shares (payouts, utility purchases)."""
+"""Parameters every sheet-driven run shares (payouts, utility purchases), and the run's name and tags.
+
+Each field is one plain type with a default (an empty string means "the default"), so Prefect's run form shows
+one input per field, never a type toggle; descriptions are written for the operator who fills that form.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pathlib import PurePosixPath
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, Field
+
+REPORT_DIR_DESCRIPTION = (
+    "Folder or storage URL (s3://..., gs://...) for the reports. Leave empty for the payops reports folder "
+    "(PAYOPS_REPORT_URL, else the reports folder in the payops home)."
+)
+
+
+def _none_is_empty(value: Any) -> Any:
+    return "" if value is None else value
+
+
+Text = Annotated[str, BeforeValidator(_none_is_empty)]
+"""Text where empty means "not given" (None from older callers too): one plain string input in the form."""
+
+CREDENTIALS_DESCRIPTION = (
+    "Name of the saved Payments credentials block to pay with. Leave empty to use the worker's PAYOPS_* "
+    "environment settings."
+)
 
 
 class SheetRunParams(BaseModel):
     """A sheet, the run's label, where reports go and how to reach the service."""
 
-    source: str = Field(description="The sheet: local path or fsspec URL (.xlsx, .xlsm, .csv)")
-    label: str | None = Field(
-        None,
-        description="Run label. Default: a fingerprint of the sheet's content, so the same sheet replays.",
+    source: str = Field(
+        min_length=1,
+        description="The sheet to process: a path on the worker or a storage URL (.xlsx, .xlsm or .csv).",
     )
-    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
-    credentials_block: str | None = Field(
-        None, description="PaymentsCredentials block name; default: env vars"
+    label: Text = Field(
+        "",
+        max_length=64,
+        description=(
+            "Name of this run, used for payment references, report files, the run's name and tags. Leave "
+            "empty to derive it from the sheet's content: running the same sheet again never pays twice."
+        ),
     )
+    report_dir: Text = Field("", description=REPORT_DIR_DESCRIPTION)
+    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
     rate_limit_per_s: float = Field(
         1000,
         gt=0,
         description=(
-            "Ceiling of the adaptive request rate (per second) used when no `payments-api` global concurrency"
-            " limit exists: below it the rate follows the service's 429s"
+            "Most requests per second to the Payments Service when no `payments-api` rate limit is set up in "
+            "Prefect; below it the rate slows down whenever the service answers 'too many requests'."
         ),
     )
-    default_country_code: str = Field("233", pattern=r"^\d{1,3}$")
+    default_country_code: str = Field(
+        "233",
+        pattern=r"^\d{1,3}$",
+        description="Country calling code added to phone numbers written without one (233: Ghana).",
+    )
+
+
+def name_from_parameters(parameters: dict[str, Any]) -> str:
+    """A sheet run's name: its label, else the sheet's file name without extension."""
+    params = parameters.get("params")
+    fields = (
+        params.model_dump() if isinstance(params, BaseModel) else params if isinstance(params, dict) else {}
+    )
+    if fields.get("label"):
+        return str(fields["label"])
+    stem = PurePosixPath(str(fields.get("source") or "").replace("\\", "/")).stem
+    return stem or "sheet"
+
+
+def sheet_run_name() -> str:
+    """``flow_run_name`` of the sheet flows, called by Prefect when a run starts (`name_from_parameters`)."""
+    from prefect.runtime import flow_run
+
+    return name_from_parameters(flow_run.parameters)
+
+
+async def tag_run(label: str) -> None:
+    """Add the run's label to its tags, so Prefect's runs list filters by it (a failure is logged, never
+    fatal: the payments matter more than the tag)."""
+    from prefect import get_run_logger
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    if not label or not flow_run.id:
+        return
+    try:
+        async with get_client() as client:
+            run = await client.read_flow_run(flow_run.id)
+            if label not in run.tags:
+                await client.update_flow_run(flow_run.id, tags=[*run.tags, label])
+    except Exception as exc:  # noqa: BLE001 - tags are a convenience; say so and go on
+        get_run_logger().warning("run not tagged with its label %s (%s)", label, type(exc).__name__)

@@ -21,8 +21,9 @@ from prefect.states import Failed, State
 from pydantic import BaseModel, Field
 
 from connectors.payments.models import REFERENCE_PATTERN
+from flows.run_params import CREDENTIALS_DESCRIPTION, REPORT_DIR_DESCRIPTION, Text
 from tasks.alerts import emit_settlement_alerts
-from tasks.artifacts import markdown_table
+from tasks.artifacts import markdown_table, report_lines
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.money import money
@@ -60,40 +61,59 @@ REPORT_HEADERS = [
 
 
 class SettlementRetryParams(BaseModel):
-    """Parameters of `retry-failed-settlements` (a form in the Prefect UI)."""
+    """Parameters of `retry-failed-settlements`."""
 
-    since: datetime | None = Field(None, description="Oldest run start to look at; default now - since_days")
-    since_days: float = Field(7, gt=0, description="Window in days when `since` is not given")
-    run_id: str | None = Field(None, description="Retry only this run (on demand)")
-    run_reference: str | None = Field(
+    since: datetime | None = Field(
         None,
-        description="Retry only the run with this reference (event trigger: the event's payload.reference)",
+        description="Oldest settlement run start to look at. Leave empty to look back `since_days` days.",
+    )
+    since_days: float = Field(7, gt=0, description="Days to look back when no start is given.")
+    run_id: Text = Field("", description="Retry only the settlement run with this id. Leave empty for all.")
+    run_reference: Text = Field(
+        "",
+        description="Retry only the settlement run with this reference (a webhook-triggered run fills it "
+        "in). Leave empty for all.",
     )
     poll_deadline_s: float = Field(
-        300, gt=0, description="Stop polling new runs after this; they are reported"
+        300,
+        gt=0,
+        description="Seconds to follow new settlement runs to completion; unfinished ones are reported.",
     )
-    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
-    credentials_block: str | None = Field(
-        None, description="PaymentsCredentials block name; default: env vars"
-    )
+    report_dir: Text = Field("", description=REPORT_DIR_DESCRIPTION)
+    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
     rate_limit_per_s: float = Field(
-        50, gt=0, description="Requests per second without a `payments-api` limit"
+        50,
+        gt=0,
+        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
     )
 
 
 class SettleNowParams(BaseModel):
     """Parameters of `settle-now`."""
 
-    reference: str | None = Field(
-        None, pattern=REFERENCE_PATTERN, description="Run reference; default derived from the flow run id"
+    reference: Text = Field(
+        "",
+        pattern=rf"^$|{REFERENCE_PATTERN}",
+        description="Reference of the settlement run (letters, digits, - and _). Leave empty to derive one "
+        "from this flow run, so a retry of the same run never settles twice.",
     )
-    currency: str | None = Field(
-        None, pattern=r"^[A-Z]{3}$", description="Currency to settle (default: policy)"
+    currency: Text = Field(
+        "",
+        pattern=r"^([A-Z]{3})?$",
+        description="Currency to settle (e.g. GHS). Leave empty for the currencies of the settlement policy.",
     )
-    poll_deadline_s: float = Field(300, gt=0)
-    report_dir: str = Field("reports")
-    credentials_block: str | None = Field(None)
-    rate_limit_per_s: float = Field(50, gt=0)
+    poll_deadline_s: float = Field(
+        300,
+        gt=0,
+        description="Seconds to follow the settlement run to completion; if unfinished it is reported.",
+    )
+    report_dir: Text = Field("", description=REPORT_DIR_DESCRIPTION)
+    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
+    rate_limit_per_s: float = Field(
+        50,
+        gt=0,
+        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
+    )
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -163,9 +183,7 @@ def _summary_markdown(title: str, summary: dict[str, Any], rows: list[list[Any]]
             "",
             markdown_table([REPORT_HEADERS[i] for i in idx], [[r[i] for i in idx] for r in attention[:200]]),
         ]
-    files = summary.get("report_files") or {}
-    if files:
-        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
+    lines += report_lines(summary.get("report_files"))
     return "\n".join(lines)
 
 
@@ -200,7 +218,9 @@ def _label(kind: str, started: datetime) -> str:
 
 
 @flow(name="retry-failed-settlements", log_prints=False)
-async def retry_failed_settlements(params: SettlementRetryParams | None = None) -> dict[str, Any] | State:
+async def retry_failed_settlements(
+    params: SettlementRetryParams = SettlementRetryParams(),
+) -> dict[str, Any] | State:
     """Retry each failed settlement run of the window exactly once, poll the retries, report."""
     async with open_clients():
         return await _retry_failed_settlements(params)
@@ -220,7 +240,7 @@ async def _retry_failed_settlements(params: SettlementRetryParams | None = None)
     settings = load_settings(params.credentials_block)
 
     scan = await scan_settlements_task(
-        settings, since, params.rate_limit_per_s, params.run_id, params.run_reference or None
+        settings, since, params.rate_limit_per_s, params.run_id or None, params.run_reference or None
     )
     api_calls.update(scan.api_calls)
     phases["scan"] = round(time.perf_counter() - t0, 3)
@@ -318,7 +338,7 @@ async def _retry_failed_settlements(params: SettlementRetryParams | None = None)
 
 
 @flow(name="settle-now", log_prints=False)
-async def settle_now(params: SettleNowParams | None = None) -> dict[str, Any] | State:
+async def settle_now(params: SettleNowParams = SettleNowParams()) -> dict[str, Any] | State:
     """Start an on-demand settlement run, poll it to completed, report."""
     async with open_clients():
         return await _settle_now(params)
@@ -336,7 +356,7 @@ async def _settle_now(params: SettleNowParams | None = None) -> dict[str, Any] |
     settings = load_settings(params.credentials_block)
     api_calls: Counter[str] = Counter()
 
-    outcome = await settle_now_task(settings, reference, params.currency, params.rate_limit_per_s)
+    outcome = await settle_now_task(settings, reference, params.currency or None, params.rate_limit_per_s)
     api_calls.update(outcome.api_calls)
     summary: dict[str, Any] = {"label": label, "reference": reference, "outcome": "completed"}
     if outcome.run is None:

@@ -16,7 +16,8 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from pydantic import BaseModel, Field, model_validator
 
-from tasks.artifacts import markdown_table
+from flows.run_params import CREDENTIALS_DESCRIPTION, REPORT_DIR_DESCRIPTION, Text
+from tasks.artifacts import markdown_table, report_lines
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.transactions_report import (
@@ -38,22 +39,38 @@ Kind = Literal["collection", "payout", "settlement", "utility", "wallet_transfer
 
 
 class TransactionsReportParams(BaseModel):
-    """Parameters of `transactions-report` (a form in the Prefect UI)."""
+    """Parameters of `transactions-report`."""
 
     from_: datetime | None = Field(
-        None, alias="from", description="Created at or after (default: start of the previous Accra day)"
+        None,
+        alias="from",
+        description="First moment included. Leave empty for the start of the previous day (Accra time).",
     )
-    to: datetime | None = Field(None, description="Created before (default: end of the previous Accra day)")
-    kind: Kind | None = None
-    status: str | None = Field(None, min_length=1, max_length=64)
-    settlement_status: Literal["not_eligible", "eligible", "claimed", "settled"] | None = None
-    reconciliation_status: Literal["unchecked", "matched", "mismatched"] | None = None
-    page_size: int = Field(100, ge=1, le=100)
-    report_dir: str = Field("reports", description="Folder or fsspec URL for the reports")
-    credentials_block: str | None = Field(
-        None, description="PaymentsCredentials block name; default: env vars"
+    to: datetime | None = Field(
+        None,
+        description="First moment no longer included. Leave empty for the end of the previous day (Accra).",
     )
-    rate_limit_per_s: float = Field(50, gt=0)
+    kind: Kind | None = Field(None, description="Only this kind of transaction. Leave empty for every kind.")
+    status: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="Only transactions with this status. Leave empty for all.",
+    )
+    settlement_status: Literal["not_eligible", "eligible", "claimed", "settled"] | None = Field(
+        None, description="Only transactions with this settlement status. Leave empty for all."
+    )
+    reconciliation_status: Literal["unchecked", "matched", "mismatched"] | None = Field(
+        None, description="Only transactions with this reconciliation status. Leave empty for all."
+    )
+    page_size: int = Field(100, ge=1, le=100, description="Transactions read per request to the service.")
+    report_dir: Text = Field("", description=REPORT_DIR_DESCRIPTION)
+    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
+    rate_limit_per_s: float = Field(
+        50,
+        gt=0,
+        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
+    )
 
     model_config = {"populate_by_name": True}
 
@@ -77,14 +94,14 @@ def _markdown(summary: dict[str, Any]) -> str:
     recon = [[k, e["count"]] for k, e in summary["by_reconciliation"].items()]
     if recon:
         lines += ["", markdown_table(["reconciliation", "transactions"], recon)]
-    files = summary.get("report_files") or {}
-    if files:
-        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
+    lines += report_lines(summary.get("report_files"))
     return "\n".join(lines)
 
 
 @flow(name="transactions-report", log_prints=False)
-async def transactions_report(params: TransactionsReportParams | None = None) -> dict[str, Any]:
+async def transactions_report(
+    params: TransactionsReportParams = TransactionsReportParams(),
+) -> dict[str, Any]:
     """Read every page of the window, sum, write the report and artifacts."""
     async with open_clients():
         return await _transactions_report(params)

@@ -19,8 +19,8 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
-from flows.run_params import SheetRunParams
-from tasks.artifacts import artifact_key, markdown_table
+from flows.run_params import SheetRunParams, sheet_run_name, tag_run
+from tasks.artifacts import artifact_key, markdown_table, report_lines
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.intake import IntakeOptions, write_validation_report
@@ -51,15 +51,17 @@ from tasks.utility_purchases import (
 
 
 class UtilityRunParams(SheetRunParams):
-    """Parameters of a utility purchase run (a form in the Prefect UI)."""
+    """Parameters of a utility purchase run."""
 
-    dry_run: bool = Field(False, description="Validate and quote only; buy nothing")
+    dry_run: bool = Field(False, description="Check the sheet and quote only; buy nothing.")
     poll_deadline_s: float = Field(
-        600, gt=0, description="Stop polling after this; unfinished purchases are reported"
+        600,
+        gt=0,
+        description="Seconds to follow purchases to their final status; unfinished ones are reported.",
     )
-    chunk_size: int = Field(CHUNK_SIZE, ge=1, le=500, description="Purchases per task")
-    concurrency: int = Field(8, ge=1, le=64, description="Purchases in flight per chunk")
-    max_concurrent_chunks: int = Field(2, ge=1, le=16)
+    chunk_size: int = Field(CHUNK_SIZE, ge=1, le=500, description="Purchases handled together as one step.")
+    concurrency: int = Field(8, ge=1, le=64, description="Purchases sent at the same time within a step.")
+    max_concurrent_chunks: int = Field(2, ge=1, le=16, description="Steps of purchases run at the same time.")
 
 
 def _issues(items: list[Any]) -> list[dict[str, Any]]:
@@ -85,9 +87,7 @@ def _markdown(summary: dict[str, Any], attention: list[list[Any]]) -> str:
         lines += ["", "## Sheet errors", ""]
         rows = [[e["row"], e["column"], e["message"]] for e in summary["errors"][:200]]
         lines.append(markdown_table(["row", "column", "problem"], rows))
-    files = summary.get("report_files") or {}
-    if files:
-        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
+    lines += report_lines(summary.get("report_files"))
     return "\n".join(lines)
 
 
@@ -109,7 +109,7 @@ async def _publish(label: str, summary: dict[str, Any], outcomes: dict[int, Purc
         )
 
 
-@flow(name="utility-purchases", log_prints=False)
+@flow(name="utility-purchases", flow_run_name=sheet_run_name, log_prints=False)
 async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     """Read, validate against the products, quote, buy in chunks, poll to final, report."""
     async with open_clients():
@@ -132,6 +132,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     sheet: UtilitySheet = validate_utility_sheet(raw, params.source, products, options)
     meter.phase("read_validate")
     label = params.label or content_label(canonical_rows(sheet.rows))
+    await tag_run(label)
     ensure_reports_spare_source(params.report_dir, label, params.source)
     summary: dict[str, Any] = {
         "label": label,

@@ -9,6 +9,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from pydantic import BaseModel, Field
 
+from flows.run_params import CREDENTIALS_DESCRIPTION, Text
 from tasks.alerts import CROSSINGS_VARIABLE, Crossings, emit_low_balance
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
@@ -33,11 +34,11 @@ class WalletWatchParams(BaseModel):
         pattern=r"^[a-z0-9_-]{1,200}$",
         description="Prefect Variable remembering which alerts are on (one alert per crossing)",
     )
-    credentials_block: str | None = Field(
-        None, description="PaymentsCredentials block name; default: env vars"
-    )
+    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
     rate_limit_per_s: float = Field(
-        50, gt=0, description="Requests per second without a `payments-api` limit"
+        50,
+        gt=0,
+        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
     )
 
 
@@ -78,7 +79,7 @@ def _markdown(s: WalletWatchSummary) -> str:
 
 
 @flow(name="wallet-watch", log_prints=False)
-async def wallet_watch(params: WalletWatchParams | None = None) -> WalletWatchSummary:
+async def wallet_watch(params: WalletWatchParams = WalletWatchParams()) -> WalletWatchSummary:
     """Balance and headroom per currency vs the threshold and the payout runs ahead; alert on crossing."""
     params = params or WalletWatchParams()
     logger = get_run_logger()

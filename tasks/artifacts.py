@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
+
+from tasks.reports import console_report_url
 
 _KEY = re.compile(r"[^a-z0-9-]+")
 
@@ -22,6 +25,23 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     out = ["| " + " | ".join(map(cell, headers)) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
     return "\n".join(out)
+
+
+def report_link(path: str) -> str:
+    """Markdown for one report file: a link the console serves (`console_report_url`), else the path as code
+    text (a bare path as a link opens nothing in Prefect's UI)."""
+    name = PurePosixPath(str(path)).name or str(path)
+    url = console_report_url(str(path))
+    if url:
+        return f"[{name}]({url})"
+    return "`" + str(path).replace("`", "'") + "`"
+
+
+def report_lines(files: Mapping[str, Any] | None) -> list[str]:
+    """The ``## Reports`` section of an artifact (empty when the run wrote none)."""
+    if not files:
+        return []
+    return ["", "## Reports", ""] + [f"- {kind}: {report_link(str(path))}" for kind, path in files.items()]
 
 
 def summary_markdown(summary: Mapping[str, Any]) -> str:
@@ -52,9 +72,7 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         ]
     if summary.get("awaiting_review"):
         lines += ["", f"**Awaiting review:** {len(summary['awaiting_review'])} payout(s) in_review or held."]
-    files = summary.get("report_files") or {}
-    if files:
-        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
+    lines += report_lines(summary.get("report_files"))
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ Prefect event, so one deployment trigger serves them all and a duplicate is the 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -111,6 +111,10 @@ class ForwardFilter:
             self.rules.append((pattern.strip(), names))
         if not self.rules:
             raise ValueError("the forward filter needs at least one rule (use '*' to forward everything)")
+
+    def event_types(self, known: Iterable[str]) -> list[str]:
+        """The types of ``known`` some rule's pattern selects: what a webhook endpoint must subscribe to."""
+        return sorted(t for t in set(known) if any(fnmatchcase(t, p) for p, _statuses in self.rules))
 
     def __call__(self, envelope: WebhookEnvelope | Mapping[str, Any]) -> bool:
         env = as_envelope(envelope)

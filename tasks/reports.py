@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import fsspec
 
@@ -61,6 +63,48 @@ class RowOutcome:
         ]
 
 
+REPORT_ROOT_ENV = "PAYOPS_REPORT_URL"
+CONSOLE_URL_ENV = "PAYOPS_CONSOLE_URL"
+
+
+def _absolute(location: str) -> str:
+    """A local folder made absolute (an fsspec URL unchanged), without a trailing slash."""
+    if "://" in location:
+        return location.rstrip("/")
+    return os.path.abspath(os.path.expanduser(location))
+
+
+def default_report_dir() -> str:
+    """Where reports go when no folder is given: ``PAYOPS_REPORT_URL`` (a folder or fsspec URL), else the
+    ``reports`` folder under the payops home; never the working directory."""
+    configured = os.environ.get(REPORT_ROOT_ENV)
+    if configured:
+        return _absolute(configured)
+    from store import payops_home
+
+    return str(payops_home() / "reports")
+
+
+def report_root(report_dir: str) -> str:
+    """The folder a run's reports go to: ``report_dir``, or `default_report_dir` when it is empty."""
+    return report_dir or default_report_dir()
+
+
+def console_report_url(path: str) -> str | None:
+    """The console address serving the report at ``path`` (``{PAYOPS_CONSOLE_URL}/reports/<path under the
+    report root>``), or None when no console is configured or the file lies outside the report root."""
+    console = os.environ.get(CONSOLE_URL_ENV, "").strip().rstrip("/")
+    if not console:
+        return None
+    root, target = default_report_dir(), _absolute(path)
+    if not target.startswith(root + "/"):
+        return None
+    parts = target[len(root) + 1 :].split("/")
+    if any(p in {"", ".", ".."} for p in parts):
+        return None
+    return f"{console}/reports/" + "/".join(quote(p, safe="") for p in parts)
+
+
 def report_filename(label: str) -> str:
     return _UNSAFE_FILE.sub("-", label).strip("-.") or "run"
 
@@ -75,7 +119,7 @@ def resubmit_reference(reference: str) -> str:
 
 
 def report_paths(report_dir: str, label: str) -> dict[str, str]:
-    base = report_dir.rstrip("/") + "/" + report_filename(label)
+    base = report_root(report_dir).rstrip("/") + "/" + report_filename(label)
     return {
         "xlsx": base + ".xlsx",
         "csv": base + ".csv",
@@ -163,7 +207,7 @@ def write_reports(
 ) -> dict[str, str]:
     """Write LABEL.xlsx, LABEL.csv and LABEL.json under `report_dir` (a folder or an fsspec URL)."""
     paths = {k: v for k, v in report_paths(report_dir, label).items() if k != "validation"}
-    fs, root = fsspec.core.url_to_fs(report_dir)
+    fs, root = fsspec.core.url_to_fs(report_root(report_dir))
     fs.makedirs(root, exist_ok=True)
     summary["report_files"] = paths
 

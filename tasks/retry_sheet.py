@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import fsspec
 
-from tasks.reports import report_filename, report_paths
+from tasks.reports import report_filename, report_paths, report_root
 
 _RETRY_TAG = re.compile(r"-retry(\d+)$")
 RESUBMIT_SHEET = "resubmit"
@@ -83,7 +83,7 @@ def prepare_retry(report_dir: str, label: str) -> RetrySheet:
     data, count = resubmission_csv(report_paths(report_dir, label)["xlsx"])
     if count == 0:
         raise RetryRefused(f"run {label} has no failed or refused rows to retry")
-    source = f"{report_dir.rstrip('/')}/{report_filename(retry)}-sheet.csv"
+    source = f"{report_root(report_dir).rstrip('/')}/{report_filename(retry)}-sheet.csv"
     with fsspec.open(source, "wb") as fh:
         fh.write(data)
     return RetrySheet(label=retry, source=source, rows=count)

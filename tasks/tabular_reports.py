@@ -12,7 +12,7 @@ from typing import Any
 
 import fsspec
 
-from tasks.reports import report_filename, summary_pairs
+from tasks.reports import report_filename, report_root, summary_pairs
 from tasks.xlsx import HIGHLIGHT, add_sheet, is_large, report_workbook, write_csv
 
 
@@ -33,9 +33,10 @@ def write_table_reports(
     Rows flagged in `highlight` are filled with `fill`; `extra_sheets` (title, headers, rows) follow the
     summary. Returns the paths by kind. `summary` must not hold secrets: it is written as is.
     """
-    base = report_dir.rstrip("/") + "/" + report_filename(name)
+    folder = report_root(report_dir)
+    base = folder.rstrip("/") + "/" + report_filename(name)
     paths = {"xlsx": base + ".xlsx", "csv": base + ".csv", "json": base + ".json"}
-    fs, root = fsspec.core.url_to_fs(report_dir)
+    fs, root = fsspec.core.url_to_fs(folder)
     fs.makedirs(root, exist_ok=True)
 
     with report_workbook(paths["xlsx"], large=is_large(rows)) as wb:

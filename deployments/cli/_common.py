@@ -173,6 +173,16 @@ def validation_message(exc: Exception) -> str:
     return str(exc)
 
 
+REPORTS_DEFAULT = "default: PAYOPS_REPORT_URL, else the reports folder under the payops home"
+
+
+def default_report_dir() -> str:
+    """`tasks.reports.default_report_dir`, imported when a command runs (its writers are heavy to import)."""
+    from tasks.reports import default_report_dir as report_root
+
+    return report_root()
+
+
 DATABASE_SETTING = "PAYOPS_DATABASE_URL (or PAYOPS_HOME for the default SQLite file)"
 
 

@@ -7,14 +7,14 @@ import sys
 
 import typer
 
-from deployments.cli._common import EXIT_INVALID, fail
+from deployments.cli._common import EXIT_INVALID, REPORTS_DEFAULT, default_report_dir, fail
 from flows.summaries import SheetCheckSummary
 
 
 def check(
     file: str = typer.Argument(..., help="Payout sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
     label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
-    report_dir: str = typer.Option("reports", help="Where LABEL-validation.xlsx goes"),
+    report_dir: str | None = typer.Option(None, help=f"Where LABEL-validation.xlsx goes ({REPORTS_DEFAULT})"),
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Check a payout sheet as `payops payouts` would, at once; nothing is started or sent. Exit 0 valid."""
@@ -22,7 +22,7 @@ def check(
     from tasks.sheet_check import check_sheet
 
     try:
-        summary = check_sheet(file, report_dir, label)
+        summary = check_sheet(file, report_dir or default_report_dir(), label)
     except ReportWouldOverwriteSource as exc:
         fail(str(exc), EXIT_INVALID)
     except OSError as exc:

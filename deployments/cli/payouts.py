@@ -11,7 +11,15 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, refuse_unsafe_sheet, run_flow
+from deployments.cli._common import (
+    EXIT_INVALID,
+    REPORTS_DEFAULT,
+    default_report_dir,
+    fail,
+    quiet_prefect,
+    refuse_unsafe_sheet,
+    run_flow,
+)
 from deployments.cli.progress_display import is_terminal, progress_display
 from flows.summaries import PayoutRunSummary
 
@@ -60,7 +68,7 @@ def _threshold(value: str | None) -> Decimal | None:
         fail(f"--approval-threshold must be a decimal amount, got {value!r}", EXIT_INVALID)
 
 
-REPORT_DIR = typer.Option("reports", help="Where LABEL.xlsx, LABEL.csv and LABEL.json go")
+REPORT_DIR = typer.Option(None, help=f"Where LABEL.xlsx, LABEL.csv and LABEL.json go ({REPORTS_DEFAULT})")
 REQUIRE_APPROVAL = typer.Option(False, "--require-approval", help="Pause for approval before sending")
 APPROVAL_THRESHOLD = typer.Option(None, help="Require approval when the total is at least this")
 APPROVAL_TIMEOUT = typer.Option(3600, help="Seconds to wait for approval before rejecting")
@@ -74,7 +82,7 @@ JSON_OUT = typer.Option(False, "--json", help="Print only the JSON summary on st
 def payouts(
     file: str = typer.Argument(..., help="Payout sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
     label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
-    report_dir: str = REPORT_DIR,
+    report_dir: str | None = REPORT_DIR,
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and pre-flight only; send nothing"),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Send the valid rows, report the rest"),
     require_approval: bool = REQUIRE_APPROVAL,
@@ -97,7 +105,7 @@ def payouts(
         require_approval=require_approval,
         approval_timeout_s=approval_timeout,
         poll_deadline_s=poll_deadline,
-        report_dir=report_dir,
+        report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
         check_names=not no_name_check,
     )
@@ -106,7 +114,9 @@ def payouts(
 @app.command("retry-failed")
 def retry_failed(
     label: str = typer.Argument(..., help="The run whose failed and refused rows to pay again"),
-    report_dir: str = typer.Option("reports", help="Where that run's reports are (and the retry's go)"),
+    report_dir: str | None = typer.Option(
+        None, help=f"Where that run's reports are (and the retry's go) ({REPORTS_DEFAULT})"
+    ),
     require_approval: bool = REQUIRE_APPROVAL,
     approval_threshold: str | None = APPROVAL_THRESHOLD,
     approval_timeout: int = APPROVAL_TIMEOUT,
@@ -123,7 +133,7 @@ def retry_failed(
 
     _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
     try:
-        sheet = prepare_retry(report_dir, label)
+        sheet = prepare_retry(report_dir or default_report_dir(), label)
     except RetryRefused as exc:
         fail(str(exc), EXIT_INVALID)
     except OSError as exc:
@@ -138,7 +148,7 @@ def retry_failed(
         require_approval=require_approval,
         approval_timeout_s=approval_timeout,
         poll_deadline_s=poll_deadline,
-        report_dir=report_dir,
+        report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
         check_names=not no_name_check,
     )

@@ -13,6 +13,8 @@ import typer
 
 from deployments.cli._common import (
     EXIT_INVALID,
+    REPORTS_DEFAULT,
+    default_report_dir,
     fail,
     quiet_prefect,
     refuse_unsafe_sheet,
@@ -26,7 +28,9 @@ from flows.summaries import PurchaseRunSummary
 def purchases(
     file: str = typer.Argument(..., help="Utility sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
     label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
-    report_dir: str = typer.Option("reports", help="Where LABEL.xlsx, LABEL.csv and LABEL.json go"),
+    report_dir: str | None = typer.Option(
+        None, help=f"Where LABEL.xlsx, LABEL.csv and LABEL.json go ({REPORTS_DEFAULT})"
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and quote only; buy nothing"),
     poll_deadline: float = typer.Option(600, help="Seconds to poll for final statuses"),
     credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
@@ -45,7 +49,7 @@ def purchases(
             label=label,
             dry_run=dry_run,
             poll_deadline_s=poll_deadline,
-            report_dir=report_dir,
+            report_dir=report_dir or default_report_dir(),
             credentials_block=credentials_block,
         )
     except ValidationError as exc:

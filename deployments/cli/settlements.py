@@ -11,7 +11,15 @@ from datetime import datetime
 
 import typer
 
-from deployments.cli._common import EXIT_INVALID, fail, parse_time, quiet_prefect, run_flow
+from deployments.cli._common import (
+    EXIT_INVALID,
+    REPORTS_DEFAULT,
+    default_report_dir,
+    fail,
+    parse_time,
+    quiet_prefect,
+    run_flow,
+)
 from flows.summaries import SettlementRunSummary
 
 app = typer.Typer(no_args_is_help=True, help="Settlement runs: retry failed runs once, settle now.")
@@ -25,7 +33,9 @@ def _parse_since(value: str | None) -> datetime | None:
 def retry(
     run_id: str | None = typer.Option(None, "--run-id", help="Retry only this settlement run"),
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
-    report_dir: str = typer.Option("reports", help="Where the xlsx, csv and JSON reports go"),
+    report_dir: str | None = typer.Option(
+        None, help=f"Where the xlsx, csv and JSON reports go ({REPORTS_DEFAULT})"
+    ),
     since: str | None = typer.Option(None, help="Oldest run start to look at (ISO 8601; default 7 days ago)"),
     credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
     poll_deadline: float = typer.Option(300, help="Seconds to poll the new runs to completed"),
@@ -37,7 +47,7 @@ def retry(
     params = SettlementRetryParams(
         run_id=run_id,
         since=_parse_since(since),
-        report_dir=report_dir,
+        report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
         poll_deadline_s=poll_deadline,
     )
@@ -54,7 +64,9 @@ def settle_now(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
     reference: str | None = typer.Option(None, help="Run reference (default: derived from the flow run)"),
     currency: str | None = typer.Option(None, help="Currency to settle (default: the policy's)"),
-    report_dir: str = typer.Option("reports", help="Where the xlsx, csv and JSON reports go"),
+    report_dir: str | None = typer.Option(
+        None, help=f"Where the xlsx, csv and JSON reports go ({REPORTS_DEFAULT})"
+    ),
     credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
     poll_deadline: float = typer.Option(300, help="Seconds to poll the run to completed"),
 ) -> None:
@@ -69,7 +81,7 @@ def settle_now(
         params = SettleNowParams(
             reference=reference,
             currency=currency,
-            report_dir=report_dir,
+            report_dir=report_dir or default_report_dir(),
             credentials_block=credentials_block,
             poll_deadline_s=poll_deadline,
         )

@@ -6,6 +6,8 @@ import typer
 
 from deployments.cli._common import (
     EXIT_INVALID,
+    REPORTS_DEFAULT,
+    default_report_dir,
     fail,
     parse_time,
     quiet_prefect,
@@ -29,7 +31,9 @@ def transactions_report(
     status: str | None = typer.Option(None, help="Only this status"),
     settlement_status: str | None = typer.Option(None, help="not_eligible, eligible, claimed, settled"),
     reconciliation_status: str | None = typer.Option(None, help="unchecked, matched, mismatched"),
-    report_dir: str = typer.Option("reports", help="Where the xlsx, csv and JSON reports go"),
+    report_dir: str | None = typer.Option(
+        None, help=f"Where the xlsx, csv and JSON reports go ({REPORTS_DEFAULT})"
+    ),
     credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
@@ -49,7 +53,7 @@ def transactions_report(
                 "status": status,
                 "settlement_status": settlement_status,
                 "reconciliation_status": reconciliation_status,
-                "report_dir": report_dir,
+                "report_dir": report_dir or default_report_dir(),
                 "credentials_block": credentials_block,
             }
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import secrets
 from collections import defaultdict
 from dataclasses import asdict
@@ -190,6 +191,16 @@ async def _read_upload(file: UploadFile, limit: int) -> bytes:
         if len(data) > limit:
             raise ConsoleError(413, f"The file is larger than {limit // (1024 * 1024)} MB.")
     return bytes(data)
+
+
+def report_response(path: str, data: bytes) -> Response:
+    """A report file as a download (its name reduced to safe characters for the header)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).name) or "report"
+    return Response(
+        data,
+        media_type=MEDIA_TYPES.get(Path(name).suffix.lower(), "application/octet-stream"),
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
 
 
 def _parse_uuid(text: str) -> UUID:
@@ -488,12 +499,18 @@ def create_app(
         except StorageError:
             raise ConsoleError(404, "No such report for this run.") from None
         console.audit(request, account.name, "report.downloaded", f"run:{run_id}", report=name)
-        suffix = Path(name).suffix.lower()
-        return Response(
-            data,
-            media_type=MEDIA_TYPES.get(suffix, "application/octet-stream"),
-            headers={"Content-Disposition": f'attachment; filename="{name}"'},
-        )
+        return report_response(name, data)
+
+    @app.get("/reports/{path:path}")
+    async def report_file(request: Request, path: str) -> Response:
+        """Any report under the report root: the links of the flows' Prefect artifacts point here."""
+        account = await console.require(request, "view")
+        try:
+            data = await asyncio.to_thread(console.store.open_under_root, path)
+        except StorageError:
+            raise ConsoleError(404, "No such report.") from None
+        console.audit(request, account.name, "report.downloaded", f"report:{path}")
+        return report_response(path, data)
 
     @app.post("/runs/{run_id}/retry", response_class=HTMLResponse)
     async def retry_failed_rows(request: Request, run_id: str) -> Response:

@@ -7,7 +7,9 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from store import payops_home
 from tasks.payment_events import DEFAULT_FORWARD, ForwardFilter
+from tasks.reports import default_report_dir
 
 
 def prefect_home() -> Path:
@@ -31,8 +33,17 @@ class ConsoleSettings(BaseSettings):
     console_trusted_proxies: str = Field(
         "", description="Comma-separated proxy addresses/networks whose X-Forwarded-For is believed"
     )
-    upload_url: str = Field("uploads", description="Folder or fsspec URL for uploaded sheets")
-    report_url: str = Field("reports", description="Folder or fsspec URL; each console run reports under it")
+    upload_url: str = Field(
+        default_factory=lambda: str(payops_home() / "uploads"),
+        description="Folder or fsspec URL for uploaded sheets; default: uploads under the payops home",
+    )
+    report_url: str = Field(
+        default_factory=default_report_dir,
+        description=(
+            "Report root (folder or fsspec URL): each console run reports under it, and the console serves"
+            " every file under it at /reports/...; default: reports under the payops home"
+        ),
+    )
     max_upload_mb: float = Field(20, gt=0, description="Largest sheet accepted")
     payout_deployment: str | None = Field(
         None, description="Deployment that pays sheets ('payout-spreadsheet/NAME'); unset: local mode"

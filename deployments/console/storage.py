@@ -44,10 +44,14 @@ def _location(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
     return fs, root.rstrip("/")
 
 
+def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return protocol in {"file", "local"}
+
+
 def _public(fs: fsspec.AbstractFileSystem, path: str) -> str:
     """What a flow run receives: a plain absolute path for local files, else the full URL."""
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    return path if protocol in {"file", "local"} else fs.unstrip_protocol(path)
+    return path if _is_local(fs) else fs.unstrip_protocol(path)
 
 
 @dataclass
@@ -132,6 +136,25 @@ class UploadStore:
         if name not in self.reports(upload_id):
             raise StorageError("no such report")
         return self.report_fs.cat_file(f"{self.report_root}/{upload_id}/{name}")
+
+    def open_under_root(self, relative: str) -> bytes:
+        """A file under the report root by its relative path (what `tasks.reports.console_report_url` links):
+        no empty, ``.`` or ``..`` segment, no backslash, and for local folders the resolved path (symlinks
+        followed) must stay under the resolved root."""
+        parts = relative.split("/")
+        if not relative or "\\" in relative or "\x00" in relative or any(p in {"", ".", ".."} for p in parts):
+            raise StorageError("no such report")
+        path = f"{self.report_root}/{relative}"
+        if _is_local(self.report_fs):
+            root = os.path.realpath(self.report_root)
+            if not os.path.realpath(path).startswith(root + os.sep):
+                raise StorageError("no such report")
+        try:
+            if not self.report_fs.isfile(path):
+                raise StorageError("no such report")
+            return self.report_fs.cat_file(path)
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            raise StorageError("no such report") from None
 
     def summary(self, upload_id: str) -> dict[str, Any] | None:
         """The run's JSON summary (written by the flow at the end), if present."""

@@ -111,7 +111,14 @@ def upload(client: TestClient, token: str, path: Path, name: str | None = None) 
 
 def test_pages_need_a_login(tmp_path: Path, launcher: FakeLauncher) -> None:
     client = make(tmp_path, launcher)
-    for path in ["/", "/runs", f"/runs/{uuid4()}", f"/runs/{uuid4()}/reports/x.xlsx", "/admin/audit"]:
+    for path in [
+        "/",
+        "/runs",
+        f"/runs/{uuid4()}",
+        f"/runs/{uuid4()}/reports/x.xlsx",
+        "/reports/x/run.csv",
+        "/admin/audit",
+    ]:
         r = client.get(path)
         assert r.status_code == 303 and r.headers["location"] == "/login"
     assert client.post("/runs", data={}).status_code == 303
@@ -281,6 +288,7 @@ ROLE_TABLE = {
     ("POST", "/runs/{run_id}/approval"): {"approver"},
     ("POST", "/runs/{run_id}/retry"): {"operator"},
     ("GET", "/runs/{run_id}/reports/{name}"): {"operator", "approver", "admin"},
+    ("GET", "/reports/{path:path}"): {"operator", "approver", "admin"},  # report links in Prefect artifacts
     ("GET", "/admin/users"): {"admin"},
     ("POST", "/admin/users"): {"admin"},
     ("POST", "/admin/users/{name}/{action}"): {"admin"},
@@ -323,7 +331,9 @@ def test_role_checks_on_every_route(tmp_path: Path, launcher: FakeLauncher, monk
         clients[role].headers["x-token"] = login(clients[role], f"u-{role}")
     anonymous = make(tmp_path, launcher)
     for (method, path), allowed in ROLE_TABLE.items():
-        url = path.format(run_id=uuid4(), name="nobody", action="disable")
+        url = path.replace("{path:path}", "{path}").format(
+            run_id=uuid4(), name="nobody", action="disable", path="x/run.csv"
+        )
         r = anonymous.request(method, url, data={"csrf_token": csrf(anonymous)} if method == "POST" else None)
         assert r.status_code == 303 and r.headers["location"] == "/login", (method, path)
         for role, client in clients.items():

@@ -18,6 +18,8 @@ import psutil
 import pytest
 
 from deployments.serve import ROOT
+from deployments.webhook_endpoint import subscribed_types
+from tasks.payment_events import DEFAULT_FORWARD
 from tests.deployments.console_harness import PASSWORD, free_port, good_sheet
 
 pytestmark = pytest.mark.e2e
@@ -137,6 +139,32 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
         )
         assert '<span id="outcome">completed</span>' in page and "delivered 3" in page and "failed 1" in page
         assert f"http://127.0.0.1:{all_in_one['port']}/runs/flow-run/" in page  # link to the Prefect UI
+
+    # Webhooks live: the console's receiver is the emulator's endpoint for the forward filter's types, its
+    # deliveries are accepted (2xx, not 503 "not configured"), and the relay brings them to Prefect.
+    sandbox = f"http://127.0.0.1:{all_in_one['sandbox']}/_sandbox/businesses/demo/test/webhook-endpoints"
+    endpoints = httpx.get(sandbox, timeout=5).json()["items"]
+    assert [e["url"] for e in endpoints] == [f"{console}/webhooks/payments"]
+    assert endpoints[0]["eventTypes"] == subscribed_types(DEFAULT_FORWARD)
+    assert "payout.status_changed" in endpoints[0]["eventTypes"] and endpoints[0]["enabled"]
+
+    def delivered() -> list[dict[str, Any]] | None:
+        items = httpx.get(f"{sandbox}/{endpoints[0]['id']}/deliveries", timeout=5).json()["items"]
+        done = [d for d in items if d["status"] == "succeeded"]
+        return items if done else None
+
+    deliveries = wait_for(delivered, 60, "a webhook delivery accepted", proc, log)
+    codes = {a["statusCode"] for d in deliveries for a in d["attempts"]}
+    assert 200 in codes and 503 not in codes, codes
+
+    def payout_events() -> list[dict[str, Any]] | None:
+        body = {"filter": {"event": {"prefix": ["payments.payout."]}}, "limit": 50}
+        found = httpx.post(f"{api}/events/filter", json=body, timeout=5).json()["events"]
+        return found or None
+
+    events = wait_for(payout_events, 60, "a payments.payout.* event in Prefect", proc, log)
+    assert any(e["resource"]["payments.status"] == "failed" for e in events)
+    assert not [line for line in log.read_text().splitlines() if "whsec_" in line]  # the secret never logged
 
     children = psutil.Process(proc.pid).children(recursive=True)
     assert len(children) >= 3  # prefect server, emulator, console (+ their own children)
