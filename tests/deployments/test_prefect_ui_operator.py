@@ -1,0 +1,213 @@
+"""Acceptance of issue 23: Prefect's own UI, served by ``payops serve --sandbox``, as an operator uses it.
+
+In headless Debian Chromium, against the all-in-one (Prefect server + UI, emulator, console, served
+deployments): a payout run of the example sheet is started from the payout deployment's Custom run form with
+approval required. While it is paused, the Resume dialog shows the sheet's totals and points approvers to the
+console; a rejection in the dialog ends non-green ("Rejected") and an unsigned approval ends "Not approved",
+both with nothing sent to the emulator. A run approved in the console by a named approver ends Completed; the
+report link of its summary artifact opens and downloads the report file; the Event Feed shows the
+``payments.*`` events the emulator's webhooks brought in.
+
+Screenshots of every step go to tests/deployments/screenshots/prefect-ui/ (git-ignored); their paths are
+printed (``pytest -s``). ``payops serve`` runs in its own process group, killed at the end.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openpyxl import load_workbook
+
+from deployments.serve import ROOT
+from tests.deployments.browser_harness import ARGS, CHROMIUM, SHOTS, log_in
+from tests.deployments.console_harness import PASSWORD
+from tests.deployments.prefect_ui import (
+    AllInOne,
+    all_in_one_with_ui,
+    open_flow_run,
+    open_resume_dialog,
+    resume_description,
+    start_custom_run,
+    state_badge,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(420)]
+
+SHEET = ROOT / "examples" / "payouts-demo.xlsx"
+SHOT_DIR = SHOTS / "prefect-ui"
+FINAL = {"COMPLETED", "CANCELLED", "FAILED", "CRASHED"}
+
+
+def sheet_totals(path: Path) -> tuple[int, Decimal]:
+    """Rows and total amount of the example sheet, read independently of payops' intake."""
+    rows = list(load_workbook(path, read_only=True)["payouts"].iter_rows(values_only=True))
+    amount = [str(h).strip().lower() for h in rows[0]].index("amount")
+    body = [r for r in rows[1:] if any(c not in (None, "") for c in r)]
+    return len(body), sum((Decimal(str(r[amount])) for r in body), Decimal(0))
+
+
+def grouped(amount: Decimal) -> re.Pattern[str]:
+    """``amount`` with two decimals, thousands grouped by commas or not (the dialog's markdown decides)."""
+    whole, cents = f"{amount:.2f}".split(".")
+    groups = f"{int(whole):,}".replace(",", ",?")
+    return re.compile(rf"(?<![\d.,]){groups}\.{cents}(?!\d)")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Any:
+    with all_in_one_with_ui(tmp_path, {"bea": "approver"}) as running:
+        yield running
+
+
+def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    assert shutil.which("chromium") == CHROMIUM, "Debian chromium missing: make browser-deps"
+    SHOT_DIR.mkdir(parents=True, exist_ok=True)
+    shots: list[Path] = []
+    rows, total = sheet_totals(SHEET)
+    deployment = served.deployment_id("payout-spreadsheet")
+
+    def shot(page: Any, name: str) -> None:
+        path = SHOT_DIR / f"{len(shots) + 1:02d}-{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        shots.append(path)
+        print(f"screenshot: {path}")
+
+    def run_with_approval(page: Any, label: str) -> str:
+        def fill(p: Any) -> None:
+            p.get_by_label("Source", exact=True).fill(str(SHEET))
+            p.get_by_label(re.compile(r"^Label")).fill(label)
+            p.get_by_label(re.compile(r"^Require Approval")).click()
+            shot(p, f"{label}-custom-run-form")
+
+        run_id = start_custom_run(page, served.ui, deployment, fill)
+        served.wait_for(
+            lambda: served.flow_run(run_id)["state_type"] in {"PAUSED", *FINAL}, 120, f"{label} paused"
+        )
+        open_flow_run(page, served.ui, run_id)
+        assert state_badge(page).inner_text().strip() == "Paused", served.flow_run(run_id)["state"]
+        assert served.flow_run(run_id)["name"] == label, "the run is named after its label"
+        assert page.get_by_text(label, exact=True).first.is_visible()
+        return run_id
+
+    def final_state(page: Any, run_id: str) -> tuple[str, str, str]:
+        """Wait until the run is final; the UI's badge: (text, class) and the API's state type."""
+        run = served.wait_for(
+            lambda: (r := served.flow_run(run_id))["state_type"] in FINAL and r, 180, f"run {run_id} final"
+        )
+        open_flow_run(page, served.ui, run_id)
+        badge = state_badge(page)
+        return badge.inner_text().strip(), str(badge.get_attribute("class")), run["state_type"]
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+
+            # 1. A run that is rejected in the Resume dialog, after reading its totals there.
+            rejected = run_with_approval(page, "ui-reject")
+            dialog = open_resume_dialog(page)
+            description = resume_description(dialog)
+            text = description.inner_text()
+            assert grouped(total).search(text), f"total {total} not in the Resume dialog:\n{text}"
+            assert re.search(rf"\b{rows}\b", text), f"{rows} rows not in the Resume dialog:\n{text}"
+            assert re.search(r"fee", text, re.I), text
+            assert "payops approve" in text, text
+            console_links = [
+                str(a.get_attribute("href")) for a in description.locator(f"a[href^='{served.console}']").all()
+            ]
+            assert console_links, f"no link to the console in the Resume dialog:\n{description.inner_html()}"
+            shot(page, "ui-reject-resume-dialog")
+            choose(dialog, approve=False)
+            dialog.get_by_role("button", name="Resume").click()
+            dialog.wait_for(state="hidden")
+            name, css, kind = final_state(page, rejected)
+            shot(page, "ui-reject-final")
+            assert name == "Rejected" and kind != "COMPLETED" and "state-completed" not in css, (name, kind)
+            assert served.payouts_posted() == 0
+
+            # 2. An approval given in the dialog without the console's signatures: nothing sent.
+            unsigned = run_with_approval(page, "ui-unsigned")
+            dialog = open_resume_dialog(page)
+            shot(page, "ui-unsigned-resume-dialog")
+            choose(dialog, approve=True)
+            dialog.get_by_role("button", name="Resume").click()
+            dialog.wait_for(state="hidden")
+            name, css, kind = final_state(page, unsigned)
+            shot(page, "ui-unsigned-final")
+            assert name == "Not approved" and kind != "COMPLETED" and "state-completed" not in css, (name, kind)
+            assert served.payouts_posted() == 0, "an unsigned resume sent payouts"
+
+            # 3. Approved by a named approver in the console (where the dialog points): paid, Completed.
+            approved = run_with_approval(page, "ui-approve")
+            dialog = open_resume_dialog(page)
+            link = resume_description(dialog).locator(f"a[href^='{served.console}']").first
+            console_url = str(link.get_attribute("href"))
+            dialog.get_by_role("button", name="Cancel").click()
+            page.goto(console_url)
+            if "/login" in page.url:
+                log_in(page, "bea", PASSWORD)
+                page.goto(console_url)
+            page.wait_for_selector("#approval")
+            page.fill("#comment", "checked in the Prefect UI acceptance test")
+            shot(page, "ui-approve-console-approval")
+            page.click("#approve")
+            name, css, kind = final_state(page, approved)
+            shot(page, "ui-approve-final")
+            assert kind == "COMPLETED" and name.startswith("Completed") and "state-completed" in css, (name, kind)
+            assert served.payouts_posted() == rows
+
+            # The summary artifact's report link opens and downloads the report the run wrote.
+            page.get_by_role("tab", name="Artifacts").click()
+            page.get_by_role("link", name=re.compile(r"ui-approve-summary")).click()
+            page.wait_for_url(re.compile(r"/artifacts/key/"), wait_until="commit")
+            page.locator("a[href*='/artifacts/artifact/']").first.click()
+            page.wait_for_url(re.compile(r"/artifacts/artifact/"), wait_until="commit")
+            page.get_by_role("link", name=re.compile(r"\.xlsx$")).first.wait_for()
+            shot(page, "ui-approve-summary-artifact")
+            hrefs = [
+                str(a.get_attribute("href"))
+                for a in page.get_by_role("link", name=re.compile(r"\.(xlsx|csv)$")).all()
+            ]
+            assert hrefs and all(h.startswith(served.console) for h in hrefs), hrefs
+            xlsx = next(h for h in hrefs if h.endswith(".xlsx") and not h.endswith("-validation.xlsx"))
+            response = context.request.get(xlsx)
+            assert response.status == 200, (xlsx, response.status)
+            on_disk = [p for p in served.payops_home.rglob(Path(xlsx).name) if p.is_file()]
+            assert len(on_disk) == 1, on_disk
+            assert response.body() == on_disk[0].read_bytes()
+            downloaded = tmp_path / "report.xlsx"
+            downloaded.write_bytes(response.body())
+            statuses = [r[0] for r in _column(downloaded, "Payout status")]
+            assert len(statuses) == rows and "delivered" in statuses
+
+            # The Event Feed shows the payments.* events the webhooks brought in.
+            page.goto(f"{served.ui}/events")
+            page.get_by_text(re.compile(r"^payments\.payout\.")).first.wait_for(timeout=60_000)
+            shot(page, "event-feed")
+        finally:
+            browser.close()
+    print("screenshots:\n" + "\n".join(str(p) for p in shots))
+
+
+def choose(dialog: Any, *, approve: bool) -> None:
+    """Set the Resume dialog's decision to approve or reject."""
+    switch = dialog.get_by_label(re.compile(r"^Approve"))
+    switch.click()  # the field is required: a rejection is "on", then "off"
+    if not approve:
+        switch.click()
+    assert switch.get_attribute("aria-checked") == str(approve).lower()
+
+
+def _column(path: Path, header: str) -> list[tuple[Any, ...]]:
+    rows = list(load_workbook(path, read_only=True)["results"].iter_rows(values_only=True))
+    index = list(rows[0]).index(header)
+    return [(r[index],) for r in rows[1:]]
