@@ -15,7 +15,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from pydantic import BaseModel, Field, field_validator
 
-from flows.run_params import CREDENTIALS_DESCRIPTION, Text
+from flows.run_params import CREDENTIALS_DESCRIPTION, FORM_CONFIG, Text
 from tasks.alerts import events_catch_up_hook
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
@@ -33,6 +33,8 @@ from tasks.payment_events import ForwardFilter
 
 class EventsCatchUpParams(BaseModel):
     """Parameters of `events-catch-up`."""
+
+    model_config = FORM_CONFIG
 
     variable: str = Field(
         DEFAULT_CURSOR_VARIABLE,

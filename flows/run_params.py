@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 REPORT_DIR_DESCRIPTION = (
     "Folder or storage URL (s3://..., gs://...) for the reports. Leave empty for the payops reports folder "
@@ -24,6 +24,24 @@ def _none_is_empty(value: Any) -> Any:
 Text = Annotated[str, BeforeValidator(_none_is_empty)]
 """Text where empty means "not given" (None from older callers too): one plain string input in the form."""
 
+_TITLE_SUFFIXES = (("_ttl_s", " lifetime (seconds)"), ("_per_s", " per second"), ("_s", " (seconds)"))
+
+
+def operator_title(name: str, _info: Any = None) -> str:
+    """A field's label in the run form: ``poll_deadline_s`` → "Poll deadline (seconds)", ``report_dir`` →
+    "Report folder" (pydantic's default would show "Poll Deadline S")."""
+    words = name.rstrip("_")
+    for suffix, text in _TITLE_SUFFIXES:
+        if words.endswith(suffix):
+            words = words[: -len(suffix)] + text
+            break
+    words = words.replace("_dir", "_folder").replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
+FORM_CONFIG = ConfigDict(field_title_generator=operator_title)
+"""Model config of every run's parameters: operator titles for the form's fields."""
+
 CREDENTIALS_DESCRIPTION = (
     "Name of the saved Payments credentials block to pay with. Leave empty to use the worker's PAYOPS_* "
     "environment settings."
@@ -32,6 +50,8 @@ CREDENTIALS_DESCRIPTION = (
 
 class SheetRunParams(BaseModel):
     """A sheet, the run's label, where reports go and how to reach the service."""
+
+    model_config = FORM_CONFIG
 
     source: str = Field(
         min_length=1,

@@ -21,7 +21,7 @@ from prefect.states import Failed, State
 from pydantic import BaseModel, Field
 
 from connectors.payments.models import REFERENCE_PATTERN
-from flows.run_params import CREDENTIALS_DESCRIPTION, REPORT_DIR_DESCRIPTION, Text
+from flows.run_params import CREDENTIALS_DESCRIPTION, FORM_CONFIG, REPORT_DIR_DESCRIPTION, Text
 from tasks.alerts import emit_settlement_alerts
 from tasks.artifacts import markdown_table, report_lines
 from tasks.clients import open_clients
@@ -63,6 +63,8 @@ REPORT_HEADERS = [
 class SettlementRetryParams(BaseModel):
     """Parameters of `retry-failed-settlements`."""
 
+    model_config = FORM_CONFIG
+
     since: datetime | None = Field(
         None,
         description="Oldest settlement run start to look at. Leave empty to look back `since_days` days.",
@@ -90,6 +92,8 @@ class SettlementRetryParams(BaseModel):
 
 class SettleNowParams(BaseModel):
     """Parameters of `settle-now`."""
+
+    model_config = FORM_CONFIG
 
     reference: Text = Field(
         "",

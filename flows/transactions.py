@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from flows.run_params import CREDENTIALS_DESCRIPTION, REPORT_DIR_DESCRIPTION, Text
+from flows.run_params import CREDENTIALS_DESCRIPTION, FORM_CONFIG, REPORT_DIR_DESCRIPTION, Text
 from tasks.artifacts import markdown_table, report_lines
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
@@ -72,7 +72,7 @@ class TransactionsReportParams(BaseModel):
         description="Most requests per second to the Payments Service (without a Prefect rate limit).",
     )
 
-    model_config = {"populate_by_name": True}
+    model_config = ConfigDict(FORM_CONFIG, populate_by_name=True)
 
     @model_validator(mode="after")
     def _window(self) -> TransactionsReportParams:

@@ -9,7 +9,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from pydantic import BaseModel, Field
 
-from flows.run_params import CREDENTIALS_DESCRIPTION, Text
+from flows.run_params import CREDENTIALS_DESCRIPTION, FORM_CONFIG, Text
 from tasks.alerts import CROSSINGS_VARIABLE, Crossings, emit_low_balance
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
@@ -19,6 +19,8 @@ from tasks.wallet_watch import CurrencyWatch, assess, read_headroom_task, upcomi
 
 class WalletWatchParams(BaseModel):
     """Parameters of `wallet-watch`."""
+
+    model_config = FORM_CONFIG
 
     threshold: Decimal = Field(
         Decimal("0"), ge=0, description="Balance to keep after the upcoming payout runs, every currency"

@@ -4,6 +4,7 @@ and the settlement trigger really fires on the event the webhook receiver emits.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -114,6 +115,7 @@ def test_run_forms_describe_every_field_for_an_operator(name: str) -> None:
         assert text, f"{name}: {field} has no description"
         lowered = text.lower()
         assert not [p for p in DEVELOPER_PHRASES if p in lowered], f"{name}: {field}: {text!r}"
+        assert not re.search(r" (S|Dir)$", prop["title"]), f"{name}: {field}: title {prop['title']!r}"
     assert not [p for p in DEVELOPER_PHRASES if p in (model.get("description") or "").lower()]
 
 
