@@ -8,6 +8,7 @@ elements the way an operator does: by role, label and visible text (selectors re
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -66,6 +67,19 @@ class AllInOne:
             return next((d["id"] for d in found if d["name"] == name), None)
 
         return str(self.wait_for(registered, 60, f"deployment {name} registered"))
+
+    def payment_events(self) -> list[dict[str, Any]]:
+        """The ``payments.payout.*`` events Prefect holds (relayed from the emulator's webhooks)."""
+        body = {"filter": {"event": {"prefix": ["payments.payout."]}}, "limit": 10}
+        return list(httpx.post(f"{self.api}/events/filter", json=body, timeout=10).json()["events"])
+
+    def artifact_text(self, key: str) -> str:
+        """The latest artifact under ``key`` as text (its markdown, or its table as JSON)."""
+        body = {"artifacts": {"key": {"any_": [key]}}, "sort": "CREATED_DESC", "limit": 1}
+        found = httpx.post(f"{self.api}/artifacts/filter", json=body, timeout=10).json()
+        assert found, f"no artifact {key!r}"
+        data = found[0]["data"]
+        return data if isinstance(data, str) else json.dumps(data)
 
     def payouts_posted(self) -> int:
         """Payouts the emulator has accepted so far (every POST of a batch item creates one)."""
@@ -181,3 +195,17 @@ def open_resume_dialog(page: Any) -> Any:
 def resume_description(dialog: Any) -> Any:
     """The markdown the flow gave its pause (``keyset.description``), shown above the form."""
     return dialog.locator(".prose")
+
+
+def reload_until_text(page: Any, url: str, pattern: re.Pattern[str], timeout_s: float) -> str:
+    """Open ``url`` until an element's whole text matches ``pattern`` (pages that do not refresh by
+    themselves); returns that text."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        page.goto(url)
+        page.wait_for_load_state("networkidle")
+        found = page.get_by_text(pattern)
+        if found.count():
+            return str(found.first.inner_text()).strip()
+        assert time.monotonic() < deadline, f"{pattern.pattern} never appeared on {url}"
+        time.sleep(2)
