@@ -101,12 +101,13 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
         assert served.flow_run(run_id)["name"] == label, "the run is named after its label"
         assert page.get_by_text(label, exact=True).first.is_visible()
 
-    def final_state(page: Any, run_id: str) -> tuple[str, str, str]:
-        """Wait until the run is final; the UI's badge: (text, class) and the API's state type."""
+    def final_state(page: Any, run_id: str, label: str) -> tuple[str, str, str]:
+        """Wait until the run is final; its page's badge (text, class) and the API's state type."""
         run = served.wait_for(
-            lambda: (r := served.flow_run(run_id))["state_type"] in FINAL and r, 180, f"run {run_id} final"
+            lambda: (r := served.flow_run(run_id))["state_type"] in FINAL and r, 180, f"{label} final"
         )
         open_flow_run(page, served.ui, run_id)
+        shot(page, f"{label}-final")
         badge = state_badge(page)
         return badge.inner_text().strip(), str(badge.get_attribute("class")), run["state_type"]
 
@@ -138,11 +139,8 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             ]
             assert console_links, f"no link to the console in the Resume dialog:\n{description.inner_html()}"
             shot(page, "ui-reject-resume-dialog")
-            choose(dialog, approve=False)
-            dialog.get_by_role("button", name="Resume").click()
-            dialog.wait_for(state="hidden")
-            name, css, kind = final_state(page, rejected)
-            shot(page, "ui-reject-final")
+            resume_with(dialog, approve=False)
+            name, css, kind = final_state(page, rejected, "ui-reject")
             assert (name, green(css)) == ("Rejected", False) and kind != "COMPLETED", (name, kind)
             assert served.payouts_posted() == 0
 
@@ -150,11 +148,8 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             paused(page, unsigned, "ui-unsigned")
             dialog = open_resume_dialog(page)
             shot(page, "ui-unsigned-resume-dialog")
-            choose(dialog, approve=True)
-            dialog.get_by_role("button", name="Resume").click()
-            dialog.wait_for(state="hidden")
-            name, css, kind = final_state(page, unsigned)
-            shot(page, "ui-unsigned-final")
+            resume_with(dialog, approve=True)
+            name, css, kind = final_state(page, unsigned, "ui-unsigned")
             assert (name, green(css)) == ("Not approved", False) and kind != "COMPLETED", (name, kind)
             assert served.payouts_posted() == 0, "an unsigned resume sent payouts"
             why = served.artifact_text("ui-unsigned-summary")
@@ -174,8 +169,7 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             page.fill("#comment", "checked in the Prefect UI acceptance test")
             shot(page, "ui-approve-console-approval")
             page.click("#approve")
-            name, css, kind = final_state(page, approved)
-            shot(page, "ui-approve-final")
+            name, css, kind = final_state(page, approved, "ui-approve")
             assert kind == "COMPLETED" and green(css), (name, kind)
             assert served.payouts_posted() == rows
 
@@ -221,13 +215,15 @@ def green(css: str) -> bool:
     return "state-completed" in css
 
 
-def choose(dialog: Any, *, approve: bool) -> None:
-    """Set the Resume dialog's decision to approve or reject."""
+def resume_with(dialog: Any, *, approve: bool) -> None:
+    """Set the Resume dialog's decision to approve or reject and submit it."""
     switch = dialog.get_by_label(re.compile(r"^Approve"))
     switch.click()  # the field is required: a rejection is "on", then "off"
     if not approve:
         switch.click()
     assert switch.get_attribute("aria-checked") == str(approve).lower()
+    dialog.get_by_role("button", name="Resume").click()
+    dialog.wait_for(state="hidden")
 
 
 def _column(path: Path, header: str) -> list[tuple[Any, ...]]:
