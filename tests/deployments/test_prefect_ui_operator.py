@@ -132,12 +132,8 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             assert grouped(total).search(text), f"total {total} not in the Resume dialog:\n{text}"
             assert re.search(rf"\b{rows}\b", text), f"{rows} rows not in the Resume dialog:\n{text}"
             assert re.search(r"fee", text, re.I), text
-            assert "payops approve" in text, text
-            console_links = [
-                str(a.get_attribute("href"))
-                for a in description.locator(f"a[href^='{served.console}']").all()
-            ]
-            assert console_links, f"no link to the console in the Resume dialog:\n{description.inner_html()}"
+            assert re.search(r"\b\d+ mismatch", text, re.I), f"no name-check count in the dialog:\n{text}"
+            assert points_to_console(text, served.console, rejected), text
             shot(page, "ui-reject-resume-dialog")
             resume_with(dialog, approve=False)
             name, css, kind = final_state(page, rejected, "ui-reject")
@@ -147,6 +143,7 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             # 2. An approval given in the dialog without the console's signatures: nothing sent.
             paused(page, unsigned, "ui-unsigned")
             dialog = open_resume_dialog(page)
+            assert points_to_console(resume_description(dialog).inner_text(), served.console, unsigned)
             shot(page, "ui-unsigned-resume-dialog")
             resume_with(dialog, approve=True)
             name, css, kind = final_state(page, unsigned, "ui-unsigned")
@@ -158,8 +155,8 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             # 3. Approved by a named approver in the console (where the dialog points): paid, Completed.
             paused(page, approved, "ui-approve")
             dialog = open_resume_dialog(page)
-            link = resume_description(dialog).locator(f"a[href^='{served.console}']").first
-            console_url = str(link.get_attribute("href"))
+            console_url = points_to_console(resume_description(dialog).inner_text(), served.console, approved)
+            assert console_url, "the dialog does not say where to approve"
             dialog.get_by_role("button", name="Cancel").click()
             page.goto(console_url)
             if "/login" in page.url:
@@ -210,18 +207,25 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
     print("screenshots:\n" + "\n".join(str(p) for p in shots))
 
 
+def points_to_console(text: str, console: str, run_id: str) -> str | None:
+    """The console page of ``run_id`` the Resume dialog names as the place to approve (with `payops approve`
+    as the other way), or None."""
+    url = f"{console}/runs/{run_id}"
+    return url if url in text and "payops approve" in text else None
+
+
 def green(css: str) -> bool:
     """A state badge in Completed's colours (StateBadge: ``bg-state-completed-100``)."""
     return "state-completed" in css
 
 
 def resume_with(dialog: Any, *, approve: bool) -> None:
-    """Set the Resume dialog's decision to approve or reject and submit it."""
-    switch = dialog.get_by_label(re.compile(r"^Approve"))
-    switch.click()  # the field is required: a rejection is "on", then "off"
-    if not approve:
-        switch.click()
-    assert switch.get_attribute("aria-checked") == str(approve).lower()
+    """Choose the Resume dialog's explicit decision (approve or reject: no default) and submit it."""
+    decision = "approve" if approve else "reject"
+    select = dialog.get_by_label(re.compile(r"^Select Decision"))  # the schema form's enum picker
+    select.click()
+    dialog.page.get_by_role("option", name=decision, exact=True).click()
+    assert select.inner_text().strip() == decision
     dialog.get_by_role("button", name="Resume").click()
     dialog.wait_for(state="hidden")
 
