@@ -1,9 +1,10 @@
 """Drive Prefect's own UI (the default V2 UI of Prefect 3.8) served by ``payops serve --sandbox``.
 
-``all_in_one_with_ui`` starts ``payops serve --sandbox`` in its own process group on free 127.0.0.1 ports with
-a private PREFECT_HOME and PAYOPS_HOME, and kills the group when the block ends. The page helpers find their
-elements the way an operator does: by role, label and visible text (selectors read from PrefectHQ/prefect
-``ui-v2/src``: the custom run form, the flow run's actions menu, the Resume dialog, the state badge).
+``all_in_one_with_ui`` starts ``payops serve --sandbox`` in its own process group on free 127.0.0.1 ports
+with a private PREFECT_HOME and PAYOPS_HOME, and stops it and every process under it when the block ends.
+The page helpers find elements the way an operator does: by role, label and visible text (selectors read
+from PrefectHQ/prefect ``ui-v2/src``: the custom run form, the flow run's actions menu, the Resume dialog,
+the state badge).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from deployments.serve import ROOT
 from tests.deployments.console_harness import PASSWORD, free_port
@@ -152,9 +154,25 @@ def all_in_one_with_ui(tmp_path: Path, users: dict[str, str]) -> Iterator[AllInO
         served.wait_for(lambda: "serving" in log.read_text(), 150, "payops serve serving its deployments")
         yield served
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_tree(proc)
+
+
+def stop_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to ``proc``'s group (``payops serve`` stops its children), SIGKILL after 30 s; then any
+    descendant still alive (children run in their own groups) is killed too."""
+    if proc.poll() is not None:
+        return
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    _, alive = psutil.wait_procs(descendants, timeout=15)
+    for child in alive:
+        child.kill()
+    psutil.wait_procs(alive, timeout=5)
 
 
 # -- Prefect's V2 UI --------------------------------------------------------------------------------------
