@@ -6,10 +6,18 @@ one input per field, never a type toggle; descriptions are written for the opera
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Annotated, Any
 
+from prefect import get_run_logger
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from tasks.intake import IntakeOptions
+from tasks.progress import progress
+from tasks.reports import ensure_reports_spare_source
+from tasks.run_meter import RunMeter
 
 REPORT_DIR_DESCRIPTION = (
     "Folder or storage URL (s3://..., gs://...) for the reports. Leave empty for the payops reports folder "
@@ -104,7 +112,6 @@ def sheet_run_name() -> str:
 async def tag_run(label: str) -> None:
     """Add the run's label to its tags, so Prefect's runs list filters by it (a failure is logged, never
     fatal: the payments matter more than the tag)."""
-    from prefect import get_run_logger
     from prefect.client.orchestration import get_client
     from prefect.runtime import flow_run
 
@@ -117,3 +124,28 @@ async def tag_run(label: str) -> None:
                 await client.update_flow_run(flow_run.id, tags=[*run.tags, label])
     except Exception as exc:  # noqa: BLE001 - tags are a convenience; say so and go on
         get_run_logger().warning("run not tagged with its label %s (%s)", label, type(exc).__name__)
+
+
+@dataclass(frozen=True)
+class SheetRunStart:
+    """What a sheet-driven run starts with: its run logger, meter, intake options and start time."""
+
+    logger: Any
+    meter: RunMeter
+    options: IntakeOptions
+    started_wall: datetime
+
+
+def start_sheet_run(params: SheetRunParams) -> SheetRunStart:
+    """The prologue every sheet-driven flow shares: the progress phase ``reading``, reports that must not
+    overwrite the sheet (when the label is given; the flows check again once the label is known)."""
+    start = SheetRunStart(
+        get_run_logger(),
+        RunMeter(),
+        IntakeOptions(default_country_code=params.default_country_code),
+        datetime.now(UTC),
+    )
+    progress().phase("reading")
+    if params.label:
+        ensure_reports_spare_source(params.report_dir, params.label, params.source)
+    return start
