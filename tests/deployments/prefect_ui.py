@@ -211,8 +211,11 @@ def open_resume_dialog(page: Any) -> Any:
 
 
 def resume_description(dialog: Any) -> Any:
-    """The markdown the flow gave its pause (``keyset.description``), shown above the form."""
-    return dialog.locator(".prose")
+    """The markdown the flow gave its pause (``keyset.description``), shown above the form, once rendered
+    (the dialog renders it lazily: the box is empty for a moment)."""
+    box = dialog.locator(".prose")
+    box.locator("p").first.wait_for()
+    return box
 
 
 def reload_until_text(page: Any, url: str, pattern: re.Pattern[str], timeout_s: float) -> str:
