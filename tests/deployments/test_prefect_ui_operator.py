@@ -29,8 +29,6 @@ from deployments.serve import ROOT
 from tests.deployments.browser_harness import ARGS, CHROMIUM, SHOTS, log_in
 from tests.deployments.console_harness import PASSWORD
 from tests.deployments.prefect_ui import (
-    AllInOne,
-    all_in_one_with_ui,
     open_flow_run,
     open_resume_dialog,
     reload_until_text,
@@ -38,6 +36,7 @@ from tests.deployments.prefect_ui import (
     start_custom_run,
     state_badge,
 )
+from tests.deployments.serve_harness import AllInOne, all_in_one
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(420)]
 
@@ -63,7 +62,7 @@ def grouped(amount: Decimal) -> re.Pattern[str]:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Any:
-    with all_in_one_with_ui(tmp_path, {"bea": "approver"}) as running:
+    with all_in_one(tmp_path, {"bea": "approver"}) as running:
         yield running
 
 

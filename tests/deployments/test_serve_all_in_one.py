@@ -6,9 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,77 +17,23 @@ import pytest
 from deployments.serve import ROOT
 from deployments.webhook_endpoint import subscribed_types
 from tasks.payment_events import DEFAULT_FORWARD
-from tests.deployments.console_harness import PASSWORD, free_port, good_sheet
+from tests.deployments.console_harness import PASSWORD, good_sheet
+from tests.deployments.serve_harness import all_in_one as serve_all_in_one
+from tests.deployments.serve_harness import wait_until as wait_for
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
 def all_in_one(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    ports = {"port": free_port(), "console": free_port(), "sandbox": free_port()}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env.update(
-        {
-            "PREFECT_HOME": str(tmp_path / "home"),
-            "PAYOPS_HOME": str(tmp_path / "payops-home"),
-            "PAYOPS_UPLOAD_URL": str(tmp_path / "uploads"),
-            "PAYOPS_REPORT_URL": str(tmp_path / "reports"),
-            "PREFECT_SERVER_UI_ENABLED": "false",
-        }
-    )
     # An operator to upload with; the first admin is created by `payops serve` itself.
-    subprocess.run(
-        [sys.executable, "-m", "deployments.cli", "users", "add", "olu", "--role", "operator"],
-        input=PASSWORD + "\n",
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-    )
-    out = tmp_path / "serve.log"
-    with out.open("wb") as fh:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "deployments.cli",
-                "serve",
-                "--sandbox",
-                "--port",
-                str(ports["port"]),
-                "--console-port",
-                str(ports["console"]),
-                "--sandbox-port",
-                str(ports["sandbox"]),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    info = {"proc": proc, "log": out, **ports}
-    try:
-        yield info
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-
-def wait_for(predicate: Any, timeout: float, what: str, proc: subprocess.Popen[bytes], log: Path) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"payops serve exited early:\n{log.read_text()[-2000:]}"
-        try:
-            value = predicate()
-        except httpx.HTTPError:
-            value = None
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"{what} not reached in {timeout}s:\n{log.read_text()[-2000:]}")
+    settings = {
+        "PAYOPS_UPLOAD_URL": str(tmp_path / "uploads"),
+        "PAYOPS_REPORT_URL": str(tmp_path / "reports"),
+        "PREFECT_SERVER_UI_ENABLED": "false",
+    }
+    with serve_all_in_one(tmp_path, {"olu": "operator"}, settings) as served:
+        yield {"proc": served.proc, "log": served.log, **served.ports}
 
 
 def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(

@@ -1,0 +1,179 @@
+"""``payops serve --sandbox`` for end-to-end tests: free 127.0.0.1 ports, a private PREFECT_HOME and
+PAYOPS_HOME under the test's tmp dir, named users added first, its own process group, and every process under
+it stopped when the block ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+from deployments.serve import ROOT
+from tests.deployments.console_harness import PASSWORD, free_port
+
+
+@dataclass
+class AllInOne:
+    """A running ``payops serve --sandbox``: its process (group leader), log, homes, ports and URLs."""
+
+    proc: subprocess.Popen[bytes]
+    log: Path
+    ports: dict[str, int]  # port (Prefect server and UI), console, sandbox
+    payops_home: Path
+    ui: str  # the V2 UI's base (Prefect 3.8's default UI)
+    api: str
+    console: str
+    sandbox: str
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+        return wait_until(predicate, timeout, what, self.proc, self.log)
+
+    def flow_run(self, run_id: str) -> dict[str, Any]:
+        return httpx.get(f"{self.api}/flow_runs/{run_id}", timeout=10).json()
+
+    def deployment_id(self, name: str) -> str:
+        """The id of deployment ``name`` once the runner has registered it (shortly after "serving")."""
+
+        def registered() -> str | None:
+            found = httpx.post(f"{self.api}/deployments/filter", json={}, timeout=10).json()
+            return next((d["id"] for d in found if d["name"] == name), None)
+
+        return str(self.wait_for(registered, 60, f"deployment {name} registered"))
+
+    def payment_events(self) -> list[dict[str, Any]]:
+        """The ``payments.payout.*`` events Prefect holds (relayed from the emulator's webhooks)."""
+        body = {"filter": {"event": {"prefix": ["payments.payout."]}}, "limit": 10}
+        return list(httpx.post(f"{self.api}/events/filter", json=body, timeout=10).json()["events"])
+
+    def artifact_text(self, key: str) -> str:
+        """The latest artifact under ``key`` as text (its markdown, or its table as JSON)."""
+        body = {"artifacts": {"key": {"any_": [key]}}, "sort": "CREATED_DESC", "limit": 1}
+        found = httpx.post(f"{self.api}/artifacts/filter", json=body, timeout=10).json()
+        assert found, f"no artifact {key!r}"
+        data = found[0]["data"]
+        return data if isinstance(data, str) else json.dumps(data)
+
+    def payouts_posted(self) -> int:
+        """Payouts the emulator has accepted so far (every POST of a batch item creates one)."""
+        stats = httpx.get(f"{self.sandbox}/_sandbox/stats", timeout=10).json()
+        return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
+
+
+def wait_until(
+    predicate: Callable[[], Any], timeout: float, what: str, proc: subprocess.Popen[bytes], log: Path
+) -> Any:
+    """Poll ``predicate`` until truthy (HTTP errors count as not yet); fail with the serve log's tail when
+    time runs out or ``payops serve`` exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"payops serve exited early:\n{log.read_text(errors='replace')[-3000:]}"
+        try:
+            value = predicate()
+        except httpx.HTTPError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"{what} not reached in {timeout:.0f} s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def add_user(env: dict[str, str], name: str, role: str) -> None:
+    """``payops users add NAME --role ROLE`` with the test password on stdin."""
+    subprocess.run(
+        [sys.executable, "-m", "deployments.cli", "users", "add", name, "--role", role],
+        input=PASSWORD + "\n",
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+    )
+
+
+@contextmanager
+def all_in_one(
+    tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None
+) -> Iterator[AllInOne]:
+    """``payops serve --sandbox`` with ``users`` (name → role) added first and ``settings`` over the
+    environment (Prefect's UI on unless they turn it off); yields once it serves its deployments and stops
+    it, and every process under it, when the block ends, whatever happened in it."""
+    ports = {"port": free_port(), "console": free_port(), "sandbox": free_port()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(
+        {
+            "PREFECT_HOME": str(tmp_path / "prefect-home"),
+            "PAYOPS_HOME": str(tmp_path / "payops-home"),
+            "PREFECT_SERVER_UI_ENABLED": "true",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            **(settings or {}),
+        }
+    )
+    for name, role in users.items():
+        add_user(env, name, role)
+    log = tmp_path / "serve.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "deployments.cli",
+                "serve",
+                "--sandbox",
+                "--port",
+                str(ports["port"]),
+                "--console-port",
+                str(ports["console"]),
+                "--sandbox-port",
+                str(ports["sandbox"]),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    prefect = f"http://127.0.0.1:{ports['port']}"
+    served = AllInOne(
+        proc=proc,
+        log=log,
+        ports=ports,
+        payops_home=tmp_path / "payops-home",
+        ui=f"{prefect}/v2",
+        api=f"{prefect}/api",
+        console=f"http://127.0.0.1:{ports['console']}",
+        sandbox=f"http://127.0.0.1:{ports['sandbox']}",
+    )
+    try:
+        served.wait_for(lambda: "serving" in log.read_text(), 150, "payops serve serving its deployments")
+        yield served
+    finally:
+        stop_tree(proc)
+
+
+def stop_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to ``proc``'s group (``payops serve`` stops its children), SIGKILL after 30 s; then any
+    descendant still alive (children run in their own groups) is killed too."""
+    if proc.poll() is not None:
+        return
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    _, alive = psutil.wait_procs(descendants, timeout=15)
+    for child in alive:
+        child.kill()
+    psutil.wait_procs(alive, timeout=5)
