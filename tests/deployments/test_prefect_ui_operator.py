@@ -106,6 +106,7 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             lambda: (r := served.flow_run(run_id))["state_type"] in FINAL and r, 180, f"{label} final"
         )
         open_flow_run(page, served.ui, run_id)
+        page.wait_for_load_state("networkidle")
         shot(page, f"{label}-final")
         badge = state_badge(page)
         return badge.inner_text().strip(), str(badge.get_attribute("class")), run["state_type"]
