@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,13 @@ import pytest
 from flows.outcomes import end_run, run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from flows.settlements import REPORT_HEADERS, TABLE_HEADERS, summary_markdown, table_rows
-from flows.summaries import Decision, PayoutRunSummary, PurchaseRunSummary, SettlementRunSummary
+from flows.summaries import (
+    Decision,
+    PayoutRunSummary,
+    PurchaseRunSummary,
+    SettlementRunSummary,
+    TransactionsReportSummary,
+)
 from sandbox import SandboxConfig, SandboxServer
 from tasks.polling import progress_description
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
@@ -55,6 +62,29 @@ def test_each_outcome_maps_to_one_state(summary, kind: str, name: str) -> None:
     state = end_run(summary)
     assert (state.type.value, state.name) == (kind, name)
     assert run_summary(state) is summary
+
+
+def test_the_json_of_a_typed_summary_is_byte_for_byte_the_written_summary() -> None:
+    """`--json` prints `as_json()`: the keys in the order the flow wrote them, the values as written."""
+    written = {
+        "label": None,
+        "source": "pay.xlsx",
+        "outcome": "completed",
+        "rows_total": 3,
+        "errors": [{"row": None, "column": None, "message": "x"}],
+        "preflight": {"name_checks": Counter({"match": 2}), "problems": []},
+        "refused_by_code": {None: 1},
+        "fee_total": "1.50",
+        "approval": {"approved": True, "comment": "", "approvers": ["bea"]},
+        "api_calls": {"POST /v1/payouts": 1},
+        "duration_s": 1.25,
+        "attention_rows": [],
+    }
+    summary = PayoutRunSummary.model_validate(written)
+    summary.decision = Decision(kind="rejected")  # never a JSON field
+    assert json.dumps(summary.as_json(), default=str) == json.dumps(written, default=str)
+    report = {"label": "tx", "outcome": "completed", "from": "a", "to": "b", "transactions": 2}
+    assert json.dumps(TransactionsReportSummary.model_validate(report).as_json()) == json.dumps(report)
 
 
 def test_the_settle_now_table_has_the_important_columns_first_and_at_most_8() -> None:
@@ -198,6 +228,14 @@ def test_a_rejection_ends_cancelled_rejected_with_the_comment_and_the_dialog_sho
     assert any(line.startswith("pre-flight: total 34.50, fees ") for line in run_log)
     assert any(line.startswith("approval requested: states-reject needs 1 approval(s)") for line in run_log)
     assert "approval decided: rejected by bea: wrong month; nothing sent" in run_log
+    # the artifacts say what was decided: the pre-flight's last line, the summary's why
+    from prefect.artifacts import Artifact
+
+    preflight = Artifact.get("states-reject-preflight")
+    assert preflight.data.endswith("**Rejected** by bea: wrong month; nothing sent.")
+    assert "Approval required" not in preflight.data
+    summary = Artifact.get("states-reject-summary")
+    assert "**Why:** states-reject: rejected by bea: wrong month; nothing sent" in summary.data
 
 
 @pytest.mark.e2e
