@@ -9,7 +9,8 @@ report link of its summary artifact opens and downloads the report file; the Eve
 ``payments.*`` events the emulator's webhooks brought in.
 
 Screenshots of every step go to tests/deployments/screenshots/prefect-ui/ (git-ignored); their paths are
-printed (``pytest -s``). ``payops serve`` runs in its own process group, killed at the end.
+printed (``pytest -s``). ``payops serve`` runs in its own process group; it and every process under it are
+stopped at the end (tests/deployments/serve_harness.py).
 """
 
 from __future__ import annotations
@@ -139,6 +140,8 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             name, css, kind = final_state(page, rejected, "ui-reject")
             assert (name, green(css)) == ("Rejected", False) and kind != "COMPLETED", (name, kind)
             assert served.payouts_posted() == 0
+            why = served.artifact_text("ui-reject-summary")
+            assert re.search(r"\brejected\b", why, re.I), f"the summary does not say why:\n{why}"
 
             # 2. An approval given in the dialog without the console's signatures: nothing sent.
             paused(page, unsigned, "ui-unsigned")
@@ -150,7 +153,7 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             assert (name, green(css)) == ("Not approved", False) and kind != "COMPLETED", (name, kind)
             assert served.payouts_posted() == 0, "an unsigned resume sent payouts"
             why = served.artifact_text("ui-unsigned-summary")
-            assert re.search(r"not approved", why, re.I) and re.search(r"sign", why, re.I), why
+            assert re.search(r"not approved", why, re.I) and re.search(r"signed", why, re.I), why
 
             # 3. Approved by a named approver in the console (where the dialog points): paid, Completed.
             paused(page, approved, "ui-approve")
@@ -191,7 +194,7 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             assert response.body() == on_disk[0].read_bytes()
             downloaded = tmp_path / "report.xlsx"
             downloaded.write_bytes(response.body())
-            statuses = [r[0] for r in _column(downloaded, "Payout status")]
+            statuses = column(downloaded, "Payout status")
             assert len(statuses) == rows and "delivered" in statuses
             # The example sheet fails a few rows on purpose: the state's name says so.
             assert name == ("Completed with failures" if "failed" in statuses else "Completed"), name
@@ -230,7 +233,8 @@ def resume_with(dialog: Any, *, approve: bool) -> None:
     dialog.wait_for(state="hidden")
 
 
-def _column(path: Path, header: str) -> list[tuple[Any, ...]]:
+def column(path: Path, header: str) -> list[Any]:
+    """One column of a payout report's ``results`` sheet."""
     rows = list(load_workbook(path, read_only=True)["results"].iter_rows(values_only=True))
     index = list(rows[0]).index(header)
-    return [(r[index],) for r in rows[1:]]
+    return [r[index] for r in rows[1:]]
