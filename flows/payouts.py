@@ -30,7 +30,7 @@ from tasks.approvals import (
 )
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
 from tasks.attention import attention_rows
-from tasks.batching import build_batches
+from tasks.batching import batch_count, build_batch
 from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
@@ -180,17 +180,16 @@ def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approv
 
 
 def _outcomes(
-    intake: IntakeResult, batches: list[Any], results: list[BatchResult], states: dict[str, PayoutState]
+    intake: IntakeResult, results: list[BatchResult], states: dict[str, PayoutState]
 ) -> dict[int, RowOutcome]:
     out: dict[int, RowOutcome] = {}
     for e in intake.errors:
         o = out.setdefault(e.row, RowOutcome(e.row, submission="invalid", error_code="invalid_input"))
         msg = f"{e.column}: {e.message}"
         o.error_message = msg if not o.error_message else f"{o.error_message}; {msg}"
-    batch_of = {r: b.reference for b in batches for r in b.rows}
     for res in results:
         for item in res.items:
-            o = RowOutcome(item.row, reference=item.reference, batch=batch_of.get(item.row))
+            o = RowOutcome(item.row, reference=item.reference, batch=res.reference)
             if item.accepted:
                 o.submission = "accepted"
                 s = states.get(item.reference)
@@ -369,22 +368,25 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
 
     # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
     # field of them looking for futures, twice per task run: ~0.1 s per 100-row batch (profiled).
-    batches = build_batches(intake.rows, label)
-    summary["batches"] = len(batches)
+    # Each batch is built when its turn comes (build_batch is pure: a retry or re-run builds the same).
+    batches = batch_count(intake.rows)
+    summary["batches"] = batches
+    names = pf.release_row_detail()
     sem = asyncio.Semaphore(params.max_concurrent_batches)
     sent = 0
     progress().phase("sending")
-    progress().batches(0, len(batches))
+    progress().batches(0, batches)
 
-    async def send(batch):
+    async def send(index: int) -> BatchResult:
         nonlocal sent
         async with sem:
+            batch = build_batch(intake.rows, label, index)
             result = await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
         sent += 1
-        progress().batches(sent, len(batches))
+        progress().batches(sent, batches)
         return result
 
-    results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
+    results: list[BatchResult] = await asyncio.gather(*(send(i) for i in range(batches)))
     for r in results:
         meter.api_calls.update(r.api_calls)
     limiters = [pf.limiter, *(r.limiter for r in results)]
@@ -412,7 +414,8 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     meter.phase("poll")
 
     progress().phase("reporting")
-    outcomes = _outcomes(intake, batches, results, states)
+    outcomes = _outcomes(intake, results, states)
+    del results  # the outcomes hold what the reports need (100,000 item results are ~30 MB)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
     summary.update(
@@ -426,7 +429,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "deadline_reached": poll.deadline_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
-            "attention_rows": attention_rows(intake.rows, outcomes, pf.names),
+            "attention_rows": attention_rows(intake.rows, outcomes, names),
         }
     )
     fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]
