@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import fsspec
 
+from tasks.intake.parsing import column_letter
 from tasks.xlsx import HIGHLIGHT, neutralise, safe_cell
 
 __all__ = ["TableWorkbook", "table_workbook"]
@@ -40,18 +41,18 @@ _REL_NS = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relati
 _PKG_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _CT = "application/vnd.openxmlformats-officedocument.spreadsheetml"
 _BOLD = ' s="1"'
+_PKG_NS = "http://schemas.openxmlformats.org/package/2006"
 _PKG_CT = "application/vnd.openxmlformats-package"
 _HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
 
-def _letters(index: int) -> str:
-    """0 → A, 25 → Z, 26 → AA."""
-    out = ""
-    index += 1
-    while index:
-        index, rem = divmod(index - 1, 26)
-        out = chr(65 + rem) + out
-    return out
+def _relationships(*targets: tuple[str, str]) -> str:
+    """A relationships part: (type, target) pairs as rId1, rId2, ..."""
+    rels = "".join(
+        f'<Relationship Id="rId{i}" Type="{_PKG_REL}/{kind}" Target="{target}"/>'
+        for i, (kind, target) in enumerate(targets, 1)
+    )
+    return f'{_HEAD}<Relationships xmlns="{_PKG_NS}/relationships">{rels}</Relationships>'
 
 
 def _escape_controls(text: str) -> str:
@@ -150,7 +151,7 @@ class TableWorkbook:
         else:
             marks = highlight
             flagged = lambda i, row: marks[i]  # noqa: E731
-        letters = [_letters(i) for i in range(max(len(headers), 1))]
+        letters = [column_letter(i) for i in range(max(len(headers), 1))]
         cols = _cols([_width(h) for h in headers])
         selected = ' tabSelected="1"' if len(self._titles) == 1 else ""
         count, widest = 0, len(headers)
@@ -160,7 +161,7 @@ class TableWorkbook:
             chunk: list[str] = []
             for count, row in enumerate(rows, start=1):
                 if len(row) > len(letters):
-                    letters += [_letters(i) for i in range(len(letters), len(row))]
+                    letters += [column_letter(i) for i in range(len(letters), len(row))]
                 widest = max(widest, len(row))
                 style = shaded if flagged(count - 1, row) else ""
                 r = count + 1
@@ -175,7 +176,7 @@ class TableWorkbook:
             with self._zip.open(f"xl/worksheets/sheet{len(self._titles)}.xml", "w", force_zip64=True) as out:
                 out.write(
                     (
-                        f'{_HEAD}<worksheet {_NS} {_REL_NS}><dimension ref="A1:{_letters(widest - 1)}'
+                        f'{_HEAD}<worksheet {_NS} {_REL_NS}><dimension ref="A1:{column_letter(widest - 1)}'
                         f'{count + 1}"/><sheetViews><sheetView{selected} workbookViewId="0">'
                         '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>'
                         '<selection pane="bottomLeft"/></sheetView></sheetViews>'
@@ -205,27 +206,16 @@ class TableWorkbook:
         )
         self._zip.writestr(
             "[Content_Types].xml",
-            f'{_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            f'{_HEAD}<Types xmlns="{_PKG_NS}/content-types">'
             f'<Default Extension="rels" ContentType="{_PKG_CT}.relationships+xml"/>'
             '<Default Extension="xml" ContentType="application/xml"/>'
             f'<Override PartName="/xl/workbook.xml" ContentType="{_CT}.sheet.main+xml"/>'
             f'<Override PartName="/xl/styles.xml" ContentType="{_CT}.styles+xml"/>{sheet_types}</Types>',
         )
+        self._zip.writestr("_rels/.rels", _relationships(("officeDocument", "xl/workbook.xml")))
+        sheet_rels = [("worksheet", f"worksheets/sheet{i}.xml") for i in range(1, n + 1)]
         self._zip.writestr(
-            "_rels/.rels",
-            f'{_HEAD}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            f'<Relationship Id="rId1" Type="{_PKG_REL}/officeDocument" Target="xl/workbook.xml"/>'
-            "</Relationships>",
-        )
-        rels = "".join(
-            f'<Relationship Id="rId{i}" Type="{_PKG_REL}/worksheet" Target="worksheets/sheet{i}.xml"/>'
-            for i in range(1, n + 1)
-        )
-        self._zip.writestr(
-            "xl/_rels/workbook.xml.rels",
-            f'{_HEAD}<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            f'{rels}<Relationship Id="rId{n + 1}" Type="{_PKG_REL}/styles" Target="styles.xml"/>'
-            "</Relationships>",
+            "xl/_rels/workbook.xml.rels", _relationships(*sheet_rels, ("styles", "styles.xml"))
         )
         sheets = "".join(
             f'<sheet name="{t}" sheetId="{i}" r:id="rId{i}"/>' for i, t in enumerate(self._titles, 1)
