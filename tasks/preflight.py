@@ -64,7 +64,7 @@ async def read_headroom(client: PaymentsClient) -> dict[str, CurrencyCheck]:
     return rooms
 
 
-@dataclass
+@dataclass(slots=True)
 class NameCheck:
     row: int
     destination: str

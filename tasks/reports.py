@@ -29,7 +29,7 @@ _RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
 _UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-@dataclass
+@dataclass(slots=True)
 class RowOutcome:
     """What happened to one sheet row."""
 

@@ -34,6 +34,8 @@ _MAX_TEXT = 32_767
 """Excel's longest cell text (XlsxWriter truncates to it too)."""
 _XML_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]|_x[0-9A-Fa-f]{4}_")
 """What XML 1.0 cannot hold (written as Excel's ``_xHHHH_``) and text that looks like such an escape."""
+_PLAIN = re.compile(r"[^=+\-@\s&<>\x00-\x1f_][^&<>\x00-\x08\x0b\x0c\x0e-\x1f_]{0,32766}(?<!\s)\Z").match
+"""Text written as it is (most cells): no formula start, nothing to escape, no edge spaces, within 32,767."""
 _INVALID_TITLE = re.compile(r"[\[\]:*?/\\]")
 _ROWS_PER_WRITE = 500
 _NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
@@ -165,7 +167,14 @@ class TableWorkbook:
                 widest = max(widest, len(row))
                 style = shaded if flagged(count - 1, row) else ""
                 r = count + 1
-                cells = "".join([_cell(f"{c}{r}", v, style) for c, v in zip(letters, row, strict=False)])
+                cells = "".join(
+                    [
+                        f'<c r="{c}{r}"{style} t="inlineStr"><is><t>{v}</t></is></c>'
+                        if type(v) is str and _PLAIN(v)
+                        else _cell(f"{c}{r}", v, style)
+                        for c, v in zip(letters, row, strict=False)
+                    ]
+                )
                 chunk.append(f'<row r="{r}">{cells}</row>')
                 if len(chunk) == _ROWS_PER_WRITE:
                     body.write("".join(chunk).encode())

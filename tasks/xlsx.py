@@ -53,8 +53,14 @@ def safe_cell(value: Any) -> Any:
 
 
 def safe_row(values: Iterable[Any]) -> list[Any]:
-    """Every value of a row (cells or a header row) through :func:`safe_cell`."""
-    return [safe_cell(v) for v in values]
+    """Every value of a row (cells or a header row) through :func:`safe_cell` (plain text, None and numbers
+    are checked inline: this runs for every cell of a 100,000-row csv report)."""
+    return [
+        v
+        if (t := type(v)) is str and v[:1] not in _RISKY or v is None or t is int or t is float
+        else safe_cell(v)
+        for v in values
+    ]
 
 
 def write_csv(path: str, headers: Sequence[Any], rows: Iterable[Sequence[Any]]) -> None:
