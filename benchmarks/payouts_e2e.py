@@ -173,17 +173,15 @@ class PhaseSampler:
 
 def run_flow(sheet: Path, label: str, report_dir: str) -> dict:
     """The payout flow on `sheet` in this process, with the figures of its summary, CPU and RSS per phase."""
+    from flows.outcomes import run_summary
     from flows.payouts import PayoutRunParams, payout_spreadsheet
     from tasks.progress import watching
 
     sampler = PhaseSampler()
     t0 = time.perf_counter()
+    params = PayoutRunParams(source=str(sheet), label=label, report_dir=report_dir, poll_deadline_s=1800)
     with watching(sampler):
-        s = asyncio.run(
-            payout_spreadsheet(
-                PayoutRunParams(source=str(sheet), label=label, report_dir=report_dir, poll_deadline_s=1800)
-            )
-        )
+        s = run_summary(asyncio.run(payout_spreadsheet(params, return_state=True))).as_json()
     wall = time.perf_counter() - t0
     sampler.stop()
     usage = resource.getrusage(resource.RUSAGE_SELF)

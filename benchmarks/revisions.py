@@ -1,0 +1,160 @@
+"""Benchmark: this checkout against an earlier revision, same run, same inputs, interleaved.
+
+Answers "is the code slower than it was at REV?" for two paths every payroll takes:
+
+* intake: ``tasks.intake.read_payout_sheet`` on one generated 100,000-row xlsx (the public reader both
+  revisions have), each sample in its own subprocess;
+* payouts: ``python -m deployments.cli payouts SHEET --json --no-name-check`` on one 2,000-row sheet (the
+  plain rows of ``benchmarks/sheets.py``: no payee names, seven amounts, so the pre-flight's newer lookup
+  cache and fee grid have little to add and the comparison is about the code path), both revisions against
+  one emulator and one Prefect server started before timing.
+
+REV is checked out in a temporary ``git worktree`` and run with this checkout's virtualenv (its packages
+are the same pins); its ``PYTHONPATH`` puts its own tree first. Samples alternate base/head ``--repeat``
+times and medians are compared. The default base is the last commit before the structural clean-up of
+issue 20 (typed summaries, one home for references and polling, the CLI as a package).
+
+Usage: python benchmarks/revisions.py [--base REV] [--intake-rows 100000] [--payout-rows 2000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import intake as intake_bench  # noqa: E402
+from benchmarks.sheets import payroll_rows, write_sheet  # noqa: E402
+from deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
+
+PRE_CLEANUP = "9cb9603"
+
+# benchmarks/intake.py's measurement, preceded by the line that says whose code ran.
+_MEASURE_INTAKE = (
+    "import sys, tasks\nsys.stderr.write(tasks.__file__ + '\\n')\n" + intake_bench._MEASURE_INTAKE
+)
+
+
+def tree_env(tree: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment that runs `tree`'s code: its folder first on the path."""
+    return {**os.environ, "PYTHONPATH": str(tree), **(extra or {})}
+
+
+def intake_sample(tree: Path, sheet: Path, mode: str = "child") -> dict:
+    """One read of `sheet` by `tree`'s code; ``mode="in-process"`` parses without the parser child (the
+    reader before issue 16's sandboxing; only a tree that has the child can be asked for it)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE_INTAKE, str(sheet), mode],
+        cwd=tree,
+        env=tree_env(tree),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    if not out.stderr.startswith(str(tree)):
+        raise RuntimeError(f"{tree}: the sample did not run that tree's code ({out.stderr[:200]})")
+    sample = json.loads(out.stdout.strip().splitlines()[-1])
+    cpu = sample["cpu"] + sample["child_cpu"]
+    return {"seconds": sample["seconds"], "cpu_with_children": round(cpu, 3), "rows": sample["rows"]}
+
+
+def payout_sample(tree: Path, sheet: Path, label: str, reports: Path, env: dict[str, str]) -> dict:
+    cmd = [sys.executable, "-m", "deployments.cli", "payouts", str(sheet), "--label", label]
+    cmd += ["--report-dir", str(reports), "--json", "--no-name-check"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=tree, env=tree_env(tree, env), capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise RuntimeError(f"{tree}: payops payouts exited {out.returncode}: {out.stderr[-800:]}")
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"seconds": wall, "outcome": summary["outcome"], "statuses": summary.get("payouts_by_status")}
+
+
+def interleave(repeat: int, sides: dict[str, Callable[[int], dict]]) -> dict:
+    """`repeat` samples of each side, taken in turn; medians, samples and each side's ratio to the first."""
+    samples: dict[str, list[dict]] = {name: [] for name in sides}
+    for i in range(repeat):
+        for name, sample in sides.items():
+            samples[name].append(sample(i))
+    medians = {name: statistics.median(s["seconds"] for s in runs) for name, runs in samples.items()}
+    base = medians[next(iter(sides))]
+    return {
+        "median_seconds": {name: round(m, 3) for name, m in medians.items()},
+        "over_base": {name: round(m / base, 3) for name, m in medians.items()},
+        "samples": samples,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default=PRE_CLEANUP, help=f"the earlier revision (default {PRE_CLEANUP})")
+    ap.add_argument("--intake-rows", type=int, default=100_000)
+    ap.add_argument("--payout-rows", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    head = ROOT
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        base = tmp / "base"
+        git = ["git", "-C", str(ROOT), "worktree"]
+        subprocess.run([*git, "add", "--detach", str(base), args.base], check=True, stdout=sys.stderr)
+        try:
+            result = {"base": args.base, "head": _head_commit(), "cpu_count": os.cpu_count()}
+            sheet = tmp / "intake.xlsx"
+            intake_bench.generate(sheet, args.intake_rows)
+            result["intake"] = interleave(
+                args.repeat,
+                {
+                    "base": lambda _: intake_sample(base, sheet),
+                    "head": lambda _: intake_sample(head, sheet),
+                    "head_parser_in_process": lambda _: intake_sample(head, sheet, "in-process"),
+                },
+            )
+            result["payouts"] = _payouts(args, base, head, tmp)
+            result["load_avg_1m_at_end"] = os.getloadavg()[0]
+        finally:
+            subprocess.run([*git, "remove", "--force", str(base)], check=False, stdout=sys.stderr)
+    print(json.dumps(result, indent=2))
+
+
+def _payouts(args: argparse.Namespace, base: Path, head: Path, tmp: Path) -> dict:
+    from deployments.prefect_server import prefect_api
+
+    sheet = write_sheet(tmp / "payouts.xlsx", payroll_rows(args.payout_rows))
+    env_file = tmp / "sandbox.env"
+    with prefect_api(say=lambda line: print(line, file=sys.stderr)) as api:
+        emulator = start_sandbox(free_port(), env_file, start_timeout_s=120)
+        try:
+            env = {**read_env_file(env_file), "PREFECT_API_URL": api, "PAYOPS_HOME": str(tmp / "home")}
+
+            def side(tree: Path, name: str) -> Callable[[int], dict]:
+                return lambda i: payout_sample(tree, sheet, f"rev-{name}-{i}", tmp / "reports", env)
+
+            return interleave(args.repeat, {"base": side(base, "base"), "head": side(head, "head")})
+        finally:
+            emulator.terminate()
+            emulator.wait(10)
+
+
+def _head_commit() -> str:
+    out = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return out.stdout.strip()
+
+
+if __name__ == "__main__":
+    main()
