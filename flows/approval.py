@@ -4,12 +4,12 @@ The dialog (Prefect UI, "Resume") shows a markdown description: the run's rows, 
 a link to the pre-flight artifact; the form asks for an explicit ``decision`` (``approve`` or ``reject``, no
 default) and an optional ``comment``.
 
-**Signed approvals** (tasks/approvals.py) are in force when an approval signing key is configured
-(``PAYOPS_APPROVAL_KEY`` or its Secret block; ``payops serve`` always makes one) or the run carries the
-console's signed rule. Then ``approve`` counts only with enough valid signed approvals (the console or
-``payops approve``): the description says so, and an ``approve`` from the dialog without them ends the run
-"Not approved", nothing sent. Without a key and a rule, the dialog's ``approve`` is the approval (unnamed).
-A ``reject`` is accepted from anywhere.
+**Approvals are always signed** (tasks/approvals.py, issue 17's rule): ``approve`` counts only with enough
+valid approvals signed with the approval key (``PAYOPS_APPROVAL_KEY`` or its Secret block; ``payops serve``
+always makes one), given in the console or with ``payops approve``. The description says so, and an
+``approve`` from the dialog without them ends the run "Not approved", nothing sent. A run that needs approval
+while no key is configured is not paused at all: it ends "Not approved" saying which key is missing (the
+payout flow checks that first). A ``reject`` is accepted from anywhere.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def artifacts_link(run_id: str) -> str | None:
 
 
 def resume_description(
-    label: str, pf: Preflight, rows: list[PayoutRow], rows_invalid: int, need: Requirement, signed: bool
+    label: str, pf: Preflight, rows: list[PayoutRow], rows_invalid: int, need: Requirement
 ) -> str:
     """The Resume dialog's markdown: what approving sends, and where to approve."""
     run_id = str(flow_run_runtime.id or "")
@@ -123,24 +123,21 @@ def resume_description(
         "",
         f"Pre-flight: [artifacts of this run]({link})" if link else "Pre-flight: this run's artifacts",
     ]
-    if signed:
-        console = os.environ.get(CONSOLE_URL_ENV, "").rstrip("/")
-        where = f"the console ({console}/runs/{run_id})" if console else "the console"
-        lines += [
-            "",
-            f"**Approvals are signed**: this run needs {max(need.required, 1)} approval(s) given in {where} "
-            f"or with `payops approve {run_id} --user NAME`. Choosing *approve* here without them sends "
-            "nothing and ends the run *Not approved*; *reject* here ends it *Rejected*.",
-        ]
-    else:
-        lines += ["", "Choose **approve** to send the payouts now, or **reject** to send nothing."]
+    console = os.environ.get(CONSOLE_URL_ENV, "").rstrip("/")
+    where = f"the console ({console}/runs/{run_id})" if console else "the console"
+    lines += [
+        "",
+        f"**Approvals are signed**: this run needs {max(need.required, 1)} approval(s) given in {where} "
+        f"or with `payops approve {run_id} --user NAME`. Choosing *approve* here without them sends "
+        "nothing and ends the run *Not approved*; *reject* here ends it *Rejected*.",
+    ]
     return "\n".join(lines)
 
 
 async def ask_approval(
-    label: str, timeout_s: int, key: bytes | None, need: Requirement, total: Decimal, description: str
+    label: str, timeout_s: int, key: bytes, need: Requirement, total: Decimal, description: str
 ) -> Answer:
-    """Pause for the decision; with a ``key``, ``approve`` counts only with enough valid signed approvals."""
+    """Pause for the decision; ``approve`` counts only with enough approvals signed with ``key``."""
     logger = get_run_logger()
     async with get_client() as client:
         await client.update_flow_run_labels(flow_run_runtime.id, approval_labels(total, need))
@@ -148,7 +145,7 @@ async def ask_approval(
         "approval requested: %s needs %d approval(s)%s; waiting up to %ss",
         label,
         max(need.required, 1),
-        " (signed: console or `payops approve`)" if key else "",
+        " (signed: console or `payops approve`)",
         timeout_s,
     )
     try:
@@ -169,16 +166,13 @@ async def ask_approval(
         logger.warning("approval decided: %s; nothing sent", reason)
         return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))
     if answer.decision == "reject":
-        rejecter = read_rejecter(key, answer.approvals, str(flow_run_runtime.id)) if key else None
+        rejecter = read_rejecter(key, answer.approvals, str(flow_run_runtime.id))
         who = rejecter or "an unnamed user (Prefect UI or API)"
         logger.warning(
             "approval decided: rejected by %s: %s; nothing sent", who, answer.comment or "(no comment)"
         )
         decision = Decision(kind="rejected", by=rejecter, reason=answer.comment)
         return Answer(False, answer.comment, refusal=decision)
-    if key is None:
-        logger.info("approval decided: approved (unsigned, no signing key configured): %s", answer.comment)
-        return Answer(True, answer.comment)
     try:
         approvers = check_approvals(
             key, answer.approvals, run_id=str(flow_run_runtime.id), total=total, need=need

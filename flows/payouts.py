@@ -211,17 +211,6 @@ async def _requirement(params: PayoutRunParams, total: Decimal) -> Requirement:
     return Requirement(max(need.required, legacy), need.excluded, need.initiator)
 
 
-async def _signing_key(params: PayoutRunParams) -> bytes | None:
-    """The approval signing key; None when none is configured and the run has no signed rule (the Resume
-    dialog's decision is then the approval). A run with a signed rule always needs the key."""
-    try:
-        return await load_approval_key()
-    except ApprovalKeyMissing:
-        if params.approval_rule:
-            raise
-        return None
-
-
 @flow(name="payout-spreadsheet", log_prints=False, **PAYOUT_RUN_HOOKS)
 async def payout_spreadsheet(params: PayoutRunParams) -> State:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report.
@@ -356,7 +345,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         return await _refused(finish("preflight_failed"))
     if needs_approval:
         try:
-            key = await _signing_key(params)
+            key = await load_approval_key()  # approvals are always signed: no key, no pause, nothing sent
         except ApprovalKeyMissing as exc:
             logger.error("%s; nothing sent", exc)
             return await _not_approved(
@@ -364,7 +353,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             )
         emit_needs_approval(label, pf, params.approval_timeout_s)
         progress().phase("approval")
-        description = resume_description(label, pf, intake.rows, intake.rows_invalid, need, key is not None)
+        description = resume_description(label, pf, intake.rows, intake.rows_invalid, need)
         answer = await ask_approval(label, params.approval_timeout_s, key, need, total, description)
         meter.phase("approval")
         await _preflight_artifact(label, pf, intake.rows, _decision_line(answer))

@@ -316,3 +316,19 @@ def test_no_answer_in_time_ends_cancelled_not_approved(
     assert (state.type.value, state.name) == ("CANCELLED", "Not approved")
     assert state.message == "states-timeout: not approved: no approval within 10s; nothing sent"
     assert payouts_sent(env) == before
+
+
+@pytest.mark.e2e
+def test_without_a_signing_key_a_run_needing_approval_ends_not_approved_without_pausing(
+    prefect_harness, env: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Approvals are always signed (issue 17): with no key anywhere, nobody can approve from the Prefect UI,
+    so the run does not pause for an answer that could never pay; it says which key is missing."""
+    monkeypatch.delenv("PAYOPS_APPROVAL_KEY")
+    monkeypatch.setenv("PAYOPS_APPROVAL_KEY_BLOCK", "payops-no-such-block")
+    params = approval_params(tmp_path, "states-keyless", 2)
+    before = payouts_sent(env)
+    state = asyncio.run(payout_spreadsheet(params, return_state=True))
+    assert (state.type.value, state.name) == ("CANCELLED", "Not approved")
+    assert "no approval signing key: set PAYOPS_APPROVAL_KEY" in state.message
+    assert run_summary(state).outcome == "not_approved" and payouts_sent(env) == before
