@@ -276,13 +276,20 @@ class GroupCommit:
 
     def accept(self, envelope: dict[str, Any], forward: bool) -> bool:
         """Like `WebhookInbox.accept` (blocking until committed); False for an id already kept."""
+        return self.submit(envelope, forward).result()
+
+    def submit(self, envelope: dict[str, Any], forward: bool) -> Future[bool]:
+        """Queue ``envelope``; the future resolves once it is committed (True) or was already kept (False).
+
+        An async caller awaits it (``asyncio.wrap_future``) instead of parking a thread per delivery.
+        """
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="webhook-inbox-writer", daemon=True)
                 self._thread.start()
         done: Future[bool] = Future()
         self._queue.put((envelope, forward, done))
-        return done.result()
+        return done
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
