@@ -81,7 +81,7 @@ class WebhookReceiver:
     ) -> None:
         self.verifier = WebhookVerifier(secrets) if secrets else None
         self.inbox = inbox
-        self.writer = GroupCommit(inbox)
+        self.writer = GroupCommit(inbox, on_commit=self._log_committed)
         self.forward = forward or ForwardFilter()
         self.backlog_limit = backlog_limit
         self.retry_after_s = retry_after_s
@@ -126,11 +126,21 @@ class WebhookReceiver:
         return Verified(envelope, envelope.model_dump(mode="json", by_alias=True), self.forward(envelope))
 
     def committed(self, verified: Verified, new: bool) -> Answer:
-        """The answer once the inbox has the delivery (``new``: it was not there before)."""
+        """The answer once the inbox has the delivery (``new``: it was not there before; logged already)."""
         if new and verified.forward:
             with self._lock:
                 self._backlog += 1
-        return self._answer(verified.envelope, "accepted" if new else "duplicate")
+        outcome = "accepted" if new else "duplicate"
+        return 200, {"status": outcome, "id": verified.envelope.id}, {}
+
+    @staticmethod
+    def _log_committed(results: list[tuple[dict[str, Any], bool]]) -> None:
+        # In the writer thread, after the commit and before any of these deliveries is answered: the line is
+        # written even when the process dies right after the answer, and never on the event loop (Prefect's
+        # rich console handler takes ~0.3 ms a line).
+        for envelope, new in results:
+            outcome = "accepted" if new else "duplicate"
+            log.info("webhook delivery id=%s type=%s outcome=%s", envelope["id"], envelope["type"], outcome)
 
     def _answer(self, envelope: WebhookEnvelope, outcome: str) -> Answer:
         log.info("webhook delivery id=%s type=%s outcome=%s", envelope.id, envelope.type, outcome)
