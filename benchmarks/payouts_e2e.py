@@ -135,14 +135,12 @@ async def naive(rows: list[list[str]]) -> dict:
 
 
 def run_flow(sheet: Path, label: str, report_dir: str) -> dict:
+    from flows.outcomes import run_summary
     from flows.payouts import PayoutRunParams, payout_spreadsheet
 
     t0 = time.perf_counter()
-    s = asyncio.run(
-        payout_spreadsheet(
-            PayoutRunParams(source=str(sheet), label=label, report_dir=report_dir, poll_deadline_s=600)
-        )
-    )
+    params = PayoutRunParams(source=str(sheet), label=label, report_dir=report_dir, poll_deadline_s=600)
+    s = run_summary(asyncio.run(payout_spreadsheet(params, return_state=True))).as_json()
     wall = time.perf_counter() - t0
     calls: Counter[str] = Counter(s["api_calls"])
     pre = s.get("preflight") or {}

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 from deployments.auditing import Auditor
 from store.approvals import Approvals, RunDecision
 from store.users import UserError
-from tasks.approvals import LABEL, load_approval_key, sign_approval
+from tasks.approvals import LABEL, load_approval_key, sign_approval, sign_rejection
 
 
 class DecisionError(Exception):
@@ -105,9 +105,9 @@ async def decide(
             raise DecisionError(400, "Give a reason for the rejection.")
         await _store(store, str(run_id), user, "reject", reason, "")
         auditor.record(user, "run.rejected", obj, client, reason=reason)
-        await resume_flow_run(
-            run_id, run_input={"approve": False, "comment": f"rejected by {user}: {reason}"}
-        )
+        signed = sign_rejection(await load_approval_key(), run_id=str(run_id), rejecter=user)
+        answer = {"decision": "reject", "comment": reason, "approvals": [signed]}
+        await resume_flow_run(run_id, run_input=answer)
         return "Rejected: nothing will be sent."
     if user in state.excluded:
         auditor.record(user, "approval.refused", obj, client, reason="uploaded or started the run")
@@ -122,7 +122,8 @@ async def decide(
         return f"Approved. {left} more approval{'s' if left != 1 else ''} needed before anything is sent."
     names = ", ".join(d.user for d in decisions if d.decision == "approve")
     comment = f"approved by {names}" + (f": {reason}" if reason else "")
-    await resume_flow_run(run_id, run_input={"approve": True, "comment": comment, "approvals": tokens})
+    answer = {"decision": "approve", "comment": comment, "approvals": tokens}
+    await resume_flow_run(run_id, run_input=answer)
     auditor.record(user, "run.resumed", obj, client, approvers=names)
     return "Approved: the run continues and sends the payouts."
 

@@ -90,16 +90,16 @@ def main() -> int:
         try:
             os.environ.update(read_env_file(env_file))
             from deployments.cli._common import run_on_server
+            from flows.outcomes import run_summary
             from flows.payouts import PayoutRunParams, payout_spreadsheet
-            from flows.summaries import PayoutRunSummary
 
             print(f"paying {SHEET.relative_to(ROOT)} ...", flush=True)
             params = PayoutRunParams(source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)
-            summary = run_on_server(lambda: payout_spreadsheet(params))
-            print(PayoutRunSummary.model_validate(summary).text())
-            not_final = summary.get("not_final") or []
-            if summary["outcome"] != "completed" or not_final:
-                print(f"demo incomplete: outcome {summary['outcome']}, {len(not_final)} payouts not final")
+            summary = run_summary(run_on_server(lambda: payout_spreadsheet(params, return_state=True)))
+            print(summary.text())
+            not_final = summary.not_final
+            if summary.outcome != "completed" or not_final:
+                print(f"demo incomplete: outcome {summary.outcome}, {len(not_final)} payouts not final")
                 return 1
             return 0
         finally:

@@ -13,8 +13,11 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
+from prefect.states import State
 from pydantic import BaseModel, Field, field_validator
 
+from flows.outcomes import end_run
+from flows.summaries import EventsCatchUpSummary
 from tasks.alerts import events_catch_up_hook
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
@@ -74,10 +77,13 @@ def _markdown(summary: dict[str, Any]) -> str:
 
 
 @flow(name="events-catch-up", log_prints=False, on_completion=[events_catch_up_hook])
-async def events_catch_up(params: EventsCatchUpParams | None = None) -> dict[str, Any]:
-    """Emit every event after the saved cursor once, then save the cursor."""
+async def events_catch_up(params: EventsCatchUpParams | None = None) -> State:
+    """Emit every event after the saved cursor once, then save the cursor.
+
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `EventsCatchUpSummary`."""
     async with open_clients():
-        return await _events_catch_up(params)
+        summary = await _events_catch_up(params)
+    return end_run(EventsCatchUpSummary.model_validate(summary))
 
 
 async def _events_catch_up(params: EventsCatchUpParams | None = None) -> dict[str, Any]:

@@ -4,27 +4,27 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from decimal import Decimal
+from pathlib import PurePath
 from typing import Any, Literal
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run
-from prefect.input import RunInput
-from prefect.runtime import flow_run as flow_run_runtime
+from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
-from flows.run_params import SheetRunParams
-from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval
+from flows.approval import Answer, ask_approval, resume_description
+from flows.outcomes import end_run, state_message
+from flows.run_params import SheetRunParams, start_sheet_run
+from flows.summaries import Decision, PayoutRunSummary
+from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
 from tasks.approvals import (
     ApprovalKeyMissing,
     ApprovalRefused,
     Requirement,
-    approval_labels,
-    check_approvals,
     load_approval_key,
     read_rule,
 )
@@ -33,7 +33,7 @@ from tasks.attention import attention_rows
 from tasks.batching import build_batches
 from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
-from tasks.intake import IntakeOptions, IntakeResult, PayoutRow
+from tasks.intake import IntakeResult, PayoutRow
 from tasks.lookup_cache import CachePolicy
 from tasks.money import money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
@@ -41,7 +41,6 @@ from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
 from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
-from tasks.run_meter import RunMeter
 from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
@@ -91,18 +90,6 @@ class PayoutRunParams(SheetRunParams):
     max_concurrent_batches: int = Field(4, ge=1, le=32)
 
 
-class Approval(RunInput):
-    """What an approver answers when a run pauses."""
-
-    approve: bool = Field(description="Send the payouts")
-    comment: str = Field("", max_length=500)
-    approvals: list[str] = Field(
-        default_factory=list,
-        max_length=10,
-        description="Signed approvals from the console or `payops approve`; approve without them is refused",
-    )
-
-
 def _preflight_options(params: PayoutRunParams) -> PreflightOptions:
     return PreflightOptions(
         check_names=params.check_names,
@@ -118,7 +105,8 @@ def _preflight_options(params: PayoutRunParams) -> PreflightOptions:
     )
 
 
-def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approval: bool) -> str:
+def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approval: str | None) -> str:
+    """The pre-flight artifact; ``approval`` is its approval line (required, or what was decided)."""
     lines = [f"# Pre-flight for `{label}`", ""]
     lines.append(
         markdown_table(
@@ -175,7 +163,7 @@ def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approv
             ),
         ]
     if approval:
-        lines += ["", "**Approval required**: nothing is sent until this run is approved."]
+        lines += ["", approval]
     return "\n".join(lines)
 
 
@@ -220,72 +208,63 @@ async def _requirement(params: PayoutRunParams, total: Decimal) -> Requirement:
     return Requirement(max(need.required, legacy), need.excluded, need.initiator)
 
 
-async def _approve(
-    label: str, timeout_s: int, key: bytes, need: Requirement, total: Decimal
-) -> tuple[bool, str, list[str]]:
-    """Pause for input; an ``approve`` counts only with enough valid signed approvals (tasks/approvals.py)."""
-    from prefect.client.orchestration import get_client
-
-    logger = get_run_logger()
-    async with get_client() as client:
-        await client.update_flow_run_labels(flow_run_runtime.id, approval_labels(total, need))
-    try:
-        answer = await pause_flow_run(
-            wait_for_input=Approval, timeout=timeout_s, poll_interval=2, key=artifact_key(label, "approval")
-        )
-    except FlowPauseTimeout:
-        logger.warning("no approval within %ss: nothing sent", timeout_s)
-        return False, f"no approval within {timeout_s}s", []
-    if not answer.approve:
-        return False, answer.comment, []
-    try:
-        approvers = check_approvals(
-            key, answer.approvals, run_id=str(flow_run_runtime.id), total=total, need=need
-        )
-    except ApprovalRefused as exc:
-        logger.error("approval refused: %s; nothing sent", exc)
-        return False, f"approval refused: {exc}", []
-    logger.info("approved by %s", ", ".join(approvers) or "(no signed approval needed)")
-    return True, answer.comment, approvers
-
-
 @flow(name="payout-spreadsheet", log_prints=False, **PAYOUT_RUN_HOOKS)
-async def payout_spreadsheet(params: PayoutRunParams) -> dict[str, Any]:
-    """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report."""
+async def payout_spreadsheet(params: PayoutRunParams) -> State:
+    """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report.
+
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `PayoutRunSummary`.
+    """
     try:
         async with open_clients():
-            summary = await _pay(params)
+            summary = PayoutRunSummary.model_validate(await _pay(params))
         try:
-            await publish_run_record(summary)
+            await publish_run_record(summary.as_json())
         except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it
             get_run_logger().warning("run record not published (%s): %s", type(exc).__name__, exc)
-        return summary
+        emit_payout_outcome(summary)
+        return end_run(summary)
     finally:
         progress().phase("done")
 
 
-async def _pay(params: PayoutRunParams) -> dict[str, Any]:
-    logger = get_run_logger()
-    started_wall = datetime.now(UTC)
-    meter = RunMeter()
+async def _refused(summary: dict[str, Any], decision: Decision | None = None) -> dict[str, Any]:
+    """A run that sends nothing: its summary artifact says why (who decided, the first row errors, counts)."""
+    model = PayoutRunSummary.model_validate(summary)
+    model.decision = decision
+    label = summary["label"] or PurePath(str(summary["source"])).stem
+    await publish_run_artifacts(label, summary, None, why=state_message(model))
+    summary["decision"] = decision
+    return summary
 
-    options = IntakeOptions(default_country_code=params.default_country_code)
-    progress().phase("reading")
-    if params.label:
-        ensure_reports_spare_source(params.report_dir, params.label, params.source)
-    intake = await asyncio.to_thread(read_sheet_task, params.source, options)
+
+async def _not_approved(
+    summary: dict[str, Any],
+    finish: Callable[[str], dict[str, Any]],
+    comment: str,
+    decision: Decision | None,
+) -> dict[str, Any]:
+    """The end of a run that needed approval and got none: the summary's ``approval`` says why."""
+    summary["approval"] = {"approved": False, "comment": comment}
+    return await _refused(finish("not_approved"), decision)
+
+
+async def _pay(params: PayoutRunParams) -> dict[str, Any]:
+    run = start_sheet_run(params)
+    logger, meter = run.logger, run.meter
+    intake = await asyncio.to_thread(read_sheet_task, params.source, run.options)
     meter.phase("read_validate")
     if isinstance(intake, SheetRefused):
-        logger.error("sheet refused: %s; nothing sent", intake.message)
-        return meter.into(refusal_summary(params.source, params.label, intake.errors))
+        logger.error("sheet read: refused: %s; nothing sent", intake.message)
+        return await _refused(meter.into(refusal_summary(params.source, params.label, intake.errors)))
+    logger.info(
+        "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
+    )
     label = run_label(params.label, intake)
     ensure_reports_spare_source(params.report_dir, label, params.source)
     summary = intake_summary(params.source, label, intake)
 
     def finish(outcome: str) -> dict[str, Any]:
-        summary["outcome"] = outcome
-        meter.into(summary)
-        return summary
+        return meter.finish(summary, outcome)
 
     refused = refuses(intake, params.on_invalid_rows)
     if refused or params.dry_run and not intake.rows:
@@ -294,7 +273,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         )
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
-            return finish("invalid_input")
+            return await _refused(finish("invalid_input"))
 
     try:
         settings = load_settings(params.credentials_block)
@@ -309,8 +288,8 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     except ApprovalRefused as exc:
         if not params.dry_run:
             logger.error("approval rule refused: %s; nothing sent", exc)
-            summary["approval"] = {"approved": False, "comment": f"approval refused: {exc}"}
-            return finish("not_approved")
+            decision = Decision(kind="not_approved", reason=f"approval rule refused: {exc}")
+            return await _not_approved(summary, finish, f"approval refused: {exc}", decision)
         need = Requirement(0)
     if need.initiator:
         summary["started_by"] = need.initiator
@@ -330,42 +309,55 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "cache": pf.cache_counts(),
             "rate_limit": pf.limiter.as_dict() if pf.limiter else None,
         }
-        await acreate_markdown_artifact(
-            key=artifact_key(label, "preflight"),
-            markdown=_preflight_markdown(label, pf, intake.rows, needs_approval),
-            description=f"Pre-flight of payout run {label}",
+        lookups = pf.cache_counts()
+        logger.info(
+            "pre-flight: total %s, fees %s, %d name mismatch(es), %d problem(s); lookups %s",
+            money(pf.amount_total),
+            money(pf.fee_total),
+            len(pf.name_mismatches),
+            len(pf.problems),
+            "; ".join(
+                f"{k.replace('_', ' ')} {c['cached']} cached/{c['fresh']} fresh/{c['failed']} failed"
+                for k, c in lookups.items()
+            )
+            or "none",
         )
+        await _preflight_artifact(label, pf, intake.rows, APPROVAL_REQUIRED if needs_approval else None)
         meter.phase("preflight")
     if params.dry_run:
         if "report_files" not in summary:
             summary["report_files"] = await asyncio.to_thread(
                 write_validation_report_task, intake, params.report_dir, label
             )
-        return finish("dry_run")
+        logger.info("dry run %s: nothing sent", label)
+        summary = finish("dry_run")
+        await publish_run_artifacts(label, summary, [])
+        return summary
     if pf is None:
         logger.error("no valid rows: nothing to send")
-        return finish("invalid_input")
+        return await _refused(finish("invalid_input"))
     if pf.problems and not params.allow_preflight_problems:
         for p in pf.problems:
             logger.error("pre-flight: %s", p)
-        return finish("preflight_failed")
+        return await _refused(finish("preflight_failed"))
     if needs_approval:
         try:
-            key = await load_approval_key()
+            key = await load_approval_key()  # approvals are always signed: no key, no pause, nothing sent
         except ApprovalKeyMissing as exc:
             logger.error("%s; nothing sent", exc)
-            summary["approval"] = {"approved": False, "comment": str(exc)}
-            return finish("not_approved")
+            return await _not_approved(
+                summary, finish, str(exc), Decision(kind="not_approved", reason=str(exc))
+            )
         emit_needs_approval(label, pf, params.approval_timeout_s)
         progress().phase("approval")
-        approved, comment, approvers = await _approve(label, params.approval_timeout_s, key, need, total)
-        summary["approval"] = {"approved": approved, "comment": comment}
-        if approved:
-            summary["approval"]["approvers"] = approvers
+        description = resume_description(label, pf, intake.rows, intake.rows_invalid, need)
+        answer = await ask_approval(label, params.approval_timeout_s, key, need, total, description)
         meter.phase("approval")
-        if not approved:
+        await _preflight_artifact(label, pf, intake.rows, _decision_line(answer))
+        if not answer.approved:
             logger.warning("run %s not approved: nothing sent", label)
-            return finish("not_approved")
+            return await _not_approved(summary, finish, answer.comment, answer.refusal)
+        summary["approval"] = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
 
     # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
     # field of them looking for futures, twice per task run: ~0.1 s per 100-row batch (profiled).
@@ -382,6 +374,19 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             result = await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
         sent += 1
         progress().batches(sent, len(batches))
+        accepted = sum(1 for i in result.items if i.accepted)
+        replayed_now = sum(
+            1 for i in result.items if i.accepted and i.created_at and _before(i.created_at, run.started_wall)
+        )
+        logger.info(
+            "batch %d/%d sent: %d payouts, %d accepted (%d replayed), %d refused",
+            sent,
+            len(batches),
+            len(result.items),
+            accepted,
+            replayed_now,
+            len(result.items) - accepted,
+        )
         return result
 
     results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
@@ -399,7 +404,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
                 states[item.reference] = PayoutState(
                     item.reference, item.status or "accepted", fee=item.fee, created_at=created
                 )
-                if created is not None and created < started_wall:
+                if created is not None and created < run.started_wall:
                     replayed += 1
     progress().phase("polling")
     poll = await poll_payouts_task(
@@ -410,6 +415,15 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     summary["rate_limit"] = LimiterStats.combine(used).as_dict()
     states = poll.states
     meter.phase("poll")
+    final_by_status = Counter(s.status for s in states.values())
+    logger.info(
+        "polling done after %d round(s): %s%s",
+        poll.rounds,
+        ", ".join(f"{k} {v}" for k, v in sorted(final_by_status.items())) or "no payouts",
+        f"; {sum(1 for s in states.values() if not s.final)} not final at the deadline"
+        if poll.deadline_reached
+        else "",
+    )
 
     progress().phase("reporting")
     outcomes = _outcomes(intake, batches, results, states)
@@ -452,5 +466,40 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         if o.submission != "accepted" or o.status in {"failed", "refunded", "in_review", "held"}
     ]
     await publish_run_artifacts(label, summary, attention)
-    logger.info("run %s done: %s; reports %s", label, dict(by_status), paths)
+    logger.info("reports written for %s: %s", label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items()))
+    logger.info(
+        "run %s done: %s; %d refused by the service",
+        label,
+        ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())) or "no payouts",
+        len(refused_items),
+    )
     return summary
+
+
+APPROVAL_REQUIRED = "**Approval required**: nothing is sent until this run is approved."
+
+
+def _decision_line(answer: Answer) -> str:
+    """The pre-flight artifact's approval line once decided."""
+    if answer.approved:
+        who = ", ".join(answer.approvers) or "the Resume dialog (unsigned)"
+        return f"**Approved** by {who}" + (f": {answer.comment}" if answer.comment else "") + "; sending."
+    refusal = answer.refusal
+    if refusal is not None and refusal.kind == "rejected":
+        who = refusal.by or "an unnamed user (Prefect UI or API)"
+        return (
+            f"**Rejected** by {who}" + (f": {refusal.reason}" if refusal.reason else "") + "; nothing sent."
+        )
+    return f"**Not approved**: {refusal.reason if refusal else answer.comment}; nothing sent."
+
+
+async def _preflight_artifact(label: str, pf: Preflight, rows: list[PayoutRow], approval: str | None) -> None:
+    await acreate_markdown_artifact(
+        key=artifact_key(label, "preflight"),
+        markdown=_preflight_markdown(label, pf, rows, approval),
+        description=f"Pre-flight of payout run {label}",
+    )
+
+
+def _before(created_at: str, moment: datetime) -> bool:
+    return datetime.fromisoformat(created_at) < moment

@@ -17,10 +17,12 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from prefect.states import Failed, State
+from prefect.states import State
 from pydantic import BaseModel, Field
 
 from connectors.payments.models import REFERENCE_PATTERN
+from flows.outcomes import end_run
+from flows.summaries import SettlementRunSummary
 from tasks.alerts import emit_settlement_alerts
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
@@ -141,8 +143,42 @@ def report_rows(runs: list[RunInfo], results: dict[str, RetryResult]) -> list[li
     return rows
 
 
-def _summary_markdown(title: str, summary: dict[str, Any], rows: list[list[Any]]) -> str:
+#: the table artifact's columns, most important first (the xlsx/csv report keeps all of REPORT_HEADERS)
+TABLE_HEADERS = [
+    "run id",
+    "outcome",
+    "total",
+    "currency",
+    "status",
+    "action",
+    "retry run id",
+    "retry outcome",
+]
+
+
+def table_rows(rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """The table artifact's rows: `TABLE_HEADERS` of each report row."""
+    idx = [REPORT_HEADERS.index(h) for h in TABLE_HEADERS]
+    return [{h: r[i] for h, i in zip(TABLE_HEADERS, idx, strict=True)} for r in rows]
+
+
+def summary_markdown(title: str, summary: dict[str, Any], rows: list[list[Any]]) -> str:
     lines = [f"# {title}", "", f"**Outcome:** {summary['outcome']}", ""]
+    settled = bool(summary.get("run_id") and "status" in summary)
+    if settled:  # settle-now: its one run, most important columns first
+        keys = ["run_id", "settlement_outcome", "total", "currency", "status", "item_count"]
+        headers = ["run", "outcome", "total", "currency", "status", "items"]
+        lines.append(markdown_table(headers, [[summary.get(k) for k in keys]]))
+    else:
+        lines += _retry_markdown(summary, rows)
+    files = summary.get("report_files") or {}
+    if files:
+        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
+    return "\n".join(lines)
+
+
+def _retry_markdown(summary: dict[str, Any], rows: list[list[Any]]) -> list[str]:
+    lines: list[str] = []
     counts = {
         k: summary.get(k, 0) for k in ("runs_seen", "failed_runs", "retried", "retried_before", "skipped")
     }
@@ -154,19 +190,16 @@ def _summary_markdown(title: str, summary: dict[str, Any], rows: list[list[Any]]
             "",
             markdown_table(["outcome", "runs"], summary["retry_outcomes"].items()),
         ]
-    attention = [r for r in rows if r[8] not in {"not_eligible"}]
+    attention = [r for r in rows if r[8] not in {"not_eligible", "settle_now"}]
     if attention:
-        idx = [0, 1, 4, 8, 9, 10, 13]
+        idx = [0, 4, 6, 8, 9, 10, 13]
         lines += [
             "",
             "## Failed runs and retries",
             "",
             markdown_table([REPORT_HEADERS[i] for i in idx], [[r[i] for i in idx] for r in attention[:200]]),
         ]
-    files = summary.get("report_files") or {}
-    if files:
-        lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
-    return "\n".join(lines)
+    return lines
 
 
 def _alert_markdown(alert: RetryResult, not_attempted: int) -> str:
@@ -186,12 +219,12 @@ def _alert_markdown(alert: RetryResult, not_attempted: int) -> str:
 
 async def _publish(prefix: str, title: str, summary: dict[str, Any], rows: list[list[Any]]) -> None:
     await acreate_markdown_artifact(
-        key=f"{prefix}-summary", markdown=_summary_markdown(title, summary, rows), description=title
+        key=f"{prefix}-summary", markdown=summary_markdown(title, summary, rows), description=title
     )
     await acreate_table_artifact(
         key=f"{prefix}-runs",
-        table=[dict(zip(REPORT_HEADERS, r, strict=True)) for r in rows[:500]],
-        description=f"{title}: runs seen, actions and retries (first 500)",
+        table=table_rows(rows[:500]),
+        description=f"{title}: runs, outcomes and retries (first 500; every column in the xlsx/csv report)",
     )
 
 
@@ -200,13 +233,18 @@ def _label(kind: str, started: datetime) -> str:
 
 
 @flow(name="retry-failed-settlements", log_prints=False)
-async def retry_failed_settlements(params: SettlementRetryParams | None = None) -> dict[str, Any] | State:
-    """Retry each failed settlement run of the window exactly once, poll the retries, report."""
+async def retry_failed_settlements(params: SettlementRetryParams | None = None) -> State:
+    """Retry each failed settlement run of the window exactly once, poll the retries, report.
+
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `SettlementRunSummary`."""
     async with open_clients():
-        return await _retry_failed_settlements(params)
+        summary, message = await _retry_failed_settlements(params)
+    return end_run(SettlementRunSummary.model_validate(summary), message)
 
 
-async def _retry_failed_settlements(params: SettlementRetryParams | None = None) -> dict[str, Any] | State:
+async def _retry_failed_settlements(
+    params: SettlementRetryParams | None = None,
+) -> tuple[dict[str, Any], str | None]:
     params = params or SettlementRetryParams()
     logger = get_run_logger()
     t0 = time.perf_counter()
@@ -310,21 +348,30 @@ async def _retry_failed_settlements(params: SettlementRetryParams | None = None)
             markdown=_alert_markdown(alert, actions["not_attempted"]),
             description="Settlement policy alert",
         )
-        return Failed(message=message, data=summary)
+        return summary, message
     logger.info(
-        "settlement retry %s: %s", label, {k: summary[k] for k in ("retried", "retried_before", "skipped")}
+        "settlement retry %s: %d run(s) seen, %d failed, %d retried now, %d retried before, %d skipped",
+        label,
+        summary["runs_seen"],
+        summary["failed_runs"],
+        summary["retried"],
+        summary["retried_before"],
+        summary["skipped"],
     )
-    return summary
+    return summary, None
 
 
 @flow(name="settle-now", log_prints=False)
-async def settle_now(params: SettleNowParams | None = None) -> dict[str, Any] | State:
-    """Start an on-demand settlement run, poll it to completed, report."""
+async def settle_now(params: SettleNowParams | None = None) -> State:
+    """Start an on-demand settlement run, poll it to completed, report.
+
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `SettlementRunSummary`."""
     async with open_clients():
-        return await _settle_now(params)
+        summary, message = await _settle_now(params)
+    return end_run(SettlementRunSummary.model_validate(summary), message)
 
 
-async def _settle_now(params: SettleNowParams | None = None) -> dict[str, Any] | State:
+async def _settle_now(params: SettleNowParams | None = None) -> tuple[dict[str, Any], str | None]:
     from prefect.runtime import flow_run
 
     params = params or SettleNowParams()
@@ -355,7 +402,7 @@ async def _settle_now(params: SettleNowParams | None = None) -> dict[str, Any] |
             f"422 `{outcome.code}`: {outcome.reason}\n\n"
             f"**Fix:** {POLICY_FIX}, then settle again.",
         )
-        return Failed(message=message, data=summary)
+        return summary, message
     run = outcome.run
     deadline_reached = False
     if not run.completed:
@@ -392,4 +439,14 @@ async def _settle_now(params: SettleNowParams | None = None) -> dict[str, Any] |
             run.outcome,
             run.id,
         )
-    return summary
+    logger.info(
+        "settlement run %s: %s %s, total %s %s, %s item(s); reports %s",
+        run.id,
+        run.status,
+        run.outcome or "",
+        summary["total"],
+        run.currency,
+        run.item_count,
+        ", ".join(f"{k} {v}" for k, v in summary["report_files"].items()),
+    )
+    return summary, None

@@ -7,9 +7,10 @@ written (``extra="allow"``), so ``--json`` prints the flow's summary unchanged.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
 
@@ -32,6 +33,30 @@ class RunSummary(BaseModel):
     outcome: str | None = None
     notes: list[str] = Field(default_factory=list)
     report_files: dict[str, Any] | None = None
+
+    #: the order the flow wrote its keys in: ``as_json`` keeps it, so ``--json`` stays byte-compatible
+    _written: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_key_order(cls, data: Any, handler: Any) -> Any:
+        model = handler(data)
+        if isinstance(data, Mapping) and isinstance(model, RunSummary):
+            model._written = [str(k) for k in data]
+        return model
+
+    def __getitem__(self, key: str) -> Any:
+        """A documented JSON field by name (``summary["outcome"]``), as ``--json`` prints it."""
+        return self.as_json()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.as_json().get(key, default)
+
+    def as_json(self) -> dict[str, Any]:
+        """The documented JSON fields (README "Run summary"), in the order the flow wrote them."""
+        dumped = self.model_dump(by_alias=True, exclude_unset=True)
+        order = [k for k in self._written if k in dumped]
+        return {k: dumped[k] for k in [*order, *(k for k in dumped if k not in order)]}
 
     @property
     def exit_code(self) -> int:
@@ -65,6 +90,14 @@ def _row_errors(errors: list[dict[str, Any]], *, file_level: bool) -> list[str]:
     return lines
 
 
+class Decision(BaseModel):
+    """Why a run that needed approval sent nothing: rejected by a person, or no valid approval."""
+
+    kind: Literal["rejected", "not_approved"]
+    by: str | None = None
+    reason: str = ""
+
+
 class PayoutRunSummary(RunSummary):
     """``payout-spreadsheet``."""
 
@@ -86,6 +119,8 @@ class PayoutRunSummary(RunSummary):
     errors: list[dict[str, Any]] = Field(default_factory=list)
     preflight: dict[str, Any] | None = None
     rate_limit: dict[str, Any] | None = None
+    #: why a run that needed approval sent nothing; not a JSON field (the state name and message say it)
+    decision: Decision | None = Field(None, exclude=True)
 
     def lines(self) -> list[str]:
         lines = [

@@ -14,8 +14,11 @@ from typing import Any, Literal
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.states import State
 from pydantic import BaseModel, Field, model_validator
 
+from flows.outcomes import end_run
+from flows.summaries import TransactionsReportSummary
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
@@ -84,10 +87,13 @@ def _markdown(summary: dict[str, Any]) -> str:
 
 
 @flow(name="transactions-report", log_prints=False)
-async def transactions_report(params: TransactionsReportParams | None = None) -> dict[str, Any]:
-    """Read every page of the window, sum, write the report and artifacts."""
+async def transactions_report(params: TransactionsReportParams | None = None) -> State:
+    """Read every page of the window, sum, write the report and artifacts.
+
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `TransactionsReportSummary`."""
     async with open_clients():
-        return await _transactions_report(params)
+        summary = await _transactions_report(params)
+    return end_run(TransactionsReportSummary.model_validate(summary))
 
 
 async def _transactions_report(params: TransactionsReportParams | None = None) -> dict[str, Any]:

@@ -10,25 +10,26 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
-from flows.run_params import SheetRunParams
+from flows.outcomes import end_run
+from flows.run_params import SheetRunParams, start_sheet_run
+from flows.summaries import PurchaseRunSummary
 from tasks.artifacts import artifact_key, markdown_table
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
-from tasks.intake import IntakeOptions, write_validation_report
+from tasks.intake import write_validation_report
 from tasks.money import money
 from tasks.progress import progress
 from tasks.references import content_label
 from tasks.reports import ensure_reports_spare_source, report_paths
-from tasks.run_meter import RunMeter
 from tasks.tabular_reports import write_table_reports
 from tasks.utility_purchases import (
     CHUNK_SIZE,
@@ -110,27 +111,27 @@ async def _publish(label: str, summary: dict[str, Any], outcomes: dict[int, Purc
 
 
 @flow(name="utility-purchases", log_prints=False)
-async def utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
-    """Read, validate against the products, quote, buy in chunks, poll to final, report."""
+async def utility_purchases(params: UtilityRunParams) -> State:
+    """Read, validate against the products, quote, buy in chunks, poll to final, report.
+
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `PurchaseRunSummary`."""
     async with open_clients():
-        return await _utility_purchases(params)
+        summary = await _utility_purchases(params)
+    return end_run(PurchaseRunSummary.model_validate(summary))
 
 
 async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
-    logger = get_run_logger()
-    started_wall = datetime.now(UTC)
-    meter = RunMeter()
-
-    options = IntakeOptions(default_country_code=params.default_country_code)
-    if params.label:
-        ensure_reports_spare_source(params.report_dir, params.label, params.source)
-    progress().phase("reading")
+    run = start_sheet_run(params)
+    logger, meter, options = run.logger, run.meter, run.options
     raw = await asyncio.to_thread(read_utility_sheet_task, params.source, options)
     settings = load_settings(params.credentials_block)
     products, calls = await products_task(settings, params.rate_limit_per_s)
     meter.api_calls.update(calls)
     sheet: UtilitySheet = validate_utility_sheet(raw, params.source, products, options)
     meter.phase("read_validate")
+    logger.info(
+        "sheet read: %d rows (%d valid, %d invalid)", sheet.rows_total, len(sheet.rows), sheet.rows_invalid
+    )
     label = params.label or content_label(canonical_rows(sheet.rows))
     ensure_reports_spare_source(params.report_dir, label, params.source)
     summary: dict[str, Any] = {
@@ -146,9 +147,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     }
 
     def finish(outcome: str) -> dict[str, Any]:
-        summary["outcome"] = outcome
-        meter.into(summary)
-        return summary
+        return meter.finish(summary, outcome)
 
     if sheet.errors or not sheet.rows:
         if not sheet.errors:
@@ -196,6 +195,14 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
             f"{money(quotes.wallet_available)} (purchases bought by an earlier run are not bought again)"
         )
     meter.phase("quote")
+    logger.info(
+        "pre-flight: %d quote(s), amount %s, fees %s, gross %s, %d refused",
+        len(quotes.by_key),
+        summary["amount_total"],
+        summary["fee_total"],
+        summary["gross_total"],
+        len(refused_quotes),
+    )
     if refused_quotes:
         for r in sheet.rows:
             q = refused_quotes.get((r.product_id, r.amount))
@@ -209,6 +216,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
         await _publish(label, summary, {})
         return summary
     if params.dry_run:
+        logger.info("dry run %s: nothing bought", label)
         finish("dry_run")
         await _publish(label, summary, {})
         return summary
@@ -230,6 +238,16 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
             )
         sent += 1
         progress().batches(sent, len(parts))
+        items = result[0]
+        accepted = sum(1 for o in items if o.submission == "accepted")
+        logger.info(
+            "chunk %d/%d sent: %d purchases, %d accepted, %d refused",
+            sent,
+            len(parts),
+            len(items),
+            accepted,
+            len(items) - accepted,
+        )
         return result
 
     results = await asyncio.gather(*(send(i, p) for i, p in enumerate(parts)))
@@ -241,7 +259,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
 
     accepted = {o.reference: o for o in outcomes.values() if o.submission == "accepted"}
     created = [o.created_at for o in accepted.values() if o.created_at]
-    replayed = sum(1 for c in created if c < started_wall)
+    replayed = sum(1 for c in created if c < run.started_wall)
     progress().phase("polling")
     poll = await poll_purchases_task(
         settings,
@@ -254,6 +272,12 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     for o in poll.outcomes.values():
         outcomes[o.row] = o
     meter.phase("poll")
+    logger.info(
+        "polling done after %d round(s): %s",
+        poll.rounds,
+        ", ".join(f"{k} {v}" for k, v in sorted(Counter(o.status for o in poll.outcomes.values()).items()))
+        or "no purchases",
+    )
     progress().phase("reporting")
 
     done = [o for o in outcomes.values() if o.submission == "accepted"]
@@ -288,5 +312,15 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
         logger.warning(
             "purchase %s awaits the service (%s): not bought again", ref, poll.outcomes[ref].status
         )
-    logger.info("utility run %s: %s", label, summary["purchases_by_status"])
+    logger.info(
+        "reports written for %s: %s",
+        label,
+        ", ".join(f"{k} {v}" for k, v in (summary["report_files"] or {}).items()),
+    )
+    logger.info(
+        "utility run %s done: %s; %d refused by the service",
+        label,
+        ", ".join(f"{k} {v}" for k, v in summary["purchases_by_status"].items()) or "no purchases",
+        summary["refused_items"],
+    )
     return summary

@@ -107,7 +107,9 @@ def emit_alert(
 
 # -- payout runs ------------------------------------------------------------------------------------------
 def _as_dict(summary: Any) -> dict[str, Any]:
-    """A run summary as a dict, whether the flow returned a dict or a pydantic model."""
+    """A run summary as a dict, whether a dict or a pydantic model (a `RunSummary`: its JSON fields)."""
+    if hasattr(summary, "as_json"):
+        return summary.as_json()
     if hasattr(summary, "model_dump"):
         return summary.model_dump(mode="json")
     return dict(summary or {})
@@ -198,14 +200,13 @@ def emit_needs_approval(label: str, preflight: Any, timeout_s: int, emitter: Emi
 
 
 async def payout_run_hook(flow: Any, flow_run: Any, state: Any) -> None:
-    """Flow-run hook (completion, failure, crash) of `payout-spreadsheet`: emit the run's alert event.
-
-    A hook, so the flow keeps its code: a finished run's summary says what happened; an exception or a crash
-    says only its exception type (its message could quote a row) and the run's label when one was given.
+    """Flow-run hook (completion, failure, crash) of `payout-spreadsheet`: the alert of a run that ended
+    without its summary (an exception or a crash). A run that ends with its summary emits its own event
+    (`emit_payout_outcome`, called by the flow, whatever the final state's type: a Cancelled state runs no
+    hook). The event says only the exception type (its message could quote a row) and the run's label.
     """
     result = await state.aresult(raise_on_failure=False)
-    if state.is_completed() and result is not None:
-        emit_payout_outcome(result)
+    if hasattr(result, "as_json"):
         return
     params = (flow_run.parameters or {}).get("params") or {}
     label = params.get("label") if isinstance(params, Mapping) else getattr(params, "label", None)
@@ -397,5 +398,7 @@ async def emit_events_lag(
 async def events_catch_up_hook(flow: Any, flow_run: Any, state: Any) -> None:
     """Completion hook of `events-catch-up`: the lag check on the run's summary."""
     summary = await state.aresult(raise_on_failure=False)
+    if hasattr(summary, "as_json"):  # the flow's EventsCatchUpSummary
+        summary = summary.as_json()
     if isinstance(summary, Mapping):
         await emit_events_lag(summary)

@@ -125,6 +125,24 @@ def check_approvals(
     return approvers
 
 
+def sign_rejection(key: bytes, *, run_id: str, rejecter: str) -> str:
+    """A rejection by a named user (the console, ``payops approve --reject``): the flow names them."""
+    return _serializer(key, "rejection").dumps({"run": run_id, "rejecter": rejecter})
+
+
+def read_rejecter(key: bytes, tokens: list[str], run_id: str) -> str | None:
+    """The name in a valid rejection token for this run, else None (a rejection needs no signature: an
+    unsigned one is simply unnamed)."""
+    for token in tokens:
+        try:
+            data: Any = _serializer(key, "rejection").loads(token)
+        except BadSignature:
+            continue
+        if data.get("run") == run_id and data.get("rejecter"):
+            return str(data["rejecter"])
+    return None
+
+
 def approval_labels(total: Decimal, need: Requirement) -> dict[str, str]:
     """The labels the flow puts on its run before pausing: total, approvals needed, who may not approve."""
     return {

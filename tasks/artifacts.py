@@ -24,9 +24,11 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(out)
 
 
-def summary_markdown(summary: Mapping[str, Any]) -> str:
-    """Human summary of a run with links to the report files."""
+def summary_markdown(summary: Mapping[str, Any], why: str | None = None) -> str:
+    """Human summary of a run with links to the report files; ``why`` says why it sent nothing."""
     lines = [f"# Payout run `{summary['label']}`", "", f"**Outcome:** {summary.get('outcome')}", ""]
+    if why:
+        lines += [f"**Why:** {why}", ""]
     lines.append(
         markdown_table(
             ["rows", "valid", "invalid", "batches", "amount", "fees"],
@@ -52,21 +54,46 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         ]
     if summary.get("awaiting_review"):
         lines += ["", f"**Awaiting review:** {len(summary['awaiting_review'])} payout(s) in_review or held."]
+    approval = summary.get("approval") or {}
+    if approval:
+        who = ", ".join(approval.get("approvers") or [])
+        lines += [
+            "",
+            f"**Approval:** {'approved' if approval.get('approved') else 'not approved'}"
+            + (f" by {who}" if who else "")
+            + (f"; comment: {approval['comment']}" if approval.get("comment") else ""),
+        ]
+    errors = summary.get("errors") or []
+    if errors:
+        lines += ["", f"## Sheet errors (first {min(len(errors), 20)} of {len(errors)})", ""]
+        rows = [[e.get("row"), e.get("column"), e.get("message")] for e in errors[:20]]
+        lines.append(markdown_table(["row", "column", "problem"], rows))
+    problems = (summary.get("preflight") or {}).get("problems") or []
+    if problems:
+        lines += ["", "## Pre-flight problems", ""] + [f"- {p}" for p in problems]
     files = summary.get("report_files") or {}
     if files:
         lines += ["", "## Reports", ""] + [f"- [{k}]({v})" for k, v in files.items()]
     return "\n".join(lines)
 
 
-async def publish_run_artifacts(label: str, summary: Mapping[str, Any], failed_rows: Sequence[Sequence[Any]]):
-    """Markdown summary and a table of the rows that need attention."""
+async def publish_run_artifacts(
+    label: str,
+    summary: Mapping[str, Any],
+    failed_rows: Sequence[Sequence[Any]] | None,
+    why: str | None = None,
+) -> None:
+    """Markdown summary (with ``why`` for a run that sent nothing) and a table of the rows that need
+    attention (none when ``failed_rows`` is None: nothing was sent)."""
     from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
     await acreate_markdown_artifact(
         key=artifact_key(label, "summary"),
-        markdown=summary_markdown(summary),
+        markdown=summary_markdown(summary, why),
         description=f"Payout run {label}",
     )
+    if failed_rows is None:
+        return
     headers = ["row", "reference", "submission", "status", "failure reason", "error code"]
     await acreate_table_artifact(
         key=artifact_key(label, "attention"),

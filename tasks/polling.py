@@ -199,12 +199,23 @@ async def poll_until_final(
     return result
 
 
-async def _progress(result: PollResult, artifact_id: Any) -> None:
+def progress_description(label: str, final: int, total: int, awaiting_review: int = 0) -> str:
+    """The progress artifact's description: the counts behind its percentage."""
+    waiting = f", {awaiting_review:,} awaiting review" if awaiting_review else ""
+    return f"{final:,} of {total:,} payouts final{waiting} (run {label})"
+
+
+async def _progress(result: PollResult, artifact_id: Any, label: str) -> None:
     from prefect.artifacts import aupdate_progress_artifact
 
-    total = len(result.states) or 1
+    total = len(result.states)
     done = total - len(result.pending)
-    await aupdate_progress_artifact(artifact_id=artifact_id, progress=100.0 * done / total)
+    waiting = sum(1 for s in result.states.values() if s.status in AWAITING_REVIEW)
+    await aupdate_progress_artifact(
+        artifact_id=artifact_id,
+        progress=100.0 * done / (total or 1),
+        description=progress_description(label, done, total, waiting),
+    )
 
 
 @task(cache_policy=NO_CACHE, name="poll-payouts", retries=2, retry_delay_seconds=5)
@@ -221,11 +232,13 @@ async def poll_payouts_task(
     from tasks.artifacts import artifact_key
 
     artifact_id = await acreate_progress_artifact(
-        progress=0.0, key=artifact_key(label, "progress"), description=f"Payouts final for run {label}"
+        progress=0.0,
+        key=artifact_key(label, "progress"),
+        description=progress_description(label, 0, len(states)),
     )
 
     async def on_round(result: PollResult) -> None:
-        await _progress(result, artifact_id)
+        await _progress(result, artifact_id, label)
         waiting = sum(1 for s in result.states.values() if s.status in AWAITING_REVIEW)
         progress().payouts(len(result.states) - len(result.pending), len(result.states), waiting)
 

@@ -25,6 +25,11 @@ class RunMeter:
     def elapsed(self) -> float:
         return round(time.perf_counter() - self._start, 3)
 
+    def finish(self, summary: dict[str, Any], outcome: str) -> dict[str, Any]:
+        """Set the summary's ``outcome`` and write the figures (`into`)."""
+        summary["outcome"] = outcome
+        return self.into(summary)
+
     def into(self, summary: dict[str, Any]) -> dict[str, Any]:
         """Write `api_calls`, `phase_durations_s` and `duration_s` into a summary."""
         summary["api_calls"] = dict(sorted(self.api_calls.items()))

@@ -134,30 +134,29 @@ def run_on_server(call: Callable[[], Any]) -> Any:
 def run_flow(
     call: Callable[[], Any], json_out: bool, summary_type: type[RunSummary], interrupted: str
 ) -> NoReturn:
-    """Run a flow (its summary, or its final state with ``return_state=True``); print the summary (only its
-    JSON with --json) and exit with its outcome's code. A failed state exits 1 with its message."""
+    """Run a flow to its final state (``call`` passes ``return_state=True``); print the run summary the state
+    carries (`flows.outcomes.run_summary`; only its JSON with --json) and exit with its outcome's code. A
+    failed state exits 1 with its message."""
     from prefect.states import State
 
     from tasks.intake import IntakeError
 
-    state: State | None = None
     try:
-        data = run_on_server(call)
-        if isinstance(data, State):
-            state, data = data, data.result(raise_on_failure=False)
+        state = run_on_server(call)
+        data = state.result(raise_on_failure=False) if isinstance(state, State) else state
     except IntakeError as exc:
         fail(str(exc), EXIT_INVALID)
     except KeyboardInterrupt:
         fail(f"interrupted: {interrupted}")
     except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
         fail(f"{type(exc).__name__}: {exc}")
-    summary = summary_type.model_validate(data) if isinstance(data, dict) else None
+    summary = data if isinstance(data, summary_type) else None
     if summary is not None:
         if json_out:
-            sys.stdout.write(json.dumps(data, default=str) + "\n")
+            sys.stdout.write(json.dumps(summary.as_json(), default=str) + "\n")
         else:
             typer.echo(summary.text())
-    if state is not None and state.is_failed():
+    if isinstance(state, State) and state.is_failed():
         detail = state.message or (
             f"{type(data).__name__}: {data}" if isinstance(data, BaseException) else ""
         )

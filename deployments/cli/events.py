@@ -33,7 +33,7 @@ def events_sync(
     except ValidationError as exc:
         fail(validation_message(exc), EXIT_INVALID)
     run_flow(
-        lambda: events_catch_up(params),
+        lambda: events_catch_up(params, return_state=True),
         json_out,
         EventsCatchUpSummary,
         "run it again; processed events are not emitted twice",

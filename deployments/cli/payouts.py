@@ -46,7 +46,7 @@ def _run_payouts(json_out: bool, approval_threshold: str | None, **fields: Any) 
 
     with progress_display(json_out):
         run_flow(
-            lambda: payout_spreadsheet(params),
+            lambda: payout_spreadsheet(params, return_state=True),
             json_out,
             PayoutRunSummary,
             "re-run with the same label to finish; nothing is sent twice",

@@ -52,7 +52,7 @@ def purchases(
         fail(validation_message(exc), EXIT_INVALID)
     with progress_display(json_out):
         run_flow(
-            lambda: utility_purchases(params),
+            lambda: utility_purchases(params, return_state=True),
             json_out,
             PurchaseRunSummary,
             "re-run with the same label to finish; nothing is bought twice",

@@ -56,7 +56,7 @@ def transactions_report(
     except ValidationError as exc:
         fail(validation_message(exc), EXIT_INVALID)
     run_flow(
-        lambda: report_flow(params),
+        lambda: report_flow(params, return_state=True),
         json_out,
         TransactionsReportSummary,
         "run it again; the report only reads",

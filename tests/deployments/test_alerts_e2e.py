@@ -22,6 +22,7 @@ import pytest
 
 from connectors.payments import PaymentsClient
 from deployments.alerts import NAME_PREFIX, apply_automations, load_alert_specs
+from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from flows.settlements import SettlementRetryParams, retry_failed_settlements
 from flows.wallet import WalletWatchParams, wallet_watch
@@ -200,7 +201,7 @@ def test_a_paused_run_and_a_low_balance_each_send_one_message(
             require_approval=True,
             approval_timeout_s=120,
         )
-        flow_task = asyncio.create_task(payout_spreadsheet(params))
+        flow_task = asyncio.create_task(payout_spreadsheet(params, return_state=True))
         run_id = await _wait_paused()
         async with PaymentsClient(settings_for(emulator)) as client:
             available = (await read_headroom(client))["GHS"].available
@@ -211,8 +212,8 @@ def test_a_paused_run_and_a_low_balance_each_send_one_message(
         await asyncio.to_thread(
             receiver.wait_for, lambda m: "Approve payout run alerts-approval" in m["subject"], "the approval"
         )
-        await resume_flow_run(run_id, run_input={"approve": False, "comment": "not this month"})
-        return await flow_task, watches
+        await resume_flow_run(run_id, run_input={"decision": "reject", "comment": "not this month"})
+        return run_summary(await flow_task), watches
 
     summary, watches = asyncio.run(scenario())
     assert summary["outcome"] == "not_approved"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
+from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
 from tasks.approvals import sign_approval
@@ -40,7 +41,7 @@ def payout_count(server: SandboxServer) -> int:
 
 
 def run(params: PayoutRunParams) -> dict:
-    return asyncio.run(payout_spreadsheet(params))
+    return run_summary(asyncio.run(payout_spreadsheet(params, return_state=True)))
 
 
 def test_1050_rows_go_out_in_11_batches_and_all_reach_final(prefect_harness, env, tmp_path: Path) -> None:
@@ -216,13 +217,14 @@ def test_approval_gates_sending(prefect_harness, env, tmp_path: Path, approve: b
             approval_timeout_s=60,
             poll_deadline_s=60,
         )
-        flow_task = asyncio.create_task(payout_spreadsheet(params))
+        flow_task = asyncio.create_task(payout_spreadsheet(params, return_state=True))
         run_id = await _wait_paused()
         assert payout_count(env) == before  # nothing is sent before approval
         signed = sign_approval(APPROVAL_KEY.encode(), run_id=run_id, total=Decimal("34.50"), approver="ann")
-        answer = {"approve": approve, "comment": "checked", "approvals": [signed] if approve else []}
+        decision = "approve" if approve else "reject"
+        answer = {"decision": decision, "comment": "checked", "approvals": [signed] if approve else []}
         await resume_flow_run(run_id, run_input=answer)
-        return await flow_task
+        return run_summary(await flow_task)
 
     s = asyncio.run(scenario())
     if approve:

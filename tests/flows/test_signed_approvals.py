@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
 from store.approvals import parse_tiers
@@ -89,11 +90,11 @@ def test_resume_needs_valid_signed_approvals(
 
     async def scenario() -> dict:
         named = payout_spreadsheet.with_options(flow_run_name=f"signed-{slug}")
-        task = asyncio.create_task(named(params))
+        task = asyncio.create_task(named(params, return_state=True))
         run_id = await _paused(f"signed-{slug}")
-        answer = {"approve": True, "comment": "from the API", "approvals": _approvals(case, run_id)}
+        answer = {"decision": "approve", "comment": "from the API", "approvals": _approvals(case, run_id)}
         await resume_flow_run(run_id, run_input=answer)
-        return await task
+        return run_summary(await task)
 
     s = asyncio.run(scenario())
     if case == "two approvers":
@@ -126,6 +127,6 @@ def test_a_rule_signed_for_another_sheet_or_with_another_key_is_refused_before_p
         params = PayoutRunParams(
             source=str(sheet), label="rule", report_dir=str(tmp_path / "r"), approval_rule=token
         )
-        s = asyncio.run(payout_spreadsheet(params))
+        s = run_summary(asyncio.run(payout_spreadsheet(params, return_state=True)))
         assert s["outcome"] == "not_approved" and reason in s["approval"]["comment"]
     assert emulator_stats(server.base_url)["payouts"] == before

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
+from flows.outcomes import run_summary
 from flows.utility_purchases import UtilityRunParams, utility_purchases
 from sandbox import SandboxConfig, SandboxServer
 from tests.flows.support import emulator_stats
@@ -60,7 +61,7 @@ def posts(server: SandboxServer) -> int:
 
 
 def run(params: UtilityRunParams) -> dict:
-    return asyncio.run(utility_purchases(params))
+    return run_summary(asyncio.run(utility_purchases(params, return_state=True)))
 
 
 def test_mixed_sheet_reaches_final_and_a_rerun_buys_nothing_twice(

@@ -12,6 +12,7 @@ import pytest
 from intake_corpus import GOOD, HEADER, write_csv
 from test_intake_corpus import FILE_CASES, ROW_CASES
 
+from flows.outcomes import run_summary
 from flows.summaries import PayoutRunSummary, SheetCheckSummary
 from tasks.sheet_check import check_sheet
 
@@ -47,7 +48,7 @@ def test_check_and_flow_agree_on_the_corpus(prefect_harness, tmp_path: Path) -> 
         source = str(build(folder))
         checked = check_sheet(source, str(folder / "check"))
         params = PayoutRunParams(source=source, dry_run=True, report_dir=str(folder / "flow"))
-        flowed = asyncio.run(payout_spreadsheet(params))
+        flowed = run_summary(asyncio.run(payout_spreadsheet(params, return_state=True)))
         check_exit = SheetCheckSummary.model_validate(checked).exit_code
         assert check_exit == PayoutRunSummary.model_validate(flowed).exit_code, name
         assert {k: checked[k] for k in COMPARED} == {k: flowed[k] for k in COMPARED}, name

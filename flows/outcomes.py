@@ -1,0 +1,131 @@
+"""How a run ends: its typed summary's outcome as the Prefect final state a person reads in the runs list.
+
+Every flow ends with ``return end_run(summary)``: the state's type and name say the outcome, its message says
+why, and the typed summary (a `flows.summaries.RunSummary`) is the state's data. `run_summary(state)` gives
+the summary back (the CLI, tests, hooks): the one accessor.
+
+=============================================  ===========  ========================  =========
+outcome (summary)                              state type   state name                exit code
+=============================================  ===========  ========================  =========
+``completed``, nothing failed                  Completed    ``Completed``             0
+``completed``, items failed/refunded/refused   Completed    ``Completed with          0
+                                                            failures``
+``dry_run``                                    Completed    ``Dry run``               0
+``not_approved``, an approver rejected it      Cancelled    ``Rejected``              3
+``not_approved``, no valid approval in time    Cancelled    ``Not approved``          3
+(timeout, unsigned resume, no signing key)
+``invalid_input``, ``preflight_failed``        Cancelled    ``Refused``               2
+``incomplete`` (settlements at the deadline)   Completed    ``Incomplete``            1
+``policy_alert`` (settlement policy)           Failed       ``Failed``                1
+=============================================  ===========  ========================  =========
+
+Why Cancelled for a refused sheet or a run not approved: nothing was sent and nothing went wrong in the
+run itself. A Failed state would let Prefect retry the flow (when retries are configured), which would
+refuse the same sheet again or pause for approval again; Cancelled is terminal and never retried. Alerts do
+not depend on the state type: the payout flow emits its `tasks.alerts` event from the summary in
+`end_run` (``payops.payout-run.failed`` for a refused sheet, ``payops.payout-run.not-approved`` for a
+rejection or no approval), so the automations in ``deployments/automations`` fire as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect.results import ResultRecord
+from prefect.states import Cancelled, Completed, Failed, State
+
+from flows.summaries import PayoutRunSummary, PurchaseRunSummary, RunSummary, SettlementRunSummary
+
+COMPLETED, WITH_FAILURES, DRY_RUN = "Completed", "Completed with failures", "Dry run"
+REJECTED, NOT_APPROVED, REFUSED, INCOMPLETE = "Rejected", "Not approved", "Refused", "Incomplete"
+REFUSED_OUTCOMES = frozenset({"invalid_input", "preflight_failed"})
+
+
+def failed_items(summary: RunSummary) -> int:
+    """Items the service accepted that failed or were refunded, plus items it refused."""
+    if isinstance(summary, PayoutRunSummary):
+        by_status = summary.payouts_by_status
+    elif isinstance(summary, PurchaseRunSummary):
+        by_status = summary.purchases_by_status
+    elif isinstance(summary, SettlementRunSummary):
+        failed = set(summary.retries_failed_again)
+        if (summary.settlement_outcome or "").startswith("failed"):
+            failed.add(summary.run_id or "")
+        return len(failed)
+    else:
+        return 0
+    refused = int(getattr(summary, "refused_items", 0) or 0)
+    return by_status.get("failed", 0) + by_status.get("refunded", 0) + refused
+
+
+def _refusal_reason(summary: RunSummary) -> str:
+    if summary.outcome == "preflight_failed":
+        problems = (getattr(summary, "preflight", None) or {}).get("problems") or []
+        return "pre-flight failed: " + ("; ".join(map(str, problems[:3])) or "see the pre-flight artifact")
+    errors: list[dict[str, Any]] = getattr(summary, "errors", None) or []
+    invalid = getattr(summary, "rows_invalid", 0)
+    first = errors[0] if errors else None
+    where = ""
+    if first is not None:
+        row = first.get("row")
+        where = f"; first: row {row}, {first.get('column')}: " if row else "; "
+        where += str(first.get("message"))
+    return f"sheet refused ({invalid} invalid row(s)){where}"
+
+
+def state_name(summary: RunSummary) -> str:
+    """The final state's name for this summary (the table above)."""
+    outcome = summary.outcome
+    if outcome == "dry_run":
+        return DRY_RUN
+    if outcome == "not_approved":
+        decision = getattr(summary, "decision", None)
+        return REJECTED if decision is not None and decision.kind == "rejected" else NOT_APPROVED
+    if outcome in REFUSED_OUTCOMES:
+        return REFUSED
+    if outcome == "incomplete":
+        return INCOMPLETE
+    if outcome == "completed":
+        return WITH_FAILURES if failed_items(summary) else COMPLETED
+    return "Failed"
+
+
+def state_message(summary: RunSummary) -> str:
+    """One line saying why the run ended so: who rejected and their comment, the first row error, counts."""
+    name = state_name(summary)
+    label = summary.label or "run"
+    if name in (REJECTED, NOT_APPROVED):
+        decision = getattr(summary, "decision", None)
+        reason = decision.reason if decision is not None else ""
+        if name == REJECTED:
+            who = f"rejected by {decision.by}" if decision is not None and decision.by else "rejected"
+            return f"{label}: {who}" + (f": {reason}" if reason else "") + "; nothing sent"
+        return f"{label}: not approved: {reason or 'no valid approval'}; nothing sent"
+    if name == REFUSED:
+        return f"{label}: {_refusal_reason(summary)}; nothing sent"
+    if name == WITH_FAILURES:
+        return f"{label}: completed; {failed_items(summary)} item(s) failed or were refused"
+    return f"{label}: {summary.outcome}"
+
+
+def end_run(summary: RunSummary, message: str | None = None) -> State:
+    """The final state of a run: type and name from its outcome (module docstring), the summary as data;
+    ``message`` replaces the state's generated message (e.g. the settlement policy's fix)."""
+    name, message = state_name(summary), message or state_message(summary)
+    if name in (REJECTED, NOT_APPROVED, REFUSED):
+        return Cancelled(name=name, message=message, data=summary)
+    if name == "Failed":
+        return Failed(message=message, data=summary)
+    return Completed(name=name, message=message, data=summary)
+
+
+def run_summary(state: State) -> RunSummary:
+    """The typed summary a flow run ended with (its final state's data); TypeError when it has none."""
+    data = state.data
+    if isinstance(data, ResultRecord):  # in this process: the value itself, no storage read
+        data = data.result
+    elif not isinstance(data, RunSummary):
+        data = state.result(raise_on_failure=False)
+    if not isinstance(data, RunSummary):
+        raise TypeError(f"the run ended {state.name} without a run summary: {data!r}"[:500])
+    return data
