@@ -30,7 +30,7 @@ from tasks.approvals import (
 )
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
 from tasks.attention import attention_rows
-from tasks.batching import build_batches
+from tasks.batching import batch_count, build_batch
 from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeResult, PayoutRow
@@ -168,20 +168,23 @@ def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approv
 
 
 def _outcomes(
-    intake: IntakeResult, batches: list[Any], results: list[BatchResult], states: dict[str, PayoutState]
+    intake: IntakeResult, results: list[BatchResult], states: dict[str, PayoutState]
 ) -> dict[int, RowOutcome]:
+    """Every row's outcome. Consumes ``results`` and ``states`` as it goes, so a 100,000-row run holds one
+    copy of what happened to each row, not three."""
     out: dict[int, RowOutcome] = {}
     for e in intake.errors:
         o = out.setdefault(e.row, RowOutcome(e.row, submission="invalid", error_code="invalid_input"))
         msg = f"{e.column}: {e.message}"
         o.error_message = msg if not o.error_message else f"{o.error_message}; {msg}"
-    batch_of = {r: b.reference for b in batches for r in b.rows}
-    for res in results:
+    results.reverse()
+    while results:
+        res = results.pop()
         for item in res.items:
-            o = RowOutcome(item.row, reference=item.reference, batch=batch_of.get(item.row))
+            o = RowOutcome(item.row, reference=item.reference, batch=res.reference)
             if item.accepted:
                 o.submission = "accepted"
-                s = states.get(item.reference)
+                s = states.pop(item.reference, None)
                 o.status = s.status if s else item.status
                 o.fee = (s.fee if s and s.fee else None) or item.fee
                 o.failure_reason = s.failure_reason if s else None
@@ -361,19 +364,22 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
 
     # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
     # field of them looking for futures, twice per task run: ~0.1 s per 100-row batch (profiled).
-    batches = build_batches(intake.rows, label)
-    summary["batches"] = len(batches)
+    # Each batch is built when its turn comes (build_batch is pure: a retry or re-run builds the same).
+    batches = batch_count(intake.rows)
+    summary["batches"] = batches
+    names = pf.release_row_detail()
     sem = asyncio.Semaphore(params.max_concurrent_batches)
     sent = 0
     progress().phase("sending")
-    progress().batches(0, len(batches))
+    progress().batches(0, batches)
 
-    async def send(batch):
+    async def send(index: int) -> BatchResult:
         nonlocal sent
         async with sem:
+            batch = build_batch(intake.rows, label, index)
             result = await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
         sent += 1
-        progress().batches(sent, len(batches))
+        progress().batches(sent, batches)
         accepted = sum(1 for i in result.items if i.accepted)
         replayed_now = sum(
             1 for i in result.items if i.accepted and i.created_at and _before(i.created_at, run.started_wall)
@@ -381,7 +387,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         logger.info(
             "batch %d/%d sent: %d payouts, %d accepted (%d replayed), %d refused",
             sent,
-            len(batches),
+            batches,
             len(result.items),
             accepted,
             replayed_now,
@@ -389,7 +395,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         )
         return result
 
-    results: list[BatchResult] = await asyncio.gather(*(send(b) for b in batches))
+    results: list[BatchResult] = await asyncio.gather(*(send(i) for i in range(batches)))
     for r in results:
         meter.api_calls.update(r.api_calls)
     limiters = [pf.limiter, *(r.limiter for r in results)]
@@ -426,7 +432,9 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     )
 
     progress().phase("reporting")
-    outcomes = _outcomes(intake, batches, results, states)
+    awaiting_review = sorted(r for r, s in states.items() if s.status in AWAITING_REVIEW)
+    not_final = sorted(r for r, s in states.items() if not s.final)
+    outcomes = _outcomes(intake, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
     summary.update(
@@ -435,12 +443,12 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "refused_items": len(refused_items),
             "refused_by_code": dict(Counter(o.error_code for o in refused_items)),
             "replayed_payouts": replayed,
-            "awaiting_review": sorted(r for r, s in states.items() if s.status in AWAITING_REVIEW),
-            "not_final": sorted(r for r, s in states.items() if not s.final),
+            "awaiting_review": awaiting_review,
+            "not_final": not_final,
             "deadline_reached": poll.deadline_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
-            "attention_rows": attention_rows(intake.rows, outcomes, pf.names),
+            "attention_rows": attention_rows(intake.rows, outcomes, names),
         }
     )
     fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]

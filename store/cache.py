@@ -42,7 +42,7 @@ def cache_key(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cached:
     """An answer from the cache: `value` when `ok`, else a remembered failure."""
 

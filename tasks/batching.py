@@ -48,15 +48,25 @@ def canonical_json(body: dict[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def build_batches(rows: Sequence[PayoutRow], label: str, size: int = MAX_BATCH) -> list[PayoutBatch]:
-    """Consecutive valid rows in chunks of at most `size` (a pure function of rows and label)."""
+def batch_count(rows: Sequence[PayoutRow], size: int = MAX_BATCH) -> int:
+    """How many batches :func:`build_batches` makes of ``rows``."""
     if not 1 <= size <= MAX_BATCH:
         raise ValueError(f"batch size must be 1..{MAX_BATCH}, got {size}")
-    batches: list[PayoutBatch] = []
-    for index, start in enumerate(range(0, len(rows), size)):
-        chunk = rows[start : start + size]
-        items = [payout_item(r, label) for r in chunk]
-        ref = batch_reference(label, index)
-        key = batch_idempotency_key(label, index, canonical_json({"reference": ref, "items": items}))
-        batches.append(PayoutBatch(index, ref, key, items, [r.row for r in chunk]))
-    return batches
+    return -(-len(rows) // size)
+
+
+def build_batch(rows: Sequence[PayoutRow], label: str, index: int, size: int = MAX_BATCH) -> PayoutBatch:
+    """Batch ``index`` of :func:`build_batches` alone: a run builds each just before sending it, so the wire
+    bodies of a 100,000-row sheet (~45 MB) are never all held at once."""
+    if not 0 <= index < batch_count(rows, size):
+        raise IndexError(f"batch {index} of {batch_count(rows, size)}")
+    chunk = rows[index * size : (index + 1) * size]
+    items = [payout_item(r, label) for r in chunk]
+    ref = batch_reference(label, index)
+    key = batch_idempotency_key(label, index, canonical_json({"reference": ref, "items": items}))
+    return PayoutBatch(index, ref, key, items, [r.row for r in chunk])
+
+
+def build_batches(rows: Sequence[PayoutRow], label: str, size: int = MAX_BATCH) -> list[PayoutBatch]:
+    """Consecutive valid rows in chunks of at most `size` (a pure function of rows and label)."""
+    return [build_batch(rows, label, i, size) for i in range(batch_count(rows, size))]

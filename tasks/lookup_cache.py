@@ -19,6 +19,8 @@ from store.cache import Cached, LookupCache
 
 K = TypeVar("K")
 MAX_FAILURE_TTL = timedelta(hours=1)
+MAX_ASKERS = 128
+"""Coroutines asking per call; the semaphore bounds requests in flight (preflight_concurrency ≤ 128)."""
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,17 @@ async def through_cache(
         found.update(await asyncio.to_thread(cache.get_many, kind, list(inputs)))
     tally["cached"] = len(found)
 
-    async def ask(key: str) -> None:
-        async with semaphore:
-            found[key] = answer = await fetch(inputs[key])
-        tally["fresh" if isinstance(answer, Cached) and answer.ok else "failed"] += 1
-
     missing = [k for k in inputs if k not in found]
-    await asyncio.gather(*(ask(k) for k in missing))
+    queue = iter(missing)
+
+    async def asker() -> None:
+        # A few askers share one queue: a coroutine per key would be 100,000 tasks (~200 MB) on a big sheet.
+        for key in queue:
+            async with semaphore:
+                found[key] = answer = await fetch(inputs[key])
+            tally["fresh" if isinstance(answer, Cached) and answer.ok else "failed"] += 1
+
+    await asyncio.gather(*(asker() for _ in range(min(len(missing), MAX_ASKERS))))
     if cache is not None:
         fetched = {k: a for k in missing if isinstance(a := found[k], Cached)}
         await asyncio.to_thread(cache.put_many, kind, fetched, ttl)

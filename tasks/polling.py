@@ -23,7 +23,7 @@ AWAITING_REVIEW = frozenset({"in_review", "held"})
 PAGE = 100
 
 
-@dataclass
+@dataclass(slots=True)
 class PayoutState:
     """The last known state of one payout."""
 

@@ -64,7 +64,7 @@ async def read_headroom(client: PaymentsClient) -> dict[str, CurrencyCheck]:
     return rooms
 
 
-@dataclass
+@dataclass(slots=True)
 class NameCheck:
     row: int
     destination: str
@@ -92,6 +92,13 @@ class Preflight:
             "name_lookups": {k: self.lookups[k] for k in keys},
             "fee_quotes": {k: self.quotes[k] for k in keys},
         }
+
+    def release_row_detail(self) -> list[NameCheck]:
+        """Drop what the run no longer needs once the pre-flight is reported (fees by row, names that
+        matched: ~50 MB on 100,000 rows); returns the name checks kept, those that did not match."""
+        self.names = [n for n in self.names if n.verdict != "match"]
+        self.fees_by_row = {}
+        return self.names
 
     @property
     def amount_total(self) -> Decimal:

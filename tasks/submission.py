@@ -18,7 +18,7 @@ class BatchRefused(RuntimeError):
     """The service refused a whole batch: a bug in what we built or a label reused for other content."""
 
 
-@dataclass
+@dataclass(slots=True)
 class ItemResult:
     """What the service answered for one item of a batch."""
 

@@ -13,7 +13,8 @@ from typing import Any
 import fsspec
 
 from tasks.reports import report_filename, summary_pairs
-from tasks.xlsx import HIGHLIGHT, add_sheet, is_large, report_workbook, write_csv
+from tasks.table_workbook import table_workbook
+from tasks.xlsx import HIGHLIGHT, write_csv
 
 
 def write_table_reports(
@@ -38,11 +39,11 @@ def write_table_reports(
     fs, root = fsspec.core.url_to_fs(report_dir)
     fs.makedirs(root, exist_ok=True)
 
-    with report_workbook(paths["xlsx"], large=is_large(rows)) as wb:
-        add_sheet(wb, sheet_title, headers, rows, highlight=highlight, fill=fill)
-        add_sheet(wb, "summary", ["field", "value"], summary_pairs({**summary, "report_files": paths}))
+    with table_workbook(paths["xlsx"]) as wb:
+        wb.add_sheet(sheet_title, headers, rows, highlight=highlight, fill=fill)
+        wb.add_sheet("summary", ["field", "value"], summary_pairs({**summary, "report_files": paths}))
         for title, sheet_headers, sheet_rows in extra_sheets:
-            add_sheet(wb, title, sheet_headers, sheet_rows)
+            wb.add_sheet(title, sheet_headers, sheet_rows)
 
     write_csv(paths["csv"], headers, rows)
 

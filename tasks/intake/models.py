@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property, partial
@@ -71,6 +71,15 @@ class RowTable(Sequence[dict[str, str]]):
 
     def __len__(self) -> int:
         return len(self._row_numbers)
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        """Each row as a fresh dict, not kept: a report streaming 100k rows holds one at a time."""
+        if "_rows" in self.__dict__:
+            yield from self._rows
+            return
+        keys = [*self._columns, "__row__"]
+        for values in zip(*self._cells, map(str, self._row_numbers), strict=True):
+            yield dict(zip(keys, values, strict=True))
 
 
 @dataclass

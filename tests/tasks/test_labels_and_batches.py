@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from tasks.batching import build_batches, canonical_json
+from tasks.batching import batch_count, build_batch, build_batches, canonical_json
 from tasks.intake import PayoutRow
 from tasks.references import REFERENCE_PATTERN, batch_reference, content_label, label_slug, row_reference
 
@@ -47,6 +47,15 @@ def test_1050_rows_make_11_batches_of_at_most_100_in_sheet_order() -> None:
     assert batches[0].rows[0] == 2 and batches[-1].rows[-1] == 1051
     assert len({b.reference for b in batches}) == 11
     assert len({i["reference"] for b in batches for i in b.items}) == 1050
+
+
+def test_a_batch_built_alone_is_the_one_of_the_whole_sheet() -> None:
+    """The flow builds each batch when it sends it: same reference, key and body as the full chunking."""
+    rows = _rows(250)
+    assert batch_count(rows) == 3 and batch_count([]) == 0
+    assert [build_batch(rows, "run", i) for i in range(3)] == build_batches(rows, "run")
+    with pytest.raises(IndexError):
+        build_batch(rows, "run", 3)
 
 
 def test_batches_are_byte_identical_on_a_rerun_and_change_with_the_label() -> None:

@@ -1,0 +1,128 @@
+"""The streaming table writer reads back like the XlsxWriter workbook it replaced (openpyxl, calamine)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import xlsxwriter
+from openpyxl import load_workbook
+
+from tasks.table_workbook import table_workbook
+from tasks.xlsx import HIGHLIGHT, safe_row
+
+HEADERS = ["reference", "payee", "amount", "=HYPERLINK(1)", "count", "ok", "note"]
+ROWS = [
+    ["R-1", "Ama & <Kofi>", "10.50", "x", 3, True, None],
+    ["R-2", "=cmd|' /C calc'!A0", "-5", "@SUM(A1)", 2.5, False, "  padded  "],
+    ["R-3", "tab\tand\nnewline", "+1", "ctrl\x01char", 10**12, None, "é ü 漢字"],
+    ["R-4", "", "0.01", None, float("nan"), 0, "x" * 40_000],
+]
+FLAGS = [False, True, False, True]
+
+
+def _xlsxwriter_reference(path: Path) -> None:
+    """What tasks/xlsx.py wrote with XlsxWriter before (same options, formats, widths and pane)."""
+    book = xlsxwriter.Workbook(
+        str(path),
+        {
+            "strings_to_formulas": False,
+            "strings_to_urls": False,
+            "strings_to_numbers": False,
+            "nan_inf_to_errors": True,
+        },
+    )
+    for title, rows, flags in (("results", ROWS, FLAGS), ("summary", [["a", 1]], None)):
+        headers = HEADERS if title == "results" else ["field", "value"]
+        sheet = book.add_worksheet(title)
+        bold = book.add_format({"bold": True})
+        shaded = book.add_format({"bg_color": HIGHLIGHT, "pattern": 1})
+        for i, h in enumerate(headers):
+            sheet.set_column(i, i, min(40, max(10, len(str(h)) + 2)))
+        sheet.freeze_panes(1, 0)
+        sheet.write_row(0, 0, safe_row(headers), bold)
+        for r, row in enumerate(rows, start=1):
+            sheet.write_row(r, 0, safe_row(row), shaded if flags and flags[r - 1] else None)
+    book.close()
+
+
+def _streamed(path: Path) -> None:
+    with table_workbook(str(path)) as book:
+        book.add_sheet("results", HEADERS, iter(ROWS), highlight=FLAGS)
+        book.add_sheet("summary", ["field", "value"], [["a", 1]])
+
+
+def _same(a: object, b: object) -> bool:
+    return (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)) or a == b
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_values_read_back_as_xlsxwriter_wrote_them(tmp_path: Path, read_only: bool) -> None:
+    _xlsxwriter_reference(tmp_path / "ref.xlsx")
+    _streamed(tmp_path / "new.xlsx")
+    ref = load_workbook(tmp_path / "ref.xlsx", read_only=read_only)
+    new = load_workbook(tmp_path / "new.xlsx", read_only=read_only)
+    assert new.sheetnames == ref.sheetnames == ["results", "summary"]
+    for title in ref.sheetnames:
+        want = list(ref[title].iter_rows(values_only=True))
+        got = list(new[title].iter_rows(values_only=True))
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert all(_same(x, y) for x, y in zip(g, w, strict=True)), (g, w)
+    rows = list(new["results"].iter_rows(values_only=True))
+    assert rows[0][3] == "'=HYPERLINK(1)"  # headers are defused too
+    assert rows[2][1] == "'=cmd|' /C calc'!A0" and rows[2][2] == "'-5" and rows[3][2] == "'+1"
+    assert rows[3][3] == "ctrl_x0001_char"  # a control character in Excel's escape, as XlsxWriter writes it
+    assert len(rows[4][6]) == 32_767  # Excel's cell limit, as XlsxWriter truncates
+
+
+def test_format_matches_xlsxwriter(tmp_path: Path) -> None:
+    _xlsxwriter_reference(tmp_path / "ref.xlsx")
+    _streamed(tmp_path / "new.xlsx")
+    ref, new = (
+        load_workbook(tmp_path / "ref.xlsx")["results"],
+        load_workbook(tmp_path / "new.xlsx")["results"],
+    )
+    assert new.freeze_panes == ref.freeze_panes == "A2"
+    for col in "ABCDEFG":
+        assert new.column_dimensions[col].width == ref.column_dimensions[col].width
+    assert all(new.cell(1, c).font.b for c in range(1, 8))
+    for r in range(2, 6):
+        for c in range(1, 8):
+            assert new.cell(r, c).fill.fgColor.rgb == ref.cell(r, c).fill.fgColor.rgb, (r, c)
+            assert bool(new.cell(r, c).font.b) is False
+    assert new.cell(3, 1).fill.fgColor.rgb.endswith("FFF2CC") and new.cell(5, 7).fill.fgColor.rgb.endswith(
+        "FFF2CC"
+    )
+    assert new.cell(2, 1).fill.fgColor.rgb == "00000000"
+
+
+def test_calamine_reads_it_like_the_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What payops reads sheets with: the same cells, text that looks like Excel's escape included."""
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "ROWS", [*ROWS, ["R-5", "_x0041_ literal", "1", "", 1, 1, ""]])
+    monkeypatch.setattr(module, "FLAGS", [*FLAGS, False])
+    _xlsxwriter_reference(tmp_path / "ref.xlsx")
+    _streamed(tmp_path / "new.xlsx")
+    kw = {"sheet_name": "results", "engine": "calamine", "dtype": str, "keep_default_na": False}
+    pd.testing.assert_frame_equal(
+        pd.read_excel(tmp_path / "new.xlsx", **kw), pd.read_excel(tmp_path / "ref.xlsx", **kw)
+    )
+
+
+def test_a_failed_report_leaves_no_file(tmp_path: Path) -> None:
+    def rows():
+        yield ["a"]
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError), table_workbook(str(tmp_path / "r.xlsx")) as book:
+        book.add_sheet("results", ["h"], rows())
+    assert not (tmp_path / "r.xlsx").exists()
+
+
+def test_bad_sheet_titles_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="sheet title"), table_workbook(str(tmp_path / "r.xlsx")) as book:
+        book.add_sheet("a/b", ["h"], [])
