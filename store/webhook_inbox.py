@@ -17,9 +17,11 @@ httpx: the relay that talks to Prefect is ``tasks.event_relay``.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +40,8 @@ __all__ = [
     "WebhookInboxEntry",
     "retry_delay",
 ]
+
+log = logging.getLogger(__name__)
 
 ERROR_CHARS = 200
 MAX_BACKOFF_S = 300.0
@@ -267,22 +271,37 @@ class GroupCommit:
     and futures; no library offers group commit over SQLAlchemy.)
     """
 
-    def __init__(self, inbox: WebhookInbox, max_batch: int = 256) -> None:
+    def __init__(
+        self,
+        inbox: WebhookInbox,
+        max_batch: int = 256,
+        on_commit: Callable[[list[tuple[dict[str, Any], bool]]], None] | None = None,
+    ) -> None:
+        """``on_commit(results)``: called in the writer thread with ``(envelope, new)`` for each committed
+        delivery, before any of them is answered (the receiver logs them there)."""
         self.inbox = inbox
         self.max_batch = max_batch
+        self.on_commit = on_commit
         self._queue: queue.Queue[tuple[dict[str, Any], bool, Future[bool]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def accept(self, envelope: dict[str, Any], forward: bool) -> bool:
         """Like `WebhookInbox.accept` (blocking until committed); False for an id already kept."""
+        return self.submit(envelope, forward).result()
+
+    def submit(self, envelope: dict[str, Any], forward: bool) -> Future[bool]:
+        """Queue ``envelope``; the future resolves once it is committed (True) or was already kept (False).
+
+        An async caller awaits it (``asyncio.wrap_future``) instead of parking a thread per delivery.
+        """
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="webhook-inbox-writer", daemon=True)
                 self._thread.start()
         done: Future[bool] = Future()
         self._queue.put((envelope, forward, done))
-        return done.result()
+        return done
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -302,9 +321,16 @@ class GroupCommit:
                 for _, _, done in batch:
                     done.set_exception(exc)
                 continue
-            for envelope, _, done in batch:
-                first = envelope["id"] in new
+            results = []
+            for envelope, _, _done in batch:
+                results.append((envelope, envelope["id"] in new))
                 new.discard(envelope["id"])  # the same id twice in one batch: the second is a duplicate
+            if self.on_commit is not None:
+                try:
+                    self.on_commit(results)
+                except Exception:  # noqa: BLE001 - a failing callback must not leave deliveries unanswered
+                    log.exception("webhook inbox: on_commit failed")
+            for (_envelope, first), (_, _, done) in zip(results, batch, strict=True):
                 done.set_result(first)
 
     def close(self) -> None:

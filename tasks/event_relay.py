@@ -30,6 +30,10 @@ log = logging.getLogger("payops.webhooks.relay")
 
 BATCH = 100
 CONFIRM_PAGE = 50  # the largest page Prefect's /events/filter answers
+# Shortest time between two passes that found less than a batch. Every pass is a claim (a write to the payops
+# database) and a POST to Prefect's events API, whose SQLite also serves flow-run creation: without a pace a
+# storm made one pass per forwarded delivery. A forwarded event waits at most this much longer.
+PACE_S = 1.0
 
 
 class EventSender(Protocol):
@@ -122,6 +126,7 @@ class Relay:
         idle_s: float = 0.5,
         batch: int = BATCH,
         confirm_every_s: float = 1.0,
+        pace_s: float = PACE_S,
     ) -> None:
         self.inbox = inbox
         self.sender = sender
@@ -129,6 +134,7 @@ class Relay:
         self.idle_s = idle_s
         self.batch = batch
         self.confirm_every_s = confirm_every_s
+        self.pace_s = pace_s
         self._confirmed_at = 0.0
         self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.wake = asyncio.Event()
@@ -174,18 +180,26 @@ class Relay:
     async def run(self) -> None:
         """Forward until `stop`; sleeps `idle_s` (or until woken by a new delivery) when there is no work."""
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 handled = await self.step()
             except Exception as exc:  # noqa: BLE001 - database hiccup: log, wait, go on (never dies silently)
                 log.error("relay: pass failed (%s: %s)", type(exc).__name__, str(exc)[:200])
                 handled = 0
-            if handled:
-                continue
+            if handled >= self.batch:
+                continue  # a backlog: full batches back to back
             self.wake.clear()
             try:
                 await asyncio.wait_for(self.wake.wait(), self.idle_s)
             except TimeoutError:
                 pass  # the idle poll: other receivers may have added rows
+            # a partial batch: let rows gather, so Prefect gets one POST per `pace_s`, not one per delivery
+            rest = self.pace_s - (time.monotonic() - started)
+            if rest > 0 and not self._stop.is_set():
+                try:
+                    await asyncio.wait_for(self._stop.wait(), rest)
+                except TimeoutError:
+                    pass
 
     def stop(self) -> None:
         self._stop.set()

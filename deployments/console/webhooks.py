@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -49,6 +50,18 @@ MAX_BODY_BYTES = 1024 * 1024
 BACKLOG_CHECK_S = 0.5  # how stale the backlog count may be: one COUNT per half second, not per delivery
 
 
+Answer = tuple[int, dict[str, str], dict[str, str]]  # status code, JSON answer, extra headers
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A delivery that passed verification and backpressure: what the inbox keeps."""
+
+    envelope: WebhookEnvelope
+    wire: dict[str, Any]
+    forward: bool
+
+
 def prefect_event(envelope: WebhookEnvelope) -> dict[str, Any]:
     """Keyword arguments of ``emit_event`` for a verified envelope."""
     return envelope_to_event(envelope)
@@ -68,11 +81,13 @@ class WebhookReceiver:
     ) -> None:
         self.verifier = WebhookVerifier(secrets) if secrets else None
         self.inbox = inbox
-        self.writer = GroupCommit(inbox)
+        self.writer = GroupCommit(inbox, on_commit=self._log_committed)
         self.forward = forward or ForwardFilter()
         self.backlog_limit = backlog_limit
         self.retry_after_s = retry_after_s
-        self.on_accept: Callable[[], None] = lambda: None  # wakes the relay (set by the app)
+        self.on_accept: Callable[[], None] = lambda: (
+            None
+        )  # wakes the relay for a forwarded row (set by the app)
         self._backlog = 0
         self._backlog_at = 0.0
         self._lock = threading.Lock()
@@ -88,8 +103,8 @@ class WebhookReceiver:
     def _busy(self) -> tuple[int, dict[str, str], dict[str, str]]:
         return 503, {"error": "temporarily unavailable"}, {"Retry-After": str(self.retry_after_s)}
 
-    def receive(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, str]]:
-        """Status code, JSON answer and extra headers for one delivery (blocking: call it in a thread)."""
+    def check(self, body: bytes, headers: dict[str, str]) -> Answer | Verified:
+        """Verify a delivery and decide its fate short of the commit (blocking: call it in a thread)."""
         if self.verifier is None:
             log.warning("webhook delivery id=%s outcome=not-configured", headers.get("webhook-id", "?")[:80])
             return 503, {"error": "webhook receiver not configured"}, {}
@@ -103,34 +118,77 @@ class WebhookReceiver:
         try:
             if self.over_limit():
                 if envelope.id in self.inbox:
-                    outcome = "duplicate"
-                else:
-                    log.warning("webhook delivery id=%s type=%s outcome=busy", envelope.id, envelope.type)
-                    return self._busy()
-            else:
-                wire = envelope.model_dump(mode="json", by_alias=True)
-                forward = self.forward(envelope)
-                outcome = "accepted" if self.writer.accept(wire, forward) else "duplicate"
-                if outcome == "accepted" and forward:
-                    with self._lock:
-                        self._backlog += 1
+                    return self._answer(envelope, "duplicate")
+                log.warning("webhook delivery id=%s type=%s outcome=busy", envelope.id, envelope.type)
+                return self._busy()
         except Exception as exc:  # noqa: BLE001 - the database is unavailable: the service retries the 503
-            log.error(
-                "webhook delivery id=%s type=%s outcome=unavailable (%s)",
-                envelope.id,
-                envelope.type,
-                type(exc).__name__,
-            )
-            return self._busy()
+            return self._unavailable(envelope, exc)
+        return Verified(envelope, envelope.model_dump(mode="json", by_alias=True), self.forward(envelope))
+
+    def committed(self, verified: Verified, new: bool) -> Answer:
+        """The answer once the inbox has the delivery (``new``: it was not there before; logged already)."""
+        if new and verified.forward:
+            with self._lock:
+                self._backlog += 1
+        outcome = "accepted" if new else "duplicate"
+        return 200, {"status": outcome, "id": verified.envelope.id}, {}
+
+    @staticmethod
+    def _log_committed(results: list[tuple[dict[str, Any], bool]]) -> None:
+        # In the writer thread, after the commit and before any of these deliveries is answered: the line is
+        # written even when the process dies right after the answer, and never on the event loop (Prefect's
+        # rich console handler takes ~0.3 ms a line).
+        for envelope, new in results:
+            outcome = "accepted" if new else "duplicate"
+            log.info("webhook delivery id=%s type=%s outcome=%s", envelope["id"], envelope["type"], outcome)
+
+    def _answer(self, envelope: WebhookEnvelope, outcome: str) -> Answer:
         log.info("webhook delivery id=%s type=%s outcome=%s", envelope.id, envelope.type, outcome)
         return 200, {"status": outcome, "id": envelope.id}, {}
+
+    def _unavailable(self, envelope: WebhookEnvelope, exc: Exception) -> Answer:
+        log.error(
+            "webhook delivery id=%s type=%s outcome=unavailable (%s)",
+            envelope.id,
+            envelope.type,
+            type(exc).__name__,
+        )
+        return self._busy()
+
+    def receive(self, body: bytes, headers: dict[str, str]) -> Answer:
+        """Status code, JSON answer and extra headers for one delivery (blocking: call it in a thread)."""
+        verified = self.check(body, headers)
+        if not isinstance(verified, Verified):
+            return verified
+        try:
+            new = self.writer.accept(verified.wire, verified.forward)
+        except Exception as exc:  # noqa: BLE001 - the database is unavailable: the service retries the 503
+            return self._unavailable(verified.envelope, exc)
+        return self.committed(verified, new)
+
+    async def receive_async(self, body: bytes, headers: dict[str, str]) -> Answer:
+        """`receive` for the event loop: verification in a worker thread, then the loop awaits the commit.
+
+        No thread waits on the group commit: at 64 concurrent deliveries the blocked threads of the
+        synchronous path cost more CPU (GIL hand-offs) than the work itself.
+        """
+        verified = await run_in_threadpool(self.check, body, headers)
+        if not isinstance(verified, Verified):
+            return verified
+        try:
+            new = await asyncio.wrap_future(self.writer.submit(verified.wire, verified.forward))
+        except Exception as exc:  # noqa: BLE001 - the database is unavailable: the service retries the 503
+            return self._unavailable(verified.envelope, exc)
+        answer = self.committed(verified, new)
+        if new and verified.forward:
+            self.on_accept()
+        return answer
 
 
 def webhook_router(receiver: WebhookReceiver) -> APIRouter:
     router = APIRouter()
     log.setLevel(logging.INFO)  # one line per delivery even when the root logger is at WARNING
 
-    @router.post("/webhooks/payments", include_in_schema=False)
     async def payments_webhook(request: Request) -> JSONResponse:
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -140,11 +198,12 @@ def webhook_router(receiver: WebhookReceiver) -> APIRouter:
             body += chunk
             if len(body) > MAX_BODY_BYTES:
                 return JSONResponse({"error": "body too large"}, status_code=413)
-        status, answer, headers = await run_in_threadpool(receiver.receive, body, dict(request.headers))
-        if answer.get("status") == "accepted":
-            receiver.on_accept()
+        status, answer, headers = await receiver.receive_async(body, dict(request.headers))
         return JSONResponse(answer, status_code=status, headers=headers)
 
+    # A plain Starlette route: the endpoint reads the raw request itself, so FastAPI's per-request dependency
+    # solving would be pure cost on the receiver's hot path (it runs on the event loop).
+    router.add_route("/webhooks/payments", payments_webhook, methods=["POST"], include_in_schema=False)
     return router
 
 

@@ -181,6 +181,57 @@ def test_an_event_prefect_lost_is_sent_again_and_stored_once(tmp_path: Path) -> 
     assert sorted(sender.stored.values()) == [1] * 5
 
 
+class BatchRecordingSender(LossySender):
+    """A Prefect that is down until told otherwise and records the size of every send that reached it."""
+
+    def __init__(self) -> None:
+        super().__init__(set())
+        self.down = True
+        self.batches: list[int] = []
+
+    async def send(self, events: list[dict[str, Any]]) -> None:
+        if self.down:
+            raise ConnectionError("Prefect is down")
+        self.batches.append(len(events))
+        await super().send(events)
+
+
+def test_a_storm_is_forwarded_in_paced_batches_each_id_once_across_a_prefect_outage(tmp_path: Path) -> None:
+    """Deliveries arriving one by one reach Prefect in a few batched POSTs (not one each), each id once."""
+    from store.webhook_inbox import GroupCommit
+
+    engine = open_engine(f"sqlite:///{tmp_path / 'b.sqlite3'}")
+    migrate(engine)
+    inbox = WebhookInbox(engine)
+    writer = GroupCommit(inbox)
+    sender = BatchRecordingSender()
+    ids = [f"evt_b{i}" for i in range(400)]
+
+    async def scenario() -> None:
+        relay = Relay(inbox, sender, lease_s=5, idle_s=0.05, pace_s=0.5)
+        runner = asyncio.create_task(relay.run())
+        for n, event_id in enumerate(ids):  # ~250 a second, each waking the relay as the receiver does
+            envelope = {"id": event_id, "type": "settlement.status_changed", "data": {}}
+            assert await asyncio.wrap_future(writer.submit(envelope, True))
+            relay.wake.set()
+            if n == 200:
+                sender.down = False  # Prefect is back half-way through the storm
+            await asyncio.sleep(0.004)
+        deadline = time.monotonic() + 30
+        while await asyncio.to_thread(inbox.backlog) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        relay.stop()
+        await runner
+
+    asyncio.run(scenario())
+    writer.close()
+    assert inbox.backlog() == 0
+    engine.dispose()
+    assert sorted(sender.stored.values()) == [1] * len(ids)  # every id in Prefect, once
+    assert sum(sender.batches) == len(ids)  # nothing sent twice once Prefect was up
+    assert len(sender.batches) <= 15  # paced: a handful of POSTs for 400 deliveries, not one each
+
+
 def test_a_redelivery_of_an_accepted_unforwarded_id_is_not_lost(tmp_path: Path) -> None:
     """The issue's permanent loss: accepted, dropped before Prefect had it, redelivery answered duplicate."""
     recorder = Recorder()
