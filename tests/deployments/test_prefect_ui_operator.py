@@ -72,6 +72,8 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
 
     assert shutil.which("chromium") == CHROMIUM, "Debian chromium missing: make browser-deps"
     SHOT_DIR.mkdir(parents=True, exist_ok=True)
+    for old in SHOT_DIR.glob("*.png"):  # this run's screenshots only
+        old.unlink()
     shots: list[Path] = []
     rows, total = sheet_totals(SHEET)
     deployment = served.deployment_id("payout-spreadsheet")
