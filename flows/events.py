@@ -17,7 +17,7 @@ from prefect.states import State
 from pydantic import BaseModel, Field, field_validator
 
 from flows.outcomes import end_run
-from flows.run_params import CREDENTIALS_DESCRIPTION, FORM_CONFIG, Text
+from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, Text
 from flows.summaries import EventsCatchUpSummary
 from tasks.alerts import events_catch_up_hook
 from tasks.artifacts import markdown_table
@@ -57,12 +57,8 @@ class EventsCatchUpParams(BaseModel):
         description="Events to emit: comma-separated '<type pattern>[:<status>|...]' rules (as "
         "PAYOPS_WEBHOOK_FORWARD); '*' emits all.",
     )
-    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
-    rate_limit_per_s: float = Field(
-        50,
-        gt=0,
-        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
-    )
+    credentials_block: CredentialsBlock = ""
+    rate_limit_per_s: RateLimit = 50
 
     @field_validator("forward")
     @classmethod

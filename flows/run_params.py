@@ -56,6 +56,17 @@ CREDENTIALS_DESCRIPTION = (
 )
 
 
+# The fields every run's form shares (one description each): where reports go, which credentials, how fast.
+ReportDir = Annotated[Text, Field(description=REPORT_DIR_DESCRIPTION)]
+CredentialsBlock = Annotated[Text, Field(description=CREDENTIALS_DESCRIPTION)]
+RateLimit = Annotated[
+    float,
+    Field(
+        gt=0, description="Most requests per second to the Payments Service (without a Prefect rate limit)."
+    ),
+]
+
+
 class SheetRunParams(BaseModel):
     """A sheet, the run's label, where reports go and how to reach the service."""
 
@@ -73,8 +84,8 @@ class SheetRunParams(BaseModel):
             "empty to derive it from the sheet's content: running the same sheet again never pays twice."
         ),
     )
-    report_dir: Text = Field("", description=REPORT_DIR_DESCRIPTION)
-    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
+    report_dir: ReportDir = ""
+    credentials_block: CredentialsBlock = ""
     rate_limit_per_s: float = Field(
         1000,
         gt=0,

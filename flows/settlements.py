@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from connectors.payments.models import REFERENCE_PATTERN
 from flows.outcomes import end_run
-from flows.run_params import CREDENTIALS_DESCRIPTION, FORM_CONFIG, REPORT_DIR_DESCRIPTION, Text
+from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
 from flows.summaries import SettlementRunSummary
 from tasks.alerts import emit_settlement_alerts
 from tasks.artifacts import markdown_table, report_lines
@@ -83,13 +83,9 @@ class SettlementRetryParams(BaseModel):
         gt=0,
         description="Seconds to follow new settlement runs to completion; unfinished ones are reported.",
     )
-    report_dir: Text = Field("", description=REPORT_DIR_DESCRIPTION)
-    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
-    rate_limit_per_s: float = Field(
-        50,
-        gt=0,
-        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
-    )
+    report_dir: ReportDir = ""
+    credentials_block: CredentialsBlock = ""
+    rate_limit_per_s: RateLimit = 50
 
 
 class SettleNowParams(BaseModel):
@@ -113,13 +109,9 @@ class SettleNowParams(BaseModel):
         gt=0,
         description="Seconds to follow the settlement run to completion; if unfinished it is reported.",
     )
-    report_dir: Text = Field("", description=REPORT_DIR_DESCRIPTION)
-    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
-    rate_limit_per_s: float = Field(
-        50,
-        gt=0,
-        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
-    )
+    report_dir: ReportDir = ""
+    credentials_block: CredentialsBlock = ""
+    rate_limit_per_s: RateLimit = 50
 
 
 def _iso(moment: datetime | None) -> str | None:

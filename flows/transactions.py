@@ -18,7 +18,7 @@ from prefect.states import State
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from flows.outcomes import end_run
-from flows.run_params import CREDENTIALS_DESCRIPTION, FORM_CONFIG, REPORT_DIR_DESCRIPTION, Text
+from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir
 from flows.summaries import TransactionsReportSummary
 from tasks.artifacts import markdown_table, report_lines
 from tasks.clients import open_clients
@@ -67,13 +67,9 @@ class TransactionsReportParams(BaseModel):
         None, description="Only transactions with this reconciliation status. Leave empty for all."
     )
     page_size: int = Field(100, ge=1, le=100, description="Transactions read per request to the service.")
-    report_dir: Text = Field("", description=REPORT_DIR_DESCRIPTION)
-    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
-    rate_limit_per_s: float = Field(
-        50,
-        gt=0,
-        description="Most requests per second to the Payments Service (without a Prefect rate limit).",
-    )
+    report_dir: ReportDir = ""
+    credentials_block: CredentialsBlock = ""
+    rate_limit_per_s: RateLimit = 50
 
     model_config = ConfigDict(FORM_CONFIG, populate_by_name=True)
 

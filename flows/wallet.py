@@ -9,7 +9,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from pydantic import BaseModel, Field
 
-from flows.run_params import CREDENTIALS_DESCRIPTION, FORM_CONFIG, Text
+from flows.run_params import FORM_CONFIG, CredentialsBlock
 from tasks.alerts import CROSSINGS_VARIABLE, Crossings, emit_low_balance
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
@@ -36,7 +36,7 @@ class WalletWatchParams(BaseModel):
         pattern=r"^[a-z0-9_-]{1,200}$",
         description="Prefect Variable remembering which alerts are on (one alert per crossing)",
     )
-    credentials_block: Text = Field("", description=CREDENTIALS_DESCRIPTION)
+    credentials_block: CredentialsBlock = ""
     rate_limit_per_s: float = Field(
         50,
         gt=0,
