@@ -54,5 +54,9 @@ def migrate(engine: Engine) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            # Workers starting together would each create alembic_version and the tables (a unique-key
+            # violation in pg_type for the loser): a transaction-level advisory lock lets one migrate at once.
+            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7261001)")
         config.attributes["connection"] = connection
         command.upgrade(config, "heads")

@@ -72,7 +72,7 @@ async def run_three(cluster: LoopbackCluster, sheets: list[Path], tmp: Path) -> 
                         "report_dir": str(tmp / f"reports-{i}"),
                         "check_names": False,
                         "poll_deadline_s": 150,
-                        "credentials_block": None,
+                        "credentials_block": "",  # the worker's environment
                     }
                 },
             )

@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
+import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -37,32 +36,39 @@ def test_bombs_are_refused_before_any_parser_sees_them(name: str, tmp_path: Path
     assert str(again.value) == str(caught.value)
 
 
+# payops run by a wrapper that, at exit, writes its own peak RSS (VmHWM: this process only, reset at exec)
+# and the largest child it waited for. Neither ``RUSAGE_CHILDREN`` of the test process nor ``wait4``'s usage
+# of the child works here: Linux carries the forking process's peak (pytest's, >1 GB late in the suite)
+# into the child's ``ru_maxrss`` across exec.
+_MEASURED_CLI = """
+import atexit, resource, runpy, sys
+out = sys.argv[1]
+def _peak():
+    own = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    with open(out, "w") as f:
+        f.write(str(max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)))
+atexit.register(_peak)
+sys.argv = ["payops", *sys.argv[2:]]
+runpy.run_module("deployments.cli", run_name="__main__")
+"""
+
+
 def _run_cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str, float, int]:
     """``payops ARGS`` in a subprocess: exit code, stdout, stderr, seconds and peak RSS (KiB) of that
-    process and the children it waited for (``wait4``'s own usage, not this test process's other
-    children: ``RUSAGE_CHILDREN`` would report the largest child any earlier test ever reaped)."""
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "deployments.cli", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    killer = threading.Timer(120, proc.kill)
-    killer.start()
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            out = pool.submit(proc.stdout.read)
-            err = pool.submit(proc.stderr.read)
-            _, status, usage = os.wait4(proc.pid, 0)
-            stdout, stderr = out.result(), err.result()
-    finally:
-        killer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    proc.stdout.close()
-    proc.stderr.close()
-    return proc.returncode, stdout.decode(), stderr.decode(), time.monotonic() - started, usage.ru_maxrss
+    process and the children it waited for."""
+    with tempfile.NamedTemporaryFile("r", suffix=".peak") as peak:
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-c", _MEASURED_CLI, peak.name, *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
+        seconds = time.monotonic() - started
+        peak_kib = int(peak.read() or 0)
+    assert peak_kib > 0, "the wrapper wrote no peak"
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode(), seconds, peak_kib
 
 
 @pytest.fixture
