@@ -82,6 +82,18 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
         )
         assert '<span id="outcome">completed</span>' in page and "delivered 3" in page and "failed 1" in page
         assert f"http://127.0.0.1:{all_in_one['port']}/runs/flow-run/" in page  # link to the Prefect UI
+        # The run's artifacts link its reports to this console; the link opens with the session.
+        flow_run_id = run_path.rsplit("/", 1)[1]
+        body = {"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}}
+        artifacts = httpx.post(f"{api}/artifacts/filter", json=body, timeout=5).json()
+        text = "\n".join(a["data"] for a in artifacts if isinstance(a.get("data"), str))
+        links = re.findall(r"\]\((http[^)]+\.xlsx)\)", text)
+        assert links and all(link.startswith(f"{console}/reports/") for link in links), text[:500]
+        report = client.get(links[0])
+        assert report.status_code == 200 and report.content[:2] == b"PK"  # an xlsx (zip) file
+        flow_run = httpx.get(f"{api}/flow_runs/{flow_run_id}", timeout=5).json()
+        assert flow_run["name"] == "serve"  # the sheet's name (no label given)
+        assert any(tag.startswith("sheet-") for tag in flow_run["tags"])  # the label it paid under
 
     # Webhooks live: the console's receiver is the emulator's endpoint for the forward filter's types, its
     # deliveries are accepted (2xx, not 503 "not configured"), and the relay brings them to Prefect.
