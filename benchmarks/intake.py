@@ -42,7 +42,10 @@ if sys.argv[2] == "in-process":  # the reader as it was before the parser child:
             return self
         def __exit__(self, *exc):
             return None
-        def parse(self, kind, data):
+        def send(self, kind, data):
+            self.sent = kind, data
+        def result(self):
+            kind, data = self.sent
             return (parse_xlsx if kind == "xlsx" else parse_csv)(data, self.limits)
 
     reading.start_parser = InProcess

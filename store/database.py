@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import DeclarativeBase
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+#: The newest revision of every branch in ``migrations/versions`` (a test checks it against Alembic's own
+#: reading of that folder). A database that records exactly these needs no migration, so a command skips
+#: Alembic's import and script parsing (about 0.2 s per process) when nothing is to be done.
+SCHEMA_HEADS = frozenset({"0004_webhook_inbox"})
 
 
 class Base(DeclarativeBase):
@@ -46,8 +51,20 @@ def open_engine(url: str | None = None) -> Engine:
     return engine
 
 
+def recorded_revisions(engine: Engine) -> frozenset[str]:
+    """The revisions the database records as applied (empty for a new database)."""
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT version_num FROM alembic_version")).scalars()
+            return frozenset(rows)
+    except (OperationalError, ProgrammingError):  # no alembic_version table yet: nothing applied
+        return frozenset()
+
+
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest revision (every branch head); safe to call on every start."""
+    if recorded_revisions(engine) == SCHEMA_HEADS:
+        return
     from alembic import command
     from alembic.config import Config
 

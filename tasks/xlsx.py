@@ -14,11 +14,12 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
-import xlsxwriter
-from xlsxwriter.workbook import Workbook
+
+if TYPE_CHECKING:
+    from xlsxwriter.workbook import Workbook
 
 HIGHLIGHT = "#FFF2CC"
 """Fill of rows that need attention (failed, refused, invalid)."""
@@ -83,6 +84,8 @@ def report_workbook(path: str, *, large: bool = False) -> Iterator[Workbook]:
     ``large``: stream rows to temporary files instead of holding them (for sheets over ~50k rows).
     """
     buffer = io.BytesIO()
+    import xlsxwriter  # ~0.1 s to import, and only the validation report needs it
+
     book = xlsxwriter.Workbook(buffer, {**_OPTIONS, "constant_memory": large, "in_memory": not large})
     try:
         yield book

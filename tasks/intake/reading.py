@@ -70,13 +70,17 @@ def _supported_extension(name: str) -> str:
 def _read_cells(name: str, options: IntakeOptions) -> tuple[RawSheet, bytes]:
     """The sheet's cells as text and the file's bytes."""
     ext = _supported_extension(name)
-    with start_parser(options) as parser:  # starting now: its interpreter start overlaps the checks below
+    with start_parser(options) as parser:  # starting now: its interpreter start overlaps the read below
         data = load_bytes(name, options.max_bytes)
         if not data:
             raise IntakeError("the file is empty")
+        # The child parses on one core while this process checks the file on the other. The checks still
+        # decide: their refusal ends the child (leaving the block), and the cells are taken only after they
+        # pass. What the child may do meanwhile with a hostile file is bounded by its own limits.
+        parser.send("csv" if ext == ".csv" else "xlsx", data)
         checked = None if ext == ".csv" else _check_workbook(data, ext, options)
         try:
-            raw = parser.parse("csv" if checked is None else "xlsx", data)
+            raw = parser.result()
         except SheetRefusal as exc:
             if checked is not None and exc.sheet is not None:
                 _refuse_uncached_formulas(checked, exc.sheet, None)

@@ -8,8 +8,10 @@ abort such as calamine's ``memory allocation of … bytes failed``, a signal, a 
 :class:`IntakeError` ("the file could not be read safely: …") in the parent, which keeps running.
 
 A fresh interpreter per sheet (not ``fork``): the console and Prefect run threads, and forking a threaded
-process is unsafe. The child is started before the parent's own checks of the file (:func:`start_parser`),
-so its interpreter start overlaps them; docs/intake.md has the measured cost.
+process is unsafe. The child is started before the parent reads the file (:func:`start_parser`), so its
+interpreter start overlaps the read, and it parses (:meth:`ParserChild.send`) while the parent runs its own
+checks of the file on the other core; the parent takes the cells (:meth:`ParserChild.result`) only once its
+checks have passed, and a refusal by those checks ends the child. docs/intake.md has the measured cost.
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ class ParserChild:
             close_fds=True,
         )
         self._timed_out = False
+        self._timer: threading.Timer | None = None
+        self._writer: threading.Thread | None = None
 
     def __enter__(self) -> ParserChild:
         return self
@@ -89,6 +93,10 @@ class ParserChild:
         """Kill the child if it still runs and reap it."""
         if self.proc.poll() is None:
             self.proc.kill()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._writer is not None:
+            self._writer.join()  # ends at once: the child is gone, so its write fails
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None and not stream.closed:
                 try:
@@ -103,8 +111,12 @@ class ParserChild:
             self._timed_out = True
             self.proc.kill()
 
-    def parse(self, kind: str, data: bytes) -> RawSheet:
-        """The sheet's cells as text; :class:`IntakeError` for a refused or unreadable file."""
+    def send(self, kind: str, data: bytes) -> None:
+        """Hand the child the file (``kind``: ``"xlsx"`` or ``"csv"``); it parses while the caller goes on.
+
+        The bytes are written from a thread, so the caller's own checks of the file run on one core while the
+        child parses on the other; :meth:`result` waits for the cells. The wall-clock deadline starts now.
+        """
         opts = self.options
         request = {
             "kind": kind,
@@ -114,17 +126,33 @@ class ParserChild:
             "cpu_seconds": opts.parser_cpu_seconds,
             "parent_pid": os.getpid(),
         }
-        timer = threading.Timer(opts.parser_timeout_s, self._kill_on_deadline)
-        timer.daemon = True
-        timer.start()
+        self._timer = threading.Timer(opts.parser_timeout_s, self._kill_on_deadline)
+        self._timer.daemon = True
+        self._timer.start()
+        self._writer = threading.Thread(
+            target=self._write, args=(json.dumps(request).encode() + b"\n", data), daemon=True
+        )
+        self._writer.start()
+
+    def _write(self, header: bytes, data: bytes) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
         try:
-            assert self.proc.stdin is not None and self.proc.stdout is not None
-            try:
-                self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-                self.proc.stdin.write(data)
-                self.proc.stdin.close()
-            except BrokenPipeError:
-                pass  # the child died early: its exit status says why (below)
+            stdin.write(header)
+            stdin.write(data)
+            stdin.close()
+        except (BrokenPipeError, ValueError):
+            # The child died early (its exit status says why, in result()) or close() ended it because the
+            # caller's checks refused the file: either way there is nobody left to write to.
+            return
+
+    def result(self) -> RawSheet:
+        """The cells the child parsed from what :meth:`send` gave it; :class:`IntakeError` for a refused or
+        unreadable file."""
+        opts = self.options
+        assert self._timer is not None, "send() first"
+        try:
+            assert self.proc.stdout is not None
             frame = _read_at_most(self.proc.stdout, opts.max_parser_output_bytes + 1)
             if len(frame) > opts.max_parser_output_bytes:
                 self.proc.kill()
@@ -135,7 +163,9 @@ class ParserChild:
                 )
             code = self.proc.wait()
         finally:
-            timer.cancel()
+            self._timer.cancel()
+        if self._writer is not None:
+            self._writer.join()
         if code != 0:
             raise _unsafe(self._why(code))
         try:
@@ -145,6 +175,11 @@ class ParserChild:
         if isinstance(result, SheetRefusal):
             raise result
         return result
+
+    def parse(self, kind: str, data: bytes) -> RawSheet:
+        """:meth:`send` then :meth:`result`: the sheet's cells as text."""
+        self.send(kind, data)
+        return self.result()
 
     def _why(self, code: int) -> str:
         """The reason a child ended with ``code``, in words (with its last stderr line when it said one)."""
