@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Boolean, DateTime, Engine, String, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, mapped_column
 
-from store.database import Base
+from store.database import Base, upsert_insert
 
 NAMES = "name"
 QUOTES = "fee"
@@ -99,10 +98,9 @@ class LookupCache:
             }
             for k, c in entries.items()
         ]
-        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
         with self.engine.begin() as conn:
             for start in range(0, len(rows), 500):
-                stmt = dialect.insert(LookupCacheEntry).values(rows[start : start + 500])
+                stmt = upsert_insert(self.engine, LookupCacheEntry).values(rows[start : start + 500])
                 stmt = stmt.on_conflict_do_update(
                     index_elements=["kind", "key"],
                     set_={c: stmt.excluded[c] for c in ("value", "ok", "stored_at", "expires_at")},

@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Boolean, Engine, Float, Index, Integer, String, Text, case, func, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, mapped_column
 
-from store.database import Base
+from store.database import Base, upsert_insert
 
 __all__ = [
     "GroupCommit",
@@ -109,12 +108,7 @@ class WebhookInbox:
         self.engine = engine
 
     def _insert(self):  # noqa: ANN202 - dialect-specific Insert
-        dialect = {"sqlite": sqlite, "postgresql": postgresql}.get(self.engine.dialect.name)
-        if dialect is None:
-            raise RuntimeError(
-                f"the webhook inbox supports SQLite and PostgreSQL, not {self.engine.dialect.name}"
-            )
-        return dialect.insert(T)
+        return upsert_insert(self.engine, T)
 
     def accept(
         self, envelope: dict[str, Any], *, forward: bool, source: str = "webhook", forwarded: bool = False

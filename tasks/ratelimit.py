@@ -113,7 +113,10 @@ class AdaptiveRate:
     * A 429 pauses every request until its `Retry-After` has passed and multiplies the rate by `decrease`
       (`slow_start_decrease` for the first one, which typically overshot by up to 2x). 429s answering
       requests sent before the pause ended are the same congestion event: one cut per event.
-    * Requests are paced evenly (a bucket of at most 2% of a second's requests), so a pause's end is no storm.
+    * Requests are paced by a bucket holding at most `burst_s` seconds of requests, full at the start: a
+      handful of concurrent reads after an idle moment (a poll round, the pre-flight's first quotes) go at
+      once instead of one every 1/rate seconds; a sustained stream is paced evenly. After a pause the bucket
+      starts empty, so a pause's end is no storm.
     """
 
     source = "local"
@@ -127,6 +130,7 @@ class AdaptiveRate:
         increase: float = 0.03,
         decrease: float = 0.85,
         slow_start_decrease: float = 0.5,
+        burst_s: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -146,7 +150,8 @@ class AdaptiveRate:
         self._clock = clock
         self._sleep = sleep
         self._gate = _RetryAfterGate(clock, sleep)
-        self._tokens = 1.0
+        self.burst_s = burst_s
+        self._tokens = self._capacity()
         self._stamp = self._grown = clock()
         self._saturated = False
         self._event_end = 0.0  # requests sent before this belong to the last congestion event
@@ -156,6 +161,9 @@ class AdaptiveRate:
     def rate_per_s(self) -> float | None:
         return self.rate
 
+    def _capacity(self) -> float:
+        return max(1.0, self.rate * self.burst_s)
+
     async def acquire(self) -> None:
         async with self._lock:
             while True:
@@ -163,8 +171,7 @@ class AdaptiveRate:
                     self._tokens = 0.0  # resume paced, not with a saved-up burst
                     self._stamp = self._clock()
                 now = self._clock()
-                capacity = max(1.0, self.rate * 0.02)
-                self._tokens = min(capacity, self._tokens + (now - self._stamp) * self.rate)
+                self._tokens = min(self._capacity(), self._tokens + (now - self._stamp) * self.rate)
                 self._stamp = now
                 if self._tokens >= 1 - _EPSILON_S:
                     self._tokens -= 1
