@@ -26,13 +26,10 @@ import asyncio
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -133,87 +130,11 @@ async def naive(rows: list[list[str]]) -> dict:
     }
 
 
-class PhaseSampler:
-    """A progress watcher that samples this process's RSS every 20 ms: peak RSS and CPU seconds per phase."""
-
-    def __init__(self) -> None:
-        self.phase_name = "start"
-        self.peak_mb: dict[str, float] = {}
-        self.cpu_s: dict[str, float] = {}
-        self._cpu_mark = time.process_time()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        page_mb = os.sysconf("SC_PAGE_SIZE") / 1024 / 1024
-        with open("/proc/self/statm") as statm:
-            while not self._stop.wait(0.02):
-                statm.seek(0)
-                rss = int(statm.read().split()[1]) * page_mb
-                name = self.phase_name
-                self.peak_mb[name] = round(max(self.peak_mb.get(name, 0.0), rss), 1)
-
-    def phase(self, name: str) -> None:
-        now = time.process_time()
-        self.cpu_s[self.phase_name] = round(self.cpu_s.get(self.phase_name, 0) + now - self._cpu_mark, 2)
-        self._cpu_mark, self.phase_name = now, name
-
-    def batches(self, sent: int, total: int) -> None:
-        return None
-
-    def payouts(self, final: int, total: int, awaiting_review: int) -> None:
-        return None
-
-    def stop(self) -> None:
-        self.phase("end")
-        self._stop.set()
-        self._thread.join()
-
-
-def run_flow(sheet: Path, label: str, report_dir: str) -> dict:
-    """The payout flow on `sheet` in this process, with the figures of its summary, CPU and RSS per phase."""
-    from flows.outcomes import run_summary
-    from flows.payouts import PayoutRunParams, payout_spreadsheet
-    from tasks.progress import watching
-
-    sampler = PhaseSampler()
-    t0 = time.perf_counter()
-    params = PayoutRunParams(source=str(sheet), label=label, report_dir=report_dir, poll_deadline_s=1800)
-    with watching(sampler):
-        s = run_summary(asyncio.run(payout_spreadsheet(params, return_state=True))).as_json()
-    wall = time.perf_counter() - t0
-    sampler.stop()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    calls: Counter[str] = Counter(s["api_calls"])
-    pre = s.get("preflight") or {}
-    return {
-        "wall_s": round(wall, 2),
-        "outcome": s["outcome"],
-        "phase_durations_s": s["phase_durations_s"],
-        "phase_cpu_s": {k: v for k, v in sampler.cpu_s.items() if k not in {"start", "end"}},
-        "phase_peak_rss_mb": {k: v for k, v in sampler.peak_mb.items() if k != "end"},
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-        "preflight": {
-            "wall_s": s["phase_durations_s"].get("preflight"),
-            "cache": pre.get("cache"),
-            "name_checks": dict(pre.get("name_checks") or {}),
-            "rate_limit": pre.get("rate_limit"),
-            "problems": pre.get("problems"),
-        },
-        "payouts_by_status": s["payouts_by_status"],
-        "api_calls_total": sum(calls.values()),
-        "api_calls": dict(calls),
-        "batches": s["batches"],
-        "rate_limit": s.get("rate_limit"),
-    }
-
-
 def run_flow_process(sheet: Path, label: str, report_dir: str) -> dict:
-    """`run_flow` in a fresh payops process (this script with ``--flow``): its peak RSS and CPU its own."""
+    """`benchmarks.flow_process` in a fresh payops process: its peak RSS and CPU its own."""
     proc = subprocess.run(
-        [sys.executable, __file__, "--flow", str(sheet), label, report_dir],
+        [sys.executable, "-m", "benchmarks.flow_process", str(sheet), label, report_dir],
+        cwd=ROOT,
         stdout=subprocess.PIPE,
         check=True,
         preexec_fn=preexec_own_group_dying_with_parent(),  # noqa: PLW1509 - setsid + pdeathsig only
@@ -255,15 +176,10 @@ def main() -> None:
         action="store_true",
         help="skip the cold run: the cache in --payops-home must hold the payees (from an earlier run)",
     )
-    ap.add_argument("--flow", nargs=3, metavar=("SHEET", "LABEL", "REPORTS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("PREFECT_HOME", str(ROOT / ".prefect-home"))
-    if args.flow:  # the payops process of one run (run_flow_process)
-        sheet, label, reports = args.flow
-        print(json.dumps(run_flow(Path(sheet), label, reports)))
-        return
     n = args.rows
     nb = n if args.baseline_rows is None else args.baseline_rows
     people = payees(n)

@@ -417,11 +417,13 @@ def main() -> None:
         drain_s = time.perf_counter() - t_drain
         selected = [e["id"] for e in feed if ForwardFilter()(e)]
         found, prefect_total = prefect_has(api, selected)
-        during = [
-            s
+        outside = [
+            (t, s)
             for t, s in storm.flow_runs
             if not (outage.get("killed_at", 0) <= t <= outage.get("back_at", float("inf")))
         ]
+        during = [s for _t, s in outside]
+        counted = [(t, s) for t, s in outside if s is not None]
         result = {
             "deliveries": len(feed),
             "concurrency": args.concurrency,
@@ -449,6 +451,16 @@ def main() -> None:
             "flow_run_failures_during_outage": sum(1 for s in storm.flow_runs if s[1] is None)
             - sum(1 for s in during if s is None),
             "flow_run_create_p95_s": p95([s for s in during if s is not None]),
+            # The slowest creations counted above, each with when it started relative to the kill and
+            # to the restarted server's first answer (negative: before): where the time goes.
+            "flow_run_create_slowest": [
+                {
+                    "s": round(s, 2),
+                    "from_kill_s": round(t - outage.get("killed_at", t), 1),
+                    "from_back_s": round(t - outage.get("back_at", t), 1),
+                }
+                for t, s in sorted(counted, key=lambda ts: -ts[1])[:6]
+            ],
             "baseline_idle": base,
             "cpu_count": os.cpu_count(),
             "load_avg_1m_at_start": load_at_start,

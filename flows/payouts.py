@@ -35,6 +35,7 @@ from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeResult, PayoutRow
 from tasks.lookup_cache import CachePolicy
+from tasks.memory import release_freed_memory
 from tasks.money import money
 from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
@@ -293,6 +294,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     if isinstance(intake, SheetRefused):
         logger.error("sheet read: refused: %s; nothing sent", intake.message)
         return await _refused(meter.into(refusal_summary(params.source, params.label, intake.errors)))
+    release_freed_memory(len(intake.rows))  # the parser's frame and the cells validation no longer needs
     logger.info(
         "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
     )
@@ -362,6 +364,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         )
         await _preflight_artifact(label, pf, intake.rows, APPROVAL_REQUIRED if needs_approval else None)
         meter.phase("preflight")
+        release_freed_memory(len(intake.rows))  # the lookups and quotes behind the pre-flight's figures
     if params.dry_run:
         if "report_files" not in summary:
             summary["report_files"] = await asyncio.to_thread(
@@ -435,6 +438,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         meter.api_calls.update(r.api_calls)
     limiters = [pf.limiter, *(r.limiter for r in results)]
     meter.phase("submit")
+    release_freed_memory(len(intake.rows))  # the batches' request bodies and answers
 
     states: dict[str, PayoutState] = {}
     replayed = 0
@@ -456,6 +460,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     summary["rate_limit"] = LimiterStats.combine(used).as_dict()
     states = poll.states
     meter.phase("poll")
+    release_freed_memory(len(intake.rows))  # the pages of the payout list
     final_by_status = Counter(s.status for s in states.values())
     logger.info(
         "polling done after %d round(s): %s%s",
