@@ -91,7 +91,7 @@ def _read_cells(name: str, options: IntakeOptions) -> tuple[RawSheet, bytes]:
 
 
 def _check_workbook(data: bytes, ext: str, options: IntakeOptions) -> CheckedWorkbook:
-    """The checks an xlsx passes before the parser sees it (``safety.check_xlsx``)."""
+    """The checks an xlsx passes before its parsed cells are used (``safety.check_xlsx``)."""
     if data.startswith(b"\xd0\xcf\x11\xe0"):
         raise IntakeError(
             "the file is not a valid xlsx (it is an old .xls or a password-protected workbook); "

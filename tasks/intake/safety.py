@@ -1,4 +1,4 @@
-"""Checks made on an xlsx before any parser sees it.
+"""Checks made on an xlsx before anything parsed from it is used (the parser child runs meanwhile, limited).
 
 * size: the zip's declared member sizes must add up to at most ``max_uncompressed_bytes``; a member over
   1 MiB may not inflate more than ``max_compression_ratio`` times; at most ``max_zip_members`` members;

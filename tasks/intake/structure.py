@@ -1,4 +1,4 @@
-"""The workbook's shape, measured cheaply before a parser sees it (dimension and structure bombs).
+"""The workbook's shape, measured cheaply before anything parsed from it is used (dimension, structure bombs).
 
 calamine allocates a sheet's whole rectangle, from A1 to its farthest cell, at 32 bytes a cell: one cell at
 XFD1048576 in a 1.6 KB file asks for 512 GiB. ``safety.check_xlsx`` streams every XML part through a
