@@ -72,13 +72,20 @@ def intake_sample(tree: Path, sheet: Path, mode: str = "child") -> dict:
 def payout_sample(tree: Path, sheet: Path, label: str, reports: Path, env: dict[str, str]) -> dict:
     cmd = [sys.executable, "-m", "deployments.cli", "payouts", str(sheet), "--label", label]
     cmd += ["--report-dir", str(reports), "--json", "--no-name-check"]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), os.times()
     out = subprocess.run(cmd, cwd=tree, env=tree_env(tree, env), capture_output=True, text=True, timeout=900)
-    wall = time.perf_counter() - t0
+    wall, cpu1 = time.perf_counter() - t0, os.times()
     if out.returncode != 0:
         raise RuntimeError(f"{tree}: payops payouts exited {out.returncode}: {out.stderr[-800:]}")
     summary = json.loads(out.stdout.strip().splitlines()[-1])
-    return {"seconds": wall, "outcome": summary["outcome"], "statuses": summary.get("payouts_by_status")}
+    # The CLI's own CPU (it runs the flow in-process): steadier than the wall on a shared machine.
+    cpu = cpu1.children_user - cpu0.children_user + cpu1.children_system - cpu0.children_system
+    return {
+        "seconds": wall,
+        "cpu_seconds": round(cpu, 3),
+        "outcome": summary["outcome"],
+        "statuses": summary.get("payouts_by_status"),
+    }
 
 
 def interleave(repeat: int, sides: dict[str, Callable[[int], dict]]) -> dict:
@@ -89,11 +96,18 @@ def interleave(repeat: int, sides: dict[str, Callable[[int], dict]]) -> dict:
             samples[name].append(sample(i))
     medians = {name: statistics.median(s["seconds"] for s in runs) for name, runs in samples.items()}
     base = medians[next(iter(sides))]
-    return {
+    result = {
         "median_seconds": {name: round(m, 3) for name, m in medians.items()},
         "over_base": {name: round(m / base, 3) for name, m in medians.items()},
-        "samples": samples,
     }
+    first = samples[next(iter(sides))]
+    cpu_key = next((k for k in ("cpu_seconds", "cpu_with_children") if k in first[0]), None)
+    if cpu_key is not None:
+        cpu = {name: statistics.median(s[cpu_key] for s in runs) for name, runs in samples.items()}
+        cpu_base = statistics.median(s[cpu_key] for s in first)
+        result["median_cpu_seconds"] = {name: round(c, 3) for name, c in cpu.items()}
+        result["cpu_over_base"] = {name: round(c / cpu_base, 3) for name, c in cpu.items()}
+    return {**result, "samples": samples}
 
 
 def main() -> None:
