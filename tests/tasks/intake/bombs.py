@@ -85,6 +85,10 @@ BOMBS: dict[str, tuple[Callable[[Path], Path], str]] = {
         ),
         "has cells up to column 702 and row 500,000",
     ),
+    "one cell both wide and far": (  # 27 columns × 400,000 rows: over the limit only with both counted
+        lambda p: write_xlsx(p, _sheet(_HEADER + '<row r="2"><c r="AA400000"><v>1</v></c></row>')),
+        "has cells up to column 27 and row 400,000",
+    ),
     "huge row number": (
         lambda p: write_xlsx(
             p, _sheet(_HEADER + '<row r="2000000000"><c r="A2000000000"><v>1</v></c></row>')
