@@ -67,8 +67,8 @@ def _supported_extension(name: str) -> str:
     return ext
 
 
-def _read_cells(name: str, options: IntakeOptions) -> tuple[RawSheet, bytes]:
-    """The sheet's cells as text and the file's bytes."""
+def _read_cells(name: str, options: IntakeOptions) -> tuple[RawSheet, str]:
+    """The sheet's cells as text and the SHA-256 of the file's bytes (hashed while the child parses)."""
     ext = _supported_extension(name)
     with start_parser(options) as parser:  # starting now: its interpreter start overlaps the read below
         data = load_bytes(name, options.max_bytes)
@@ -79,6 +79,7 @@ def _read_cells(name: str, options: IntakeOptions) -> tuple[RawSheet, bytes]:
         # pass. What the child may do meanwhile with a hostile file is bounded by its own limits.
         parser.send("csv" if ext == ".csv" else "xlsx", data)
         checked = None if ext == ".csv" else _check_workbook(data, ext, options)
+        digest = hashlib.sha256(data).hexdigest()
         try:
             raw = parser.result()
         except SheetRefusal as exc:
@@ -87,7 +88,7 @@ def _read_cells(name: str, options: IntakeOptions) -> tuple[RawSheet, bytes]:
             raise IntakeError(str(exc)) from None
     if checked is not None:
         _refuse_uncached_formulas(checked, raw.sheet or "", raw)
-    return raw, data
+    return raw, digest
 
 
 def _check_workbook(data: bytes, ext: str, options: IntakeOptions) -> CheckedWorkbook:
@@ -126,13 +127,13 @@ def _locate(ref: str, raw: RawSheet | None) -> Located:
 
 
 def _read(name: str, options: IntakeOptions) -> IntakeResult:
-    raw, data = _read_cells(name, options)
+    raw, digest = _read_cells(name, options)
     cmap = map_columns(raw.columns, currency_defaulted=options.default_currency is not None)
     checked = validate_sheet(raw, cmap, options)
     return IntakeResult(
         source=name,
         sheet=raw.sheet,
-        content_sha256=hashlib.sha256(data).hexdigest(),
+        content_sha256=digest,
         rows=checked.rows,
         errors=checked.errors,
         warnings=checked.warnings,
