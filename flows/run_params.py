@@ -122,17 +122,17 @@ def sheet_run_name() -> str:
 
 async def tag_run(label: str) -> None:
     """Add the run's label to its tags, so Prefect's runs list filters by it (a failure is logged, never
-    fatal: the payments matter more than the tag)."""
+    fatal: the payments matter more than the tag). The tags the run was created with are in its context, so
+    this makes one request, and only for a new label."""
     from prefect.client.orchestration import get_client
     from prefect.runtime import flow_run
 
-    if not label or not flow_run.id:
+    tags = list(flow_run.tags or [])
+    if not label or not flow_run.id or label in tags:
         return
     try:
         async with get_client() as client:
-            run = await client.read_flow_run(flow_run.id)
-            if label not in run.tags:
-                await client.update_flow_run(flow_run.id, tags=[*run.tags, label])
+            await client.update_flow_run(flow_run.id, tags=[*tags, label])
     except Exception as exc:  # noqa: BLE001 - tags are a convenience; say so and go on
         get_run_logger().warning("run not tagged with its label %s (%s)", label, type(exc).__name__)
 

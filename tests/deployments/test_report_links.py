@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prefect import tags
 
 from deployments.console import ConsoleSettings
 from flows.payouts import PayoutRunParams, payout_spreadsheet
@@ -137,10 +138,17 @@ def test_a_labelled_run_is_named_and_tagged_after_its_label(
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("PAYOPS_REPORT_URL", str(tmp_path / "reports"))
     sheet = good_sheet(tmp_path / "sheet.xlsx", n=2, prefix="NAM")
-    state = _run(PayoutRunParams(source=str(sheet), label="payroll-2026-11", dry_run=True, check_names=False))
+    params = PayoutRunParams(source=str(sheet), label="payroll-2026-11", dry_run=True, check_names=False)
+    with tags("team-a"):  # the tags a run is created with (a deployment's, the CLI's) are kept
+        state = _run(params)
     _artifacts, flow_run = asyncio.run(_artifacts_and_run(state.state_details.flow_run_id))
     assert flow_run.name == "payroll-2026-11"
-    assert "payroll-2026-11" in flow_run.tags
+    assert sorted(flow_run.tags) == ["payroll-2026-11", "team-a"]
+    # created already tagged with its label (a deployment's tag): the tag is not added twice
+    with tags("payroll-2026-11"):
+        again = _run(params)
+    _artifacts, flow_run = asyncio.run(_artifacts_and_run(again.state_details.flow_run_id))
+    assert flow_run.tags == ["payroll-2026-11"]
     assert (
         name_from_parameters({"params": {"label": "", "source": "s3://bucket/in/Pay Nov.csv"}}) == "Pay Nov"
     )
