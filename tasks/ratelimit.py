@@ -118,8 +118,11 @@ class AdaptiveRate:
       requests sent before the pause ended are the same congestion event: one cut per event.
     * Requests are paced by a bucket holding at most `burst_s` seconds of requests, full at the start: a
       handful of concurrent reads after an idle moment (a poll round, the pre-flight's first quotes) go at
-      once instead of one every 1/rate seconds; a sustained stream is paced evenly. After a pause the bucket
-      starts empty, so a pause's end is no storm.
+      once instead of one every 1/rate seconds; a sustained stream is paced evenly. Until the first 429 it
+      holds at least one second at `start` (50 requests: the burst of the fixed 50/s bucket payops used
+      before, so the first poll round of a 2,000-row run, 20 list reads, is not spread over 0.2 s); once
+      the service has said 429, only `burst_s` of the rate. After a pause the bucket starts empty, so a
+      pause's end is no storm.
     """
 
     source = "local"
@@ -143,6 +146,7 @@ class AdaptiveRate:
         self.ceiling = ceiling
         self.floor = min(floor, ceiling)
         self.rate = min(start, ceiling)
+        self.start_burst = self.rate  # one second at the starting rate, until the first 429
         self.rate_max = self.rate
         self.increase = increase
         self.decrease = decrease
@@ -167,7 +171,8 @@ class AdaptiveRate:
         return self.rate
 
     def _capacity(self) -> float:
-        return max(1.0, self.rate * self.burst_s)
+        floor = self.start_burst if self.slow_start else 1.0
+        return max(floor, self.rate * self.burst_s)
 
     async def acquire(self) -> None:
         async with self._lock:

@@ -92,3 +92,25 @@ async def test_honours_retry_after_and_resumes_without_a_storm(limited: Traffic)
         assert not inside, f"requests sent {inside[:3]} during the Retry-After of a 429 at {t:.3f}"
         after = [u for u, _, _ in traffic.sent if t + retry_after <= u < t + retry_after + 0.1]
         assert len(after) <= 0.1 * traffic.limiter.rate_max + 3  # paced after the pause, no burst
+
+
+async def test_a_burst_goes_at_once_until_the_first_429_then_only_a_fifth_of_a_second() -> None:
+    slept: list[float] = []
+    now = [0.0]
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    limiter = AdaptiveRate(1000, clock=lambda: now[0], sleep=sleep)
+    for _ in range(50):  # a poll round of 50 list reads: as many as the old fixed 50/s bucket let go at once
+        await limiter.acquire()
+    assert slept == []
+    await limiter.acquire()
+    assert slept  # the 51st waits for a token
+    limiter.observe(429, 1.0)
+    now[0] += 60  # long idle after the pause: the bucket refills, but now holds 0.2 s of the cut rate
+    slept.clear()
+    for _ in range(int(limiter.rate * limiter.burst_s) + 1):
+        await limiter.acquire()
+    assert len(slept) == 1 and limiter.rate == 25
