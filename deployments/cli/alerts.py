@@ -31,8 +31,8 @@ def apply(
     ),
 ) -> None:
     """Create or update every automation of deployments/automations/ (re-applying never duplicates)."""
-    quiet_prefect(True)
-    from deployments.alerts import AlertSetupError, apply_automations
+    with quiet_prefect(True):
+        from deployments.alerts import AlertSetupError, apply_automations
 
     chosen = _block(block)
     try:
@@ -49,8 +49,8 @@ def apply(
 @app.command("test")
 def test(block: str | None = typer.Option(None, "--block", help=BLOCK_HELP)) -> None:
     """Send a test message through the notification block."""
-    quiet_prefect(True)
-    from deployments.alerts import AlertSetupError, send_test
+    with quiet_prefect(True):
+        from deployments.alerts import AlertSetupError, send_test
 
     chosen = _block(block)
     try:

@@ -23,10 +23,10 @@ def events_sync(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Emit the events the webhooks missed (GET /v1/events from the saved cursor), each once."""
-    quiet_prefect(json_out)
-    from pydantic import ValidationError
+    with quiet_prefect(json_out):
+        from pydantic import ValidationError
 
-    from flows.events import EventsCatchUpParams, events_catch_up
+        from flows.events import EventsCatchUpParams, events_catch_up
 
     try:
         params = EventsCatchUpParams(variable=variable, credentials_block=credentials_block)

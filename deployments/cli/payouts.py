@@ -47,8 +47,8 @@ def _run_payouts(json_out: bool, approval_threshold: str | None, **fields: Any) 
     """Run the payout flow with these parameters in this process, with the progress display; exit with the
     outcome's code."""
     threshold = _threshold(approval_threshold)
-    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
-    from flows.payouts import PayoutRunParams, payout_spreadsheet
+    with quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout)):
+        from flows.payouts import PayoutRunParams, payout_spreadsheet
 
     params = PayoutRunParams(approval_threshold=threshold, **fields)
 

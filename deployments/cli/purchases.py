@@ -38,10 +38,10 @@ def purchases(
 ) -> None:
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
-    quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout))
-    from pydantic import ValidationError
+    with quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout)):
+        from pydantic import ValidationError
 
-    from flows.utility_purchases import UtilityRunParams, utility_purchases
+        from flows.utility_purchases import UtilityRunParams, utility_purchases
 
     try:
         params = UtilityRunParams(

@@ -41,8 +41,8 @@ def retry(
     poll_deadline: float = typer.Option(300, help="Seconds to poll the new runs to completed"),
 ) -> None:
     """Retry each failed settlement run (failed_partial, failed_all) exactly once, then report."""
-    quiet_prefect(json_out)
-    from flows.settlements import SettlementRetryParams, retry_failed_settlements
+    with quiet_prefect(json_out):
+        from flows.settlements import SettlementRetryParams, retry_failed_settlements
 
     params = SettlementRetryParams(
         run_id=run_id,
@@ -71,11 +71,11 @@ def settle_now(
     poll_deadline: float = typer.Option(300, help="Seconds to poll the run to completed"),
 ) -> None:
     """Settle the wallet now (on demand), poll the run to completed, report."""
-    quiet_prefect(json_out)
-    from pydantic import ValidationError
+    with quiet_prefect(json_out):
+        from pydantic import ValidationError
 
-    from flows.settlements import SettleNowParams
-    from flows.settlements import settle_now as settle_now_flow
+        from flows.settlements import SettleNowParams
+        from flows.settlements import settle_now as settle_now_flow
 
     try:
         params = SettleNowParams(

@@ -38,11 +38,11 @@ def transactions_report(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Report a window of transactions with sums by kind, direction, status and reconciliation."""
-    quiet_prefect(json_out)
-    from pydantic import ValidationError
+    with quiet_prefect(json_out):
+        from pydantic import ValidationError
 
-    from flows.transactions import TransactionsReportParams
-    from flows.transactions import transactions_report as report_flow
+        from flows.transactions import TransactionsReportParams
+        from flows.transactions import transactions_report as report_flow
 
     try:
         params = TransactionsReportParams.model_validate(

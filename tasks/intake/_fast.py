@@ -7,15 +7,12 @@
   built with ``model_construct``. tests/tasks/intake pins that constructed rows equal ``model_validate``.
 - :func:`lines_match` checks a whole column with one regex over its texts joined by line breaks, for the
   common all-valid case (``PLAIN_AMOUNT``, ``GHANA_MSISDN``); callers fall back to per-value parsing.
-- :func:`gc_paused`: the cyclic garbage collector paused while a sheet is read.
 """
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from decimal import Decimal
 from functools import cache
 from typing import Any
@@ -130,26 +127,3 @@ def plain_texts(texts: list[str], limit: int, joined: str | None) -> bool:
     if not texts or max(map(len, texts)) > limit:
         return not texts
     return joined is not None and "  " not in joined and joined.replace("\n", " ").isprintable()
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: reading allocates millions of acyclic objects (cells, rows), and
-    the collector's passes over them cost about a third of the read time at 100k rows.
-
-    On the way out the survivors go straight to the oldest generation (``freeze`` then ``unfreeze`` moves
-    them there without a traversal); otherwise the first young collection after re-enabling walks all of
-    them (70 ms at 100k rows). They are still collected, with the old generation, if they ever form cycles.
-    A process that froze objects itself (the sandbox) keeps them frozen and pays that young collection.
-    """
-    was_enabled = gc.isenabled()
-    promote = gc.get_freeze_count() == 0  # unfreeze would also release what the process froze on purpose
-    gc.disable()
-    try:
-        yield
-    finally:
-        if promote:
-            gc.freeze()
-            gc.unfreeze()
-        if was_enabled:
-            gc.enable()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from ._fast import gc_paused
+from ..memory import gc_paused
 from .columns import map_columns
 from .errors import IntakeError, Located
 from .models import IntakeResult, RowTable
