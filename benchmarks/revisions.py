@@ -89,10 +89,12 @@ def payout_sample(tree: Path, sheet: Path, label: str, reports: Path, env: dict[
 
 
 def interleave(repeat: int, sides: dict[str, Callable[[int], dict]]) -> dict:
-    """`repeat` samples of each side, taken in turn; medians, samples and each side's ratio to the first."""
+    """`repeat` samples of each side, taken in turn, the order reversed every other round (a shared emulator
+    and Prefect server grow with every run, so the side always sampled second would always meet the larger
+    state); medians, samples and each side's ratio to the first."""
     samples: dict[str, list[dict]] = {name: [] for name in sides}
     for i in range(repeat):
-        for name, sample in sides.items():
+        for name, sample in list(sides.items())[:: 1 if i % 2 == 0 else -1]:
             samples[name].append(sample(i))
     medians = {name: statistics.median(s["seconds"] for s in runs) for name, runs in samples.items()}
     base = medians[next(iter(sides))]
