@@ -20,7 +20,9 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 
+import aiohttp
 import httpx
+from httpx_aiohttp import AiohttpTransport
 
 from connectors.payments import PaymentsClient, PaymentsSettings
 from tasks.ratelimit import Limiter, RateLimitedTransport, resolve_limiter
@@ -28,6 +30,28 @@ from tasks.ratelimit import Limiter, RateLimitedTransport, resolve_limiter
 _Opened = tuple[PaymentsClient, RateLimitedTransport]
 _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Limiter] = weakref.WeakKeyDictionary()
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+class PooledTransport(AiohttpTransport):
+    """The bytes of the tasks' requests move through aiohttp's connection pool; httpx stays the client.
+
+    httpx's own pool (httpcore 1.0) rescans every connection at each request's start and end and asks anyio
+    whether each idle socket is readable: at 16 requests in flight that is ~2 ms of CPU per request.
+    Measured on a cold 2,000-lookup pre-flight against the emulator: 6.5 s of client CPU (6.9 s wall)
+    through httpcore, 2.4 s (3.0 s wall) through aiohttp. `httpx_aiohttp` (the transport
+    anthropic-sdk-python offers for the same reason) maps aiohttp's errors to httpx's, but every connection
+    error to ``ConnectTimeout``; a refused or dropped connection is raised here as ``ConnectError``, as
+    httpx's own transport does, so it is reported and retried as a connection error, not a timeout.
+    """
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return await super().handle_async_request(request)
+        except httpx.ConnectTimeout as exc:
+            cause = exc.__cause__
+            if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, TimeoutError):
+                raise httpx.ConnectError(str(exc), request=request) from cause
+            raise
 
 
 class ClientPool:
@@ -40,7 +64,7 @@ class ClientPool:
         """The pool's client for these credentials on the running loop (opened on first use)."""
         key = (asyncio.get_running_loop(), _credential_key(settings))
         if key not in self._opened:
-            transport = RateLimitedTransport(httpx.AsyncHTTPTransport(), await shared_limiter(rate_per_s))
+            transport = RateLimitedTransport(PooledTransport(), await shared_limiter(rate_per_s))
             self._opened[key] = (PaymentsClient(settings, transport=transport), transport)
         return self._opened[key]
 

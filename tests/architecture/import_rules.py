@@ -38,7 +38,12 @@ RULES = (
         allowed=("connectors.payments.models", "connectors.payments.contract"),
         why="the emulator shares the wire models and the authored contract with the client, nothing else",
     ),
-    Rule("flows", ("httpx",), why="flows compose tasks; HTTP is the connector's business"),
+    Rule(
+        "connectors",
+        ("aiohttp", "httpx_aiohttp"),
+        why="the client is httpx's; the transport under it is its caller's choice (tasks/clients.py)",
+    ),
+    Rule("flows", ("httpx", "aiohttp"), why="flows compose tasks; HTTP is the connector's business"),
     Rule("store", ("prefect", "httpx"), why="the database room is plain SQLAlchemy"),
 )
 

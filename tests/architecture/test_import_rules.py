@@ -23,7 +23,9 @@ def test_every_room_of_a_rule_exists() -> None:
         ("connectors", "def f():\n    from sandbox import create_app\n", "sandbox"),
         ("sandbox", "from connectors.payments import PaymentsClient\n", "connectors.payments"),
         ("sandbox", "from connectors.payments._auth import TokenAuth\n", "connectors.payments._auth"),
+        ("connectors", "from httpx_aiohttp import AiohttpTransport\n", "httpx_aiohttp"),
         ("flows", "import httpx\n", "httpx"),
+        ("flows", "import aiohttp\n", "aiohttp"),
         ("flows", "async def f():\n    from httpx import AsyncClient\n", "httpx"),
         ("store", "from prefect import flow\n", "prefect"),
         ("store", "import httpx\n", "httpx"),
@@ -44,7 +46,7 @@ def test_a_forbidden_import_is_reported(room: str, source: str, culprit: str) ->
         ("flows", "from tasks.polling import poll_payouts_task\nimport prefect\n"),
         ("connectors", "import httpx\nfrom pydantic import BaseModel\n"),
         ("store", "import sqlalchemy\n"),
-        ("tasks", "import httpx\nimport prefect\n"),
+        ("tasks", "import httpx\nimport prefect\nfrom httpx_aiohttp import AiohttpTransport\n"),
     ],
 )
 def test_allowed_imports_pass(room: str, source: str) -> None:
