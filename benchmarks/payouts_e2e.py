@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.sheets import TEST_ENDINGS, write_sheet  # noqa: E402
-from deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
+from deployments.demo import free_port, read_env_file, start_sandbox, unattended_home  # noqa: E402
 from sandbox.engine.party_lookups import FIRST_NAMES, SURNAMES, holder_name  # noqa: E402
 from tasks.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
 
@@ -185,8 +185,9 @@ def main() -> None:
     people = payees(n)
     baseline_rows = payroll(people[:nb], "C1", seed=1)
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ["PAYOPS_HOME"] = args.payops_home or str(Path(tmp) / "payops-home")  # empty by default
+        home = Path(args.payops_home or Path(tmp) / "payops-home")  # empty by default
         os.environ.pop("PAYOPS_DATABASE_URL", None)
+        os.environ.update(unattended_home(home, operator=None))  # its approval policy stated: none
         cold_sheet = write_sheet(Path(tmp) / "cycle1.xlsx", payroll(people, "C1", seed=1))
         warm_sheet = write_sheet(Path(tmp) / "cycle2.xlsx", payroll(people, "C2", seed=2))
         del people

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import intake as intake_bench  # noqa: E402
 from benchmarks.sheets import payroll_rows, write_sheet  # noqa: E402
-from deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
+from deployments.demo import free_port, read_env_file, start_sandbox, unattended_home  # noqa: E402
 
 PRE_CLEANUP = "9cb9603"
 
@@ -154,10 +154,17 @@ def _payouts(args: argparse.Namespace, base: Path, head: Path, tmp: Path) -> dic
     with prefect_api(say=lambda line: print(line, file=sys.stderr)) as api:
         emulator = start_sandbox(free_port(), env_file, start_timeout_s=120)
         try:
-            env = {**read_env_file(env_file), "PREFECT_API_URL": api, "PAYOPS_HOME": str(tmp / "home")}
+            env = {**read_env_file(env_file), "PREFECT_API_URL": api}
+            # A home per tree: each migrates its own schema. The head's states its approval policy and runs
+            # as an operator by token (a base without either ignores them).
+            homes = {
+                "base": {"PAYOPS_HOME": str(tmp / "home-base")},
+                "head": unattended_home(tmp / "home-head"),
+            }
 
             def side(tree: Path, name: str) -> Callable[[int], dict]:
-                return lambda i: payout_sample(tree, sheet, f"rev-{name}-{i}", tmp / "reports", env)
+                tree_env = {**env, **homes[name]}
+                return lambda i: payout_sample(tree, sheet, f"rev-{name}-{i}", tmp / "reports", tree_env)
 
             return interleave(args.repeat, {"base": side(base, "base"), "head": side(head, "head")})
         finally:

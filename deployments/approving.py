@@ -1,25 +1,29 @@
 """An approver's decision on a paused payout run, shared by the console and ``payops approve``.
 
-What the run waits for comes from the run itself: before pausing, the flow labels its run with the total,
-the number of approvals needed and who may not approve (``payops.approval.*``). Each approval is signed
-(tasks/approvals.py) and stored (store/approvals.py); when enough distinct approvers have signed, the run is
-resumed with every signature, and the flow checks them again. A rejection (with a reason) resumes it at once
-with ``approve: false``.
+What the run waits for comes from the run itself: before pausing, the flow records its approval request in
+the payops database (store/approval_requests.py: approvals needed, who may not approve, totals, rows,
+findings, deadline). An approval is signed over what the approver was shown (the fingerprint of the stored
+rows, recomputed here, the totals per currency and the row count) and stored; every name-check finding must
+be acknowledged first. When enough distinct approvers have signed, the run is resumed and the flow checks the
+signatures again. A rejection (with a reason) resumes it at once as rejected.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from uuid import UUID
 
 from sqlalchemy import Engine
 
-from deployments.auditing import Auditor
+from store.approval_requests import ApprovalRequests, RequestView
 from store.approvals import Approvals, RunDecision
 from store.users import UserError
-from tasks.approvals import LABEL, load_approval_key, sign_approval, sign_rejection
+from tasks.approval_gate import FINDING_TITLES
+from tasks.approvals import Subject, fingerprint, load_approval_key, sign_approval, sign_rejection
+from tasks.auditing import Auditor
 
 
 class DecisionError(Exception):
@@ -33,13 +37,22 @@ class DecisionError(Exception):
 
 @dataclass
 class Pending:
-    """A paused run's approval state."""
+    """A paused run's approval request and the decisions taken so far."""
 
-    run_id: str
-    total: Decimal
-    required: int
-    excluded: tuple[str, ...]
+    request: RequestView
     decisions: list[RunDecision] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.request.flow_run_id
+
+    @property
+    def required(self) -> int:
+        return self.request.required
+
+    @property
+    def excluded(self) -> tuple[str, ...]:
+        return self.request.excluded
 
     @property
     def approvers(self) -> list[str]:
@@ -54,27 +67,45 @@ class Pending:
         return role == "approver" and name not in self.excluded and name not in decided
 
 
+def missing_acknowledgements(request: RequestView, acknowledged: Iterable[str]) -> list[str]:
+    """The findings an approver has not acknowledged yet, as sentences (empty: may approve)."""
+    given = set(acknowledged)
+    out = []
+    for kind, rows in request.findings.items():
+        if kind not in given:
+            where = f" (rows {', '.join(map(str, rows[:10]))}{'…' if len(rows) > 10 else ''})" if rows else ""
+            out.append(f"{len(rows) or ''} {FINDING_TITLES[kind]}{where}".strip())
+    return out
+
+
 async def pending(engine: Engine, run_id: UUID) -> Pending | None:
-    """The approval state of a paused payout run, or None when it is not waiting for signed approvals."""
+    """The approval state of a paused payout run, or None when it is not waiting for approval."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
+    request = await asyncio.to_thread(ApprovalRequests(engine).get, str(run_id))
+    if request is None or request.state != "waiting":
+        return None
     async with get_client() as client:
         try:
             flow_run = await client.read_flow_run(run_id)
         except ObjectNotFound:
             return None
-    labels = flow_run.labels or {}
-    if not (flow_run.state and flow_run.state.is_paused()) or f"{LABEL}.total" not in labels:
+    if not (flow_run.state and flow_run.state.is_paused()):
         return None
-    try:
-        total = Decimal(str(labels[f"{LABEL}.total"]))
-        required = int(str(labels[f"{LABEL}.required"]))
-    except (InvalidOperation, ValueError, KeyError):
-        return None
-    excluded = tuple(x for x in str(labels.get(f"{LABEL}.excluded", "")).split(",") if x)
     decisions = await asyncio.to_thread(Approvals(engine).decisions, str(run_id))
-    return Pending(str(run_id), total, required, excluded, decisions)
+    return Pending(request, decisions)
+
+
+def _shown_subject(engine: Engine, request: RequestView) -> Subject:
+    """What the approver signs: recomputed from the rows the pages show, never taken on trust."""
+    shown = fingerprint(ApprovalRequests(engine).row_tuples(request.flow_run_id))
+    if shown != request.fingerprint:
+        raise DecisionError(
+            409, "The rows shown for this run changed after it asked for approval; nothing approved."
+        )
+    totals = {cur: Decimal(f["amount"]) for cur, f in request.totals.items()}
+    return Subject.of(request.flow_run_id, shown, totals, request.rows)
 
 
 async def decide(
@@ -87,6 +118,7 @@ async def decide(
     approve: bool,
     reason: str,
     client: str,
+    acknowledged: Iterable[str] = (),
 ) -> str:
     """Take one approver's decision; returns what happened, for the user. DecisionError when refused."""
     from prefect.flow_runs import resume_flow_run
@@ -95,6 +127,7 @@ async def decide(
     if role != "approver":
         auditor.record(user, "approval.refused", obj, client, reason=f"role {role} cannot approve")
         raise DecisionError(403, "Only approvers can approve or reject payout runs.")
+    key = await load_approval_key()
     state = await pending(engine, run_id)
     if state is None:
         raise DecisionError(409, "This run is not waiting for approval.")
@@ -103,28 +136,39 @@ async def decide(
     if not approve:
         if not reason:
             raise DecisionError(400, "Give a reason for the rejection.")
-        await _store(store, str(run_id), user, "reject", reason, "")
+        signed = sign_rejection(key, run_id=str(run_id), rejecter=user)
+        await _store(store, str(run_id), user, "reject", reason, signed)
         auditor.record(user, "run.rejected", obj, client, reason=reason)
-        signed = sign_rejection(await load_approval_key(), run_id=str(run_id), rejecter=user)
-        answer = {"decision": "reject", "comment": reason, "approvals": [signed]}
-        await resume_flow_run(run_id, run_input=answer)
+        await resume_flow_run(run_id, run_input={"reject": True, "comment": reason})
         return "Rejected: nothing will be sent."
     if user in state.excluded:
         auditor.record(user, "approval.refused", obj, client, reason="uploaded or started the run")
         raise DecisionError(403, "You uploaded or started this run; another approver must approve it.")
-    token = sign_approval(await load_approval_key(), run_id=str(run_id), total=state.total, approver=user)
+    missing = missing_acknowledgements(state.request, acknowledged)
+    if missing:
+        raise DecisionError(
+            400, "Acknowledge what the name check found before approving: " + "; ".join(missing) + "."
+        )
+    subject = await asyncio.to_thread(_shown_subject, engine, state.request)
+    token = sign_approval(key, subject, user)
     await _store(store, str(run_id), user, "approve", reason, token)
-    auditor.record(user, "run.approved", obj, client, total=str(state.total), comment=reason)
+    auditor.record(
+        user,
+        "run.approved",
+        obj,
+        client,
+        totals=dict(subject.totals),
+        rows=subject.rows,
+        comment=reason,
+        acknowledged=sorted(state.request.findings),
+    )
     decisions = await asyncio.to_thread(store.decisions, str(run_id))
-    tokens = [d.token for d in decisions if d.decision == "approve"]
-    if len(tokens) < state.required:
-        left = state.required - len(tokens)
+    approvers = [d.user for d in decisions if d.decision == "approve"]
+    if len(approvers) < state.required:
+        left = state.required - len(approvers)
         return f"Approved. {left} more approval{'s' if left != 1 else ''} needed before anything is sent."
-    names = ", ".join(d.user for d in decisions if d.decision == "approve")
-    comment = f"approved by {names}" + (f": {reason}" if reason else "")
-    answer = {"decision": "approve", "comment": comment, "approvals": tokens}
-    await resume_flow_run(run_id, run_input=answer)
-    auditor.record(user, "run.resumed", obj, client, approvers=names)
+    await resume_flow_run(run_id, run_input={"reject": False, "comment": ""})
+    auditor.record(user, "run.resumed", obj, client, approvers=", ".join(approvers))
     return "Approved: the run continues and sends the payouts."
 
 

@@ -78,10 +78,48 @@ def start_sandbox(
     raise RuntimeError(f"the emulator did not start within {start_timeout_s:g} s")
 
 
+DEMO_HOME = ROOT / ".payops-demo"
+DEMO_OPERATOR = "payops-demo"
+
+
+def unattended_home(home: Path, policy: str = "none", operator: str | None = DEMO_OPERATOR) -> dict[str, str]:
+    """A payops home for runs nobody attends (the demo, benchmarks, tests): its approval policy stated
+    explicitly (a new install's default asks one approver for every run) and, unless ``operator`` is None, an
+    operator with a fresh personal API token. Returns the environment that selects it (PAYOPS_HOME and
+    PAYOPS_API_TOKEN)."""
+    import secrets
+
+    from store import migrate, open_engine
+    from store.approvals import state_policy
+    from store.users import UserError, Users
+
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    engine = open_engine(f"sqlite:///{home / 'payops.sqlite3'}")
+    try:
+        migrate(engine)
+        state_policy(engine, policy)
+        env = {"PAYOPS_HOME": str(home)}
+        if operator:
+            users = Users(engine)
+            try:
+                users.add(operator, "operator", secrets.token_urlsafe(18))
+            except UserError:  # made by an earlier run: only its token is new
+                pass
+            env["PAYOPS_API_TOKEN"] = users.issue_token(operator, "unattended")
+        return env
+    finally:
+        engine.dispose()
+
+
 def main() -> int:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_HOME", str(ROOT / ".prefect-home"))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # The demo's own payops home: nobody else's lookup cache, users or policy, and its policy stated.
+    os.environ.update(unattended_home(DEMO_HOME, operator=None))
+    print(
+        f"payops home: {DEMO_HOME.relative_to(ROOT)} (approval policy: none, stated for the demo)", flush=True
+    )
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env_file = Path(tmp) / "sandbox.env"

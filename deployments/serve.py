@@ -240,15 +240,18 @@ FIRST_ADMIN = "admin"
 
 
 def ensure_first_admin(home: Path, say: Callable[[str], None] = print) -> Path | None:
-    """On a database without an enabled admin: create ``admin`` with a random password written to a 0600 file
-    under ``home``; returns the file (the password itself is never printed)."""
-    from deployments.auditing import Auditor
+    """Say the approval policy in force; on a database without an enabled admin: create ``admin`` with a
+    random password written to a 0600 file under ``home``; returns the file (never the password itself)."""
     from store import migrate, open_engine
+    from store.approvals import Approvals
     from store.users import Users
+    from tasks.auditing import Auditor
 
     engine = open_engine()
     try:
         migrate(engine)
+        policy = Approvals(engine).policy()
+        say(f"approval policy: {policy.describe()} (console: Approval policy; CLI: payops approvals policy)")
         users = Users(engine)
         if any(u.role == "admin" and not u.disabled for u in users.all()):
             return None

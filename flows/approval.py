@@ -1,23 +1,27 @@
-"""The payout run's pause for approval: the Resume dialog's form and description, and reading the answer.
+"""The payout run's approval phase: record what approvers see, tell them, pause, and read the decision.
 
-The dialog (Prefect UI, "Resume") shows a markdown description: the run's rows, totals, fees, name checks and
-a link to the pre-flight artifact; the form asks for an explicit ``decision`` (``approve`` or ``reject``, no
-default) and an optional ``comment``.
+Before pausing, the flow writes its approval request to the payops database (store/approval_requests.py:
+totals per currency with fees, balance and limit headroom, every row with its name-check verdict, the
+deadline), posts a notice to the approvers who may act on it, audits the request and emits
+``payops.payout-run.needs-approval`` (an alert through the automations when configured). A reminder goes out
+``approval_reminder_s`` before the deadline; at the deadline the run ends "Not approved", which is an event,
+an alert and an audit entry.
 
-**Approvals are always signed** (tasks/approvals.py, issue 17's rule): ``approve`` counts only with enough
-valid approvals signed with the approval key (``PAYOPS_APPROVAL_KEY`` or its Secret block; ``payops serve``
-always makes one), given in the console or with ``payops approve``. The description says so, and an
-``approve`` from the dialog without them ends the run "Not approved", nothing sent. A run that needs approval
-while no key is configured is not paused at all: it ends "Not approved" saying which key is missing (the
-payout flow checks that first). A ``reject`` is accepted from anywhere.
+**Approvals are signed** (tasks/approvals.py) and kept in the database: the console and ``payops approve``
+store each approver's signature over what the page showed (fingerprint of the rows, totals per currency,
+row count) and resume the run once enough are in. The flow then reads and checks them itself. Prefect's
+Resume dialog shows the same context and offers only **reject**: unticking it makes the run look for the
+approvals given in the console, and go on waiting when there are not enough.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
 import os
+import time
 from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import Literal
+from typing import Any
 
 import anyio
 from prefect import get_run_logger
@@ -25,40 +29,31 @@ from prefect.client.orchestration import get_client
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
-from prefect.runtime import flow_run as flow_run_runtime
 from prefect.states import Running
 from pydantic import Field
 
 from flows.summaries import Decision
-from tasks.approvals import (
-    ApprovalRefused,
-    Requirement,
-    approval_labels,
-    check_approvals,
-    read_rejecter,
-)
+from tasks.alerts import emit_approval_reminder
+from tasks.approval_gate import FINDING_TITLES, ApprovalDesk
+from tasks.approvals import ApprovalRefused, Requirement, Start, Subject, check_approvals, read_rejecter
 from tasks.artifacts import artifact_key, markdown_table
-from tasks.intake import PayoutRow
-from tasks.money import money
-from tasks.preflight import Preflight
+from tasks.money import money_text
 
 CONSOLE_URL_ENV, UI_URL_ENVS = "PAYOPS_CONSOLE_URL", ("PAYOPS_PREFECT_UI_URL", "PREFECT_UI_URL")
 PAUSE_GRACE_S = 60
 
 
 class Approval(RunInput):
-    """What an approver answers when a run pauses (the Resume dialog's form)."""
+    """The Resume dialog's form: it can only reject; approvals are signed in the console."""
 
-    decision: Literal["approve", "reject"] = Field(
-        title="Decision", description="approve: send the payouts now; reject: send nothing and end the run"
+    reject: bool = Field(
+        True,
+        title="Reject this run",
+        description="Ticked: send nothing and end the run. Approving needs signed approvals given in the "
+        "payops console or with `payops approve` (see above); unticked, the run only checks for those and "
+        "keeps waiting when there are not enough.",
     )
-    comment: str = Field("", max_length=500, title="Comment", description="Why; kept in the run's summary")
-    approvals: list[str] = Field(
-        default_factory=list,
-        max_length=10,
-        title="Signed approvals",
-        description="Filled in by the console or `payops approve`; leave empty here",
-    )
+    comment: str = Field("", max_length=500, title="Reason", description="Why; kept in the run's summary")
 
 
 @dataclass(frozen=True)
@@ -69,6 +64,18 @@ class Answer:
     comment: str
     approvers: list[str] = field(default_factory=list)
     refusal: Decision | None = None
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What the flow asks approval for."""
+
+    label: str
+    subject: Subject
+    need: Requirement
+    start: Start
+    timeout_s: int
+    reminder_s: int
 
 
 def prefect_ui_url() -> str | None:
@@ -88,104 +95,164 @@ def artifacts_link(run_id: str) -> str | None:
     return f"{ui}/runs/flow-run/{run_id}?tab=Artifacts" if ui else None
 
 
-def resume_description(
-    label: str, pf: Preflight, rows: list[PayoutRow], rows_invalid: int, need: Requirement
-) -> str:
-    """The Resume dialog's markdown: what approving sends, and where to approve."""
-    run_id = str(flow_run_runtime.id or "")
-    total, fees = pf.amount_total, pf.fee_total
+def console_run_url(run_id: str) -> str | None:
+    console = os.environ.get(CONSOLE_URL_ENV, "").rstrip("/")
+    return f"{console}/runs/{run_id}" if console else None
+
+
+def resume_description(ask: Ask, figures: dict[str, dict[str, Any]], findings: dict[str, list[int]]) -> str:
+    """The Resume dialog's markdown: the same context as the console's approval page, and where to approve."""
+    run_id = ask.subject.run_id
+    rows = ask.subject.rows
     lines = [
-        f"### Approve payout run `{label}`?",
+        f"### Approve payout run `{ask.label}`?",
         "",
-        f"**{len(rows)} payouts**, total **{money(total)}**, fees **{money(fees)}**, "
-        f"total with fees **{money(total + fees)}**"
-        + (f"; {rows_invalid} invalid row(s) skipped" if rows_invalid else ""),
+        f"**{rows} payouts**; {ask.start.describe()}. "
+        f"Needs **{ask.need.required} approval{'s' if ask.need.required != 1 else ''}**"
+        + (f" from approvers other than {', '.join(ask.need.excluded)}" if ask.need.excluded else "")
+        + f"; the run ends *Not approved* without them after {ask.timeout_s // 60} min.",
         "",
         markdown_table(
-            ["currency", "payouts", "amount", "fees", "total with fees"],
             [
-                [c.currency, c.count, money(c.amount), money(c.fees), money(c.amount + c.fees)]
-                for c in pf.currencies.values()
+                "currency",
+                "payouts",
+                "amount",
+                "fees",
+                "total with fees",
+                "balance",
+                "balance after",
+                "daily left",
+            ],
+            [
+                [
+                    cur,
+                    f["payouts"],
+                    money_text(f["amount"], cur),
+                    money_text(f["fees"], cur),
+                    money_text(f["with_fees"], cur),
+                    money_text(f["available"], cur) if f["available"] is not None else "unknown",
+                    money_text(f["after"], cur) if f["after"] is not None else "unknown",
+                    money_text(f["daily_remaining"], cur) if f["daily_remaining"] is not None else "unknown",
+                ]
+                for cur, f in figures.items()
             ],
         ),
+        "",
     ]
-    verdicts = {v: sum(1 for n in pf.names if n.verdict == v) for v in ("mismatch", "partial", "unverified")}
-    if pf.names:
-        lines += [
-            "",
-            f"Payee names: {verdicts['mismatch']} mismatch(es), {verdicts['partial']} partial match(es), "
-            f"{verdicts['unverified']} unverified, of {len(pf.names)} checked.",
-        ]
-    for problem in pf.problems:
-        lines.append(f"- pre-flight problem: {problem}")
+    mismatches = len(findings.get("mismatch", []))
+    lines.append(f"Payee names: {mismatches} mismatch(es).")
+    for kind, found in findings.items():
+        where = f" (rows {', '.join(map(str, found[:20]))}{'…' if len(found) > 20 else ''})" if found else ""
+        lines.append(f"- **{len(found) or ''} {FINDING_TITLES[kind]}**{where}".replace("** ", "**", 1))
     link = artifacts_link(run_id)
     lines += [
         "",
         f"Pre-flight: [artifacts of this run]({link})" if link else "Pre-flight: this run's artifacts",
     ]
-    console = os.environ.get(CONSOLE_URL_ENV, "").rstrip("/")
-    where = f"the console ({console}/runs/{run_id})" if console else "the console"
+    page = console_run_url(run_id)
+    where = f"the console, {page}," if page else "the console"
     lines += [
         "",
-        f"**Approvals are signed**: this run needs {max(need.required, 1)} approval(s) given in {where} "
-        f"or with `payops approve {run_id} --user NAME`. Choosing *approve* here without them sends "
-        "nothing and ends the run *Not approved*; *reject* here ends it *Rejected*.",
+        f"**Approve in {where}** or with `payops approve {run_id} --user NAME`: approvals are signed over "
+        "these rows and totals. This dialog can only **reject** (with a reason).",
     ]
     return "\n".join(lines)
 
 
-async def ask_approval(
-    label: str, timeout_s: int, key: bytes, need: Requirement, total: Decimal, description: str
-) -> Answer:
-    """Pause for the decision; ``approve`` counts only with enough approvals signed with ``key``."""
-    logger = get_run_logger()
+async def _back_to_running(message: str) -> None:
+    from prefect.runtime import flow_run as flow_run_runtime
+
     async with get_client() as client:
-        await client.update_flow_run_labels(flow_run_runtime.id, approval_labels(total, need))
+        await client.set_flow_run_state(flow_run_runtime.id, Running(message=message))
+
+
+async def ask_approval(ask: Ask, key: bytes, desk: ApprovalDesk, description: str) -> Answer:
+    """Pause until enough valid signed approvals are in, a rejection, or the deadline."""
+    logger = get_run_logger()
+    run_id = ask.subject.run_id
     logger.info(
-        "approval requested: %s needs %d approval(s)%s; waiting up to %ss",
-        label,
-        max(need.required, 1),
-        " (signed: console or `payops approve`)",
-        timeout_s,
+        "approval requested: %s needs %d approval(s) (%s); waiting up to %ss",
+        ask.label,
+        ask.need.required,
+        ask.start.describe(),
+        ask.timeout_s,
     )
-    try:
-        # The server keeps the pause open PAUSE_GRACE_S longer than the flow waits: a pause that expires on
-        # the server forces the run to Failed ("paused and never resumed"), and this run is to end Cancelled
-        # "Not approved". So the flow stops waiting first and takes its run out of the pause itself.
-        with anyio.fail_after(timeout_s):
-            answer = await pause_flow_run(
-                wait_for_input=Approval.with_initial_data(description=description),
-                timeout=timeout_s + PAUSE_GRACE_S,
-                poll_interval=2,
-                key=artifact_key(label, "approval"),
+    deadline = time.monotonic() + ask.timeout_s
+    remind_at = deadline - ask.reminder_s if 0 < ask.reminder_s < ask.timeout_s else None
+    attempt = 0
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return await _expired(ask, desk)
+        until = remind_at if remind_at is not None and now < remind_at else deadline
+        wait = until - now
+        try:
+            # The server keeps the pause open PAUSE_GRACE_S longer than the flow waits: a pause that expires
+            # on the server forces the run to Failed ("paused and never resumed"), and this run is to end
+            # "Not approved". So the flow stops waiting first and takes its run out of the pause itself. Each
+            # pause has its own key: Prefect skips a pause whose key it has seen.
+            with anyio.fail_after(wait):
+                answer = await pause_flow_run(
+                    wait_for_input=Approval.with_initial_data(description=description),
+                    timeout=math.ceil(wait) + PAUSE_GRACE_S,
+                    poll_interval=2,
+                    key=f"{artifact_key(ask.label, 'approval')}-{attempt}",
+                )
+        except (TimeoutError, FlowPauseTimeout):
+            attempt += 1
+            await _back_to_running("approval still pending")
+            if remind_at is not None and until == remind_at:
+                remind_at = None
+                left = max(int(deadline - time.monotonic()), 0)
+                await asyncio.to_thread(desk.remind, run_id, ask.label, ask.need, left)
+                emit_approval_reminder(ask.label, left)
+                logger.info("approval reminder sent: %ss left", left)
+            continue
+        attempt += 1
+        if answer.reject:
+            return await _rejected(ask, key, desk, answer.comment)
+        decisions = await asyncio.to_thread(desk.approvals.decisions, run_id)
+        tokens = [d.token for d in decisions if d.decision == "approve"]
+        if len(tokens) < ask.need.required:
+            logger.warning(
+                "resumed with %d of %d signed approvals: still waiting for approval",
+                len(tokens),
+                ask.need.required,
             )
-    except (TimeoutError, FlowPauseTimeout):
-        async with get_client() as client:
-            await client.set_flow_run_state(flow_run_runtime.id, Running(message="approval timed out"))
-        reason = f"no approval within {timeout_s}s"
-        logger.warning("approval decided: %s; nothing sent", reason)
-        return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))
-    if answer.decision == "reject":
-        rejecter = read_rejecter(key, answer.approvals, str(flow_run_runtime.id))
-        who = rejecter or "an unnamed user (Prefect UI or API)"
-        logger.warning(
-            "approval decided: rejected by %s: %s; nothing sent", who, answer.comment or "(no comment)"
+            continue
+        try:
+            approvers = check_approvals(key, tokens, ask.subject, ask.need)
+        except ApprovalRefused as exc:
+            reason = f"approval refused: {exc}"
+            logger.error("approval decided: %s; nothing sent", reason)
+            await asyncio.to_thread(desk.close, run_id, "not_approved", "payops", reason=reason)
+            return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))
+        comments = [f"{d.user}: {d.reason}" for d in decisions if d.decision == "approve" and d.reason]
+        comment = "; ".join(comments)
+        await asyncio.to_thread(desk.close, run_id, "approved", "payops", approvers=", ".join(approvers))
+        logger.info(
+            "approval decided: approved by %s%s", ", ".join(approvers), f" ({comment})" if comment else ""
         )
-        decision = Decision(kind="rejected", by=rejecter, reason=answer.comment)
-        return Answer(False, answer.comment, refusal=decision)
-    try:
-        approvers = check_approvals(
-            key, answer.approvals, run_id=str(flow_run_runtime.id), total=total, need=need
-        )
-    except ApprovalRefused as exc:
-        reason = f"approval refused: {exc}" + (
-            "" if answer.approvals else "; approve in the console or with `payops approve`"
-        )
-        logger.error("approval decided: %s; nothing sent", reason)
-        return Answer(False, f"approval refused: {exc}", refusal=Decision(kind="not_approved", reason=reason))
-    logger.info(
-        "approval decided: approved by %s%s",
-        ", ".join(approvers) or "(no signed approval needed)",
-        f": {answer.comment}" if answer.comment else "",
+        return Answer(True, comment, approvers)
+
+
+async def _rejected(ask: Ask, key: bytes, desk: ApprovalDesk, comment: str) -> Answer:
+    run_id = ask.subject.run_id
+    decisions = await asyncio.to_thread(desk.approvals.decisions, run_id)
+    rejections = [d for d in decisions if d.decision == "reject"]
+    rejecter = read_rejecter(key, [d.token for d in rejections], run_id)
+    if rejecter and not comment:
+        comment = next((d.reason for d in rejections if d.user == rejecter), "")
+    who = rejecter or "an unnamed user (Prefect UI or API)"
+    get_run_logger().warning(
+        "approval decided: rejected by %s: %s; nothing sent", who, comment or "(no comment)"
     )
-    return Answer(True, answer.comment, approvers)
+    await asyncio.to_thread(desk.close, run_id, "rejected", rejecter or "prefect", reason=comment)
+    return Answer(False, comment, refusal=Decision(kind="rejected", by=rejecter, reason=comment))
+
+
+async def _expired(ask: Ask, desk: ApprovalDesk) -> Answer:
+    reason = f"no approval within {ask.timeout_s}s"
+    get_run_logger().warning("approval decided: %s; nothing sent", reason)
+    await asyncio.to_thread(desk.expire, ask.subject.run_id, ask.label, ask.need)
+    return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))

@@ -15,18 +15,34 @@ from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field, field_validator
+from sqlalchemy import Engine
 
-from flows.approval import Answer, ask_approval, resume_description
+from flows.approval import Answer, Ask, ask_approval, resume_description
 from flows.outcomes import end_run, state_message
 from flows.run_params import SheetRunParams, Text, sheet_run_name, start_sheet_run, tag_run
 from flows.summaries import Decision, PayoutRunSummary
 from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
+from tasks.approval_gate import (
+    ApprovalDesk,
+    PolicyUnreadable,
+    currency_figures,
+    findings,
+    payops_store,
+    read_policy,
+    request_rows,
+    requirement,
+    totals_by_currency,
+)
 from tasks.approvals import (
     ApprovalKeyMissing,
     ApprovalRefused,
     Requirement,
+    Start,
+    Subject,
+    fingerprint,
     load_approval_key,
-    read_rule,
+    read_start,
+    row_fields,
 )
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
 from tasks.attention import attention_rows
@@ -41,6 +57,7 @@ from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
+from tasks.references import row_reference
 from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
 from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
@@ -56,20 +73,29 @@ class PayoutRunParams(SheetRunParams):
         description="refuse: any invalid row stops the whole sheet; skip: pay the valid rows, report the "
         "others.",
     )
-    require_approval: bool = Field(False, description="Always wait for an approval before sending anything.")
+    require_approval: bool = Field(
+        False,
+        description="Wait for at least one approval even where the approval policy asks for none. The policy "
+        "(set by an admin in the console) always applies; this can only add to it.",
+    )
     approval_threshold: str = Field(
         "",
         pattern=r"^(\d+(\.\d{1,2})?)?$",
-        description="Wait for an approval when the sheet's total amount is at least this (e.g. 50000.00). "
-        "Leave empty for no threshold.",
+        description="Wait for at least one approval when a currency's total is at least this (e.g. "
+        "50000.00), on top of the approval policy. Leave empty for none.",
     )
-    approval_rule: Text = Field(
+    start: Text = Field(
         "",
-        description="Filled in by the console (who may approve and how many approvals are needed). "
-        "Leave empty when starting a run here.",
+        description="Filled in by the console and `payops payouts` (who started the run, signed). Leave "
+        "empty here: a run started from Prefect has no payops initiator, and any approver may approve it.",
     )
     approval_timeout_s: int = Field(
         3600, ge=10, description="Seconds to wait for an approval; no answer by then counts as a rejection."
+    )
+    approval_reminder_s: int = Field(
+        600,
+        ge=0,
+        description="Seconds before the approval deadline to remind the approvers (0: no reminder).",
     )
     poll_deadline_s: float = Field(
         900,
@@ -231,19 +257,15 @@ def _outcomes(
     return out
 
 
-async def _requirement(params: PayoutRunParams, total: Decimal) -> Requirement:
-    """Approvals this run needs: the console's signed rule, at least one with require_approval/threshold."""
-    legacy = int(
-        params.require_approval or (params.threshold_amount is not None and total >= params.threshold_amount)
-    )
-    if not params.approval_rule:
-        return Requirement(legacy)
+async def _start(params: PayoutRunParams) -> Start:
+    """Who started this run: the signed start the console or the CLI gave it, else nobody in payops."""
+    if not params.start:
+        return Start()
     try:
         key = await load_approval_key()
     except ApprovalKeyMissing as exc:
         raise ApprovalRefused(str(exc)) from None
-    need = read_rule(key, params.approval_rule, params.source, total)
-    return Requirement(max(need.required, legacy), need.excluded, need.initiator)
+    return read_start(key, params.start, params.source)
 
 
 @flow(name="payout-spreadsheet", flow_run_name=sheet_run_name, log_prints=False, **PAYOUT_RUN_HOOKS)
@@ -253,8 +275,8 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `PayoutRunSummary`.
     """
     try:
-        async with open_clients():
-            summary = PayoutRunSummary.model_validate(await _pay(params))
+        async with open_clients(), payops_store() as store:
+            summary = PayoutRunSummary.model_validate(await _pay(params, store))
         try:
             await publish_run_record(summary.as_json())
         except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it
@@ -286,7 +308,7 @@ async def _not_approved(
     return await _refused(finish("not_approved"), decision)
 
 
-async def _pay(params: PayoutRunParams) -> dict[str, Any]:
+async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dict[str, Any]:
     run = start_sheet_run(params)
     logger, meter = run.logger, run.meter
     intake = await asyncio.to_thread(read_sheet_task, params.source, run.options)
@@ -322,17 +344,26 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             raise
         settings = None
         summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
-    total = sum((r.amount for r in intake.rows), Decimal(0))
+    totals = totals_by_currency(intake.rows)
     try:
-        need = await _requirement(params, total)
-    except ApprovalRefused as exc:
+        start = await _start(params)
+        if isinstance(store, PolicyUnreadable):
+            raise store
+        policy = await asyncio.to_thread(read_policy, store)
+    except (ApprovalRefused, PolicyUnreadable) as exc:
         if not params.dry_run:
-            logger.error("approval rule refused: %s; nothing sent", exc)
-            decision = Decision(kind="not_approved", reason=f"approval rule refused: {exc}")
+            logger.error("approval: %s; nothing sent", exc)
+            decision = Decision(kind="not_approved", reason=str(exc))
             return await _not_approved(summary, finish, f"approval refused: {exc}", decision)
-        need = Requirement(0)
-    if need.initiator:
-        summary["started_by"] = need.initiator
+        summary.setdefault("notes", []).append(f"approval not checked: {exc}")
+        start, policy, need = Start(), None, Requirement(0)
+    else:
+        need = requirement(
+            policy, totals, start, require_approval=params.require_approval, threshold=params.threshold_amount
+        )
+        summary["approvals_required"] = need.required
+    if start.initiator:
+        summary["started_by"] = start.initiator
     needs_approval = need.required > 0
     pf = None
     if intake.rows and settings is not None:
@@ -382,17 +413,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             logger.error("pre-flight: %s", p)
         return await _refused(finish("preflight_failed"))
     if needs_approval:
-        try:
-            key = await load_approval_key()  # approvals are always signed: no key, no pause, nothing sent
-        except ApprovalKeyMissing as exc:
-            logger.error("%s; nothing sent", exc)
-            return await _not_approved(
-                summary, finish, str(exc), Decision(kind="not_approved", reason=str(exc))
-            )
-        emit_needs_approval(label, pf, params.approval_timeout_s)
-        progress().phase("approval")
-        description = resume_description(label, pf, intake.rows, intake.rows_invalid, need)
-        answer = await ask_approval(label, params.approval_timeout_s, key, need, total, description)
+        answer = await _approve(params, label, intake.rows, pf, start, policy, need, store)
         meter.phase("approval")
         await _preflight_artifact(label, pf, intake.rows, _decision_line(answer))
         if not answer.approved:
@@ -525,6 +546,56 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
 
 
 APPROVAL_REQUIRED = "**Approval required**: nothing is sent until this run is approved."
+
+
+async def _approve(
+    params: PayoutRunParams,
+    label: str,
+    rows: list[PayoutRow],
+    pf: Preflight,
+    start: Start,
+    policy: Any,
+    need: Requirement,
+    store: Any,
+) -> Answer:
+    """The approval phase: what the approvers see goes to the payops database, then the run pauses until
+    enough valid signed approvals, a rejection or the deadline. No key: not paused at all, nothing sent."""
+    try:
+        key = await load_approval_key()  # approvals are always signed: no key, no pause, nothing sent
+    except ApprovalKeyMissing as exc:
+        get_run_logger().error("%s; nothing sent", exc)
+        return Answer(False, str(exc), refusal=Decision(kind="not_approved", reason=str(exc)))
+    from prefect.runtime import flow_run
+
+    run_id = str(flow_run.id)
+    checks = {n.row: n for n in pf.names}
+    refs = [r.reference or row_reference(label, r.row) for r in rows]
+    subject = Subject.of(
+        run_id,
+        fingerprint(row_fields(r, ref) for r, ref in zip(rows, refs, strict=True)),
+        totals_by_currency(rows),
+        len(rows),
+    )
+    ask = Ask(label, subject, need, start, params.approval_timeout_s, params.approval_reminder_s)
+    figures = currency_figures(pf)
+    found = findings(rows, pf.names, params.check_names)
+    desk = ApprovalDesk(store)
+    await asyncio.to_thread(
+        desk.open,
+        run_id=run_id,
+        label=label,
+        start=start,
+        need=need,
+        policy=policy,
+        fingerprint_=subject.fingerprint,
+        figures=figures,
+        findings_=found,
+        rows=request_rows(rows, label, checks),
+        timeout_s=params.approval_timeout_s,
+    )
+    emit_needs_approval(label, pf, params.approval_timeout_s)
+    progress().phase("approval")
+    return await ask_approval(ask, key, desk, resume_description(ask, figures, found))
 
 
 def _decision_line(answer: Answer) -> str:

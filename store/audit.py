@@ -1,16 +1,23 @@
-"""The audit trail: an append-only table whose entries are chained by SHA-256.
+"""The audit trail: an append-only table whose entries are chained by a keyed hash (HMAC-SHA256).
 
-Each entry stores the hash of the previous entry and its own hash over (previous hash, its fields), so editing
-or deleting a row breaks the chain at that row (:func:`verify`). Entries are numbered 1, 2, 3... and the
-number is the primary key: two writers appending at once collide on it and the loser retries with the new
-tail, so the chain stays linear on SQLite and PostgreSQL alike. Removing the newest entries leaves a valid,
-shorter chain; the Prefect event emitted for every entry (deployments/auditing.py) is the outside copy.
+Each entry stores the hash of the previous entry and its own HMAC over (previous hash, its fields), so editing
+or deleting a row breaks the chain at that row (:func:`verify`). The key lives outside the database
+(``PAYOPS_AUDIT_KEY``, else the file ``audit.key`` in the payops home, made on first use with mode 0600): who
+can write the database but not read the key cannot edit a row and re-chain the rest. Entries are numbered 1,
+2, 3... and the number is the primary key: two writers appending at once collide on it and the loser retries
+with the new tail, so the chain stays linear on SQLite and PostgreSQL alike. Removing the newest entries
+leaves a valid, shorter chain; the Prefect event emitted for every entry (tasks/auditing.py) is the outside
+copy that :func:`verify` also compares when given it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
+import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,10 +25,29 @@ from sqlalchemy import DateTime, Engine, Integer, String, Text, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from store.database import Base
+from store.database import Base, payops_home
 from store.users import utcnow
 
 GENESIS = "0" * 64
+KEY_ENV, KEY_FILE, MIN_KEY_LENGTH = "PAYOPS_AUDIT_KEY", "audit.key", 16
+
+
+def audit_key() -> bytes:
+    """The chain's key: ``PAYOPS_AUDIT_KEY`` (every host writing one shared database sets the same), else
+    ``audit.key`` in the payops home, made on first use (mode 0600)."""
+    value = os.environ.get(KEY_ENV, "")
+    if value:
+        if len(value) < MIN_KEY_LENGTH:
+            raise ValueError(f"{KEY_ENV} is too short: at least {MIN_KEY_LENGTH} characters")
+        return value.encode()
+    path = payops_home() / KEY_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(secrets.token_hex(32))
+    return path.read_bytes().strip()
 
 
 class AuditEntry(Base):
@@ -38,11 +64,25 @@ class AuditEntry(Base):
     hash: Mapped[str] = mapped_column(String(64))
 
 
+def chain_id(key: bytes | None = None) -> str:
+    """A public name of the chain a key signs (never the key): tells this chain's outside copies from
+    another installation's on a shared Prefect server."""
+    return hmac.new(key or audit_key(), b"payops.audit.chain", hashlib.sha256).hexdigest()[:16]
+
+
 def entry_hash(
-    prev_hash: str, seq: int, at: datetime, actor: str, client: str, action: str, obj: str, detail: str
+    key: bytes,
+    prev_hash: str,
+    seq: int,
+    at: datetime,
+    actor: str,
+    client: str,
+    action: str,
+    obj: str,
+    detail: str,
 ) -> str:
     body = json.dumps([seq, at.isoformat(), actor, client, action, obj, detail], ensure_ascii=False)
-    return hashlib.sha256((prev_hash + body).encode()).hexdigest()
+    return hmac.new(key, (prev_hash + body).encode(), hashlib.sha256).hexdigest()
 
 
 def append(
@@ -50,6 +90,7 @@ def append(
 ) -> AuditEntry:
     """Append one entry at the tail of the chain; returns it."""
     text = json.dumps(detail or {}, sort_keys=True, default=str, ensure_ascii=False)
+    key = audit_key()
     for _ in range(50):
         with Session(engine) as db:
             tail = db.scalar(select(AuditEntry).order_by(AuditEntry.seq.desc()).limit(1))
@@ -64,7 +105,7 @@ def append(
                 object=obj[:255],
                 detail=text,
                 prev_hash=prev,
-                hash=entry_hash(prev, seq, at, actor[:64], client[:64], action[:64], obj[:255], text),
+                hash=entry_hash(key, prev, seq, at, actor[:64], client[:64], action[:64], obj[:255], text),
             )
             db.add(entry)
             try:
@@ -88,9 +129,16 @@ class Verdict:
         return not self.problems
 
 
-def verify(engine: Engine) -> Verdict:
-    """Walk the chain; every break (edited, deleted or inserted row) is one problem naming the entry."""
+def verify(
+    engine: Engine, copies: Iterable[tuple[int, str]] | None = None, key: bytes | None = None
+) -> Verdict:
+    """Walk the chain; every break (edited, deleted or inserted row) is one problem naming the entry.
+
+    ``copies``: ``(seq, hash)`` of the entries' outside copies (the Prefect events); an entry whose hash
+    differs from its copy, or a copy with no entry (the newest entries deleted), is a problem too."""
+    key = key or audit_key()
     problems: list[str] = []
+    hashes: dict[int, str] = {}
     prev, expected, count = GENESIS, 1, 0
     with Session(engine) as db:
         for e in db.scalars(select(AuditEntry).order_by(AuditEntry.seq)).yield_per(1000):
@@ -100,9 +148,17 @@ def verify(engine: Engine) -> Verdict:
             if e.prev_hash != prev:
                 problems.append(f"entry {e.seq}: does not follow the entry before it (edited or deleted)")
             at = e.at.replace(tzinfo=None)
-            if entry_hash(e.prev_hash, e.seq, at, e.actor, e.client, e.action, e.object, e.detail) != e.hash:
-                problems.append(f"entry {e.seq}: its content does not match its hash (edited)")
+            fields = (e.prev_hash, e.seq, at, e.actor, e.client, e.action, e.object, e.detail)
+            if not hmac.compare_digest(entry_hash(key, *fields), e.hash):
+                problems.append(f"entry {e.seq}: its content does not match its keyed hash (edited)")
+            if copies is not None:
+                hashes[e.seq] = e.hash
             prev, expected = e.hash, e.seq + 1
+    for seq, copy_hash in sorted(set(copies or ())):
+        if seq not in hashes:
+            problems.append(f"entry {seq}: in the Prefect events but not in the database (deleted)")
+        elif hashes[seq] != copy_hash:
+            problems.append(f"entry {seq}: differs from its copy in the Prefect events (edited)")
     return Verdict(count, problems)
 
 

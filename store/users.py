@@ -20,6 +20,13 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from store.database import Base
 
 ROLES = ("operator", "approver", "admin")
+PERMISSIONS = {
+    "view": {"operator", "approver", "admin"},  # run list, run pages, reports
+    "upload": {"operator"},  # upload sheets, start runs (console and CLI)
+    "approve": {"approver"},  # approve or reject paused runs
+    "admin": {"admin"},  # users, approval policy, audit trail
+}
+"""What each role may do, for every surface (console routes, CLI commands)."""
 NAME_RULE = re.compile(r"[a-z0-9][a-z0-9._-]{1,31}")
 MIN_PASSWORD = 12
 PASSWORD_RULE = f"at least {MIN_PASSWORD} characters, not containing the user name"
@@ -48,6 +55,38 @@ class LoginSession(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
     last_seen_at: Mapped[datetime] = mapped_column(DateTime)
     client: Mapped[str] = mapped_column(String(64), default="")
+
+
+class ApiToken(Base):
+    """A personal API token: lets its user start runs from the CLI without typing a password. Only its
+    SHA-256 is kept; an admin revokes it (``payops users revoke-token``); disabling the user stops it too."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    prefix: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+TOKEN_PREFIX = "pyo_"
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """What `payops users tokens` lists (never the token itself)."""
+
+    id: int
+    user: str
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked: bool
 
 
 @dataclass(frozen=True)
@@ -164,6 +203,74 @@ class Users:
                     user.password_hash = new_hash
             db.expunge(user)
             return user
+
+    # -- personal API tokens ----------------------------------------------------------------------------
+    def issue_token(self, user_name: str, name: str = "cli") -> str:
+        """A new token for an enabled user; returned once, only its hash is kept."""
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with Session(self.engine) as db, db.begin():
+            user = db.scalar(select(User).where(User.name == user_name))
+            if user is None:
+                raise UserError(f"no user named {user_name!r}")
+            if user.disabled:
+                raise UserError(f"user {user_name!r} is disabled")
+            db.add(
+                ApiToken(
+                    user_id=user.id,
+                    name=name[:64],
+                    prefix=token[:12],
+                    token_hash=_digest(token),
+                    created_at=utcnow(),
+                )
+            )
+        return token
+
+    def authenticate_token(self, token: str) -> User | None:
+        """The enabled user holding this unrevoked token, else None."""
+        if not token.startswith(TOKEN_PREFIX) or len(token) > 128:
+            return None
+        with Session(self.engine) as db, db.begin():
+            row = db.scalar(select(ApiToken).where(ApiToken.token_hash == _digest(token)))
+            if row is None or row.revoked_at is not None:
+                return None
+            user = db.get(User, row.user_id)
+            if user is None or user.disabled:
+                return None
+            row.last_used_at = utcnow()
+            db.flush()
+            db.expunge(user)
+            return user
+
+    def tokens(self, user_name: str | None = None) -> list[TokenInfo]:
+        query = select(ApiToken, User.name).join(User, User.id == ApiToken.user_id).order_by(ApiToken.id)
+        if user_name:
+            query = query.where(User.name == user_name)
+        with Session(self.engine) as db:
+            return [
+                TokenInfo(
+                    t.id, name, t.name, t.prefix, t.created_at, t.last_used_at, t.revoked_at is not None
+                )
+                for t, name in db.execute(query)
+            ]
+
+    def revoke_token(self, token_id: int) -> TokenInfo:
+        """Revoke one token for good; UserError when there is no such token."""
+        with Session(self.engine) as db, db.begin():
+            row = db.get(ApiToken, token_id)
+            if row is None:
+                raise UserError(f"no API token with id {token_id}")
+            if row.revoked_at is None:
+                row.revoked_at = utcnow()
+            owner = db.get(User, row.user_id)
+            return TokenInfo(
+                row.id,
+                owner.name if owner else "?",
+                row.name,
+                row.prefix,
+                row.created_at,
+                row.last_used_at,
+                True,
+            )
 
     # -- sessions ---------------------------------------------------------------------------------------
     def start_session(self, user: User, client: str) -> str:

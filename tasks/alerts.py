@@ -11,6 +11,7 @@ event                                      when
 ``payops.payout-run.completed``            a payout run finished (label ``payops.attention``: ``yes``
                                            when payouts failed, were refused or await review)
 ``payops.payout-run.needs-approval``       a payout run paused for approval
+``payops.payout-run.approval-reminder``    a paused run's approval expires soon (``approval_reminder_s``)
 ``payops.payout-run.not-approved``         rejected, or no answer before the approval timeout
 ``payops.payout-run.failed``               invalid sheet, failed pre-flight, or the run crashed
 ``payops.settlement.retry-failed``         a settlement retry failed again, or the policy blocks retries
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 PAYOUT_RUN = "payops.payout-run"
 PAYOUT_COMPLETED = f"{PAYOUT_RUN}.completed"
 PAYOUT_NEEDS_APPROVAL = f"{PAYOUT_RUN}.needs-approval"
+PAYOUT_APPROVAL_REMINDER = f"{PAYOUT_RUN}.approval-reminder"
 PAYOUT_NOT_APPROVED = f"{PAYOUT_RUN}.not-approved"
 PAYOUT_FAILED = f"{PAYOUT_RUN}.failed"
 SETTLEMENT_RETRY_FAILED = "payops.settlement.retry-failed"
@@ -54,6 +56,7 @@ ALERTS_TEST = "payops.alerts.test"
 EVENT_NAMES = (
     PAYOUT_COMPLETED,
     PAYOUT_NEEDS_APPROVAL,
+    PAYOUT_APPROVAL_REMINDER,
     PAYOUT_NOT_APPROVED,
     PAYOUT_FAILED,
     SETTLEMENT_RETRY_FAILED,
@@ -197,6 +200,12 @@ def emit_needs_approval(label: str, preflight: Any, timeout_s: int, emitter: Emi
         "approval_timeout_s": timeout_s,
     }
     return _emit_payout(PAYOUT_NEEDS_APPROVAL, facts, emitter)
+
+
+def emit_approval_reminder(label: str, seconds_left: int, emitter: Emitter | None = None) -> Any:
+    """A paused payout run's approval expires in ``seconds_left``: nothing is sent without it."""
+    facts = {"label": _text(label), "outcome": "awaiting_approval", "seconds_left": int(seconds_left)}
+    return _emit_payout(PAYOUT_APPROVAL_REMINDER, facts, emitter)
 
 
 async def payout_run_hook(flow: Any, flow_run: Any, state: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -20,6 +21,7 @@ from deployments.cli._common import (
     refuse_unsafe_sheet,
     run_flow,
 )
+from deployments.cli.identity import TOKEN_ENV, CliUser, audit_start, authenticate
 from deployments.cli.progress_display import is_terminal, progress_display
 from flows.summaries import PayoutRunSummary
 
@@ -43,22 +45,49 @@ app = typer.Typer(
 )
 
 
-def _run_payouts(json_out: bool, approval_threshold: str | None, **fields: Any) -> None:
+def _run_payouts(json_out: bool, approval_threshold: str | None, user: CliUser | None, **fields: Any) -> None:
     """Run the payout flow with these parameters in this process, with the progress display; exit with the
-    outcome's code."""
+    outcome's code. A run started by ``user`` carries their signed start (the flow's initiator)."""
     threshold = _threshold(approval_threshold)
     with quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout)):
         from flows.payouts import PayoutRunParams, payout_spreadsheet
 
     params = PayoutRunParams(approval_threshold=threshold, **fields)
+    if user is not None:
+        audit_start(user, params.label, params.source, dry_run=params.dry_run)
+
+    async def started_and_paid() -> Any:
+        if user is not None:
+            params.start = await signed_start(params.source, user.name)
+        return await payout_spreadsheet(params, return_state=True)
 
     with progress_display(json_out):
         run_flow(
-            lambda: payout_spreadsheet(params, return_state=True),
+            started_and_paid,
             json_out,
             PayoutRunSummary,
             "re-run with the same label to finish; nothing is sent twice",
         )
+
+
+async def signed_start(source: str, initiator: str) -> str:
+    """The start the flow trusts (tasks/approvals.py); without an approval key the run has no payops
+    initiator, which only matters when it needs approval: it then ends "Not approved" saying the key is
+    missing."""
+    from tasks.approvals import ApprovalKeyMissing, load_approval_key, sign_start
+
+    try:
+        key = await load_approval_key()
+    except ApprovalKeyMissing:
+        return ""
+    return sign_start(key, source=source, initiator=initiator, channel="cli")
+
+
+def _who(user: str | None, dry_run: bool, action: str) -> CliUser | None:
+    """The payops user starting payments; a dry run sends nothing and may go unnamed."""
+    if dry_run and not user and not os.environ.get(TOKEN_ENV):
+        return None
+    return authenticate(user, "upload", action)
 
 
 def _threshold(value: str | None) -> Decimal | None:
@@ -76,6 +105,9 @@ POLL_DEADLINE = typer.Option(900, help="Seconds to poll for final statuses")
 CREDENTIALS_BLOCK = typer.Option(None, help="PaymentsCredentials block (default: env vars)")
 NO_NAME_CHECK = typer.Option(False, "--no-name-check", help="Skip the payee name lookups")
 JSON_OUT = typer.Option(False, "--json", help="Print only the JSON summary on stdout")
+USER = typer.Option(
+    None, "--user", help=f"Your payops user name (an operator; password asked), or set {TOKEN_ENV}"
+)
 
 
 @app.command(DEFAULT_COMMAND)
@@ -91,13 +123,19 @@ def payouts(
     poll_deadline: float = POLL_DEADLINE,
     credentials_block: str | None = CREDENTIALS_BLOCK,
     no_name_check: bool = NO_NAME_CHECK,
+    user: str | None = USER,
     json_out: bool = JSON_OUT,
 ) -> None:
-    """Pay a payout sheet (`payops payouts FILE`): validate, pre-flight, send in batches, poll, report."""
+    """Pay a payout sheet (`payops payouts FILE`): validate, pre-flight, send in batches, poll, report.
+
+    Runs as a named payops user (--user, or PAYOPS_API_TOKEN): the approval policy applies, and that user
+    cannot approve the run."""
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
+    who = _who(user, dry_run, "payops payouts")
     _run_payouts(
         json_out,
         approval_threshold,
+        who,
         source=file,
         label=label,
         dry_run=dry_run,
@@ -123,15 +161,17 @@ def retry_failed(
     poll_deadline: float = POLL_DEADLINE,
     credentials_block: str | None = CREDENTIALS_BLOCK,
     no_name_check: bool = NO_NAME_CHECK,
+    user: str | None = USER,
     json_out: bool = JSON_OUT,
 ) -> None:
-    """Pay a run's failed and refused rows again, as run LABEL-retry1 (fresh references, same approval rules).
+    """Pay a run's failed and refused rows again, as run LABEL-retry1 (fresh references, same policy).
 
     Running it again replays LABEL-retry1 until it has finished, then refuses: nothing is paid twice.
     """
     from tasks.retry_sheet import RetryRefused, prepare_retry
 
     _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
+    who = _who(user, False, "payops payouts retry-failed")
     try:
         sheet = prepare_retry(report_dir or default_report_dir(), label)
     except RetryRefused as exc:
@@ -143,6 +183,7 @@ def retry_failed(
     _run_payouts(
         json_out,
         approval_threshold,
+        who,
         source=sheet.source,
         label=sheet.label,
         require_approval=require_approval,

@@ -3,7 +3,8 @@
 Passwords and sessions live in the database (``store.users``: argon2 via pwdlib, server-side sessions).
 
 Throttle: an attempt *reserves* a slot before the slow password hash and *settles* it after, so parallel
-guesses cannot all pass a check made before any failure was recorded. Limits apply per client address and,
+guesses cannot all pass a check made before any failure was recorded; failures count for the whole window,
+and a successful login clears none of them. Limits apply per client address and,
 higher, per account (an attacker spreading guesses over many addresses still meets the account limit, while
 one noisy client cannot lock everybody out). Kept in process memory: with several replicas each counts alone.
 
@@ -65,7 +66,9 @@ class LoginThrottle:
             return True
 
     def settle(self, client: str, account: str, ok: bool) -> None:
-        """After the check: a failure stays counted for the window; a success clears the client's failures."""
+        """After the check: a failure stays counted for the window, whatever else the address does. A
+        success clears nothing: one valid account must not let an address guess other passwords without
+        limit."""
         with self._lock:
             for k, _ in self._keys(client, account):
                 self._pending[k] -= 1
@@ -73,8 +76,6 @@ class LoginThrottle:
                     del self._pending[k]
                 if not ok:
                     self._failures.setdefault(k, deque()).append(time.monotonic())
-            if ok:
-                self._failures.pop(f"client:{client}", None)
 
 
 def parse_networks(text: str | None) -> list[Network]:

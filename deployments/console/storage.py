@@ -68,6 +68,7 @@ class Upload:
     label: str | None = None  # the run label (a retry's derived one); None: the content's fingerprint
     uploaded_by: str = ""
     total: str = ""
+    totals: dict[str, str] | None = None  # per currency; what the approval policy is applied to
 
 
 class UploadStore:

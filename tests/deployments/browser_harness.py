@@ -25,23 +25,28 @@ ARGS = [
 
 
 def local_console(
-    tmp_path: Path, emulator: SandboxServer, monkeypatch: Any, **overrides: Any
+    tmp_path: Path, emulator: SandboxServer, monkeypatch: Any, policy: str = "none", **overrides: Any
 ) -> tuple[Any, Any]:
-    """A console app in local single-process mode (its own database under ``tmp_path``) paying against
-    ``emulator`` with a test approval key; returns (app, launcher)."""
+    """A console app in local single-process mode (its own database under ``tmp_path``, approval policy
+    ``policy`` stated there) paying against ``emulator`` with a test approval key; returns (app, launcher)."""
     from deployments.console import ConsoleSettings, LocalLauncher, create_app
+    from store.approvals import state_policy
 
     for key, value in emulator.env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
+    database = f"sqlite:///{tmp_path / 'payops.sqlite3'}"
+    monkeypatch.setenv("PAYOPS_DATABASE_URL", database)  # the flows the console runs share its database
     settings = ConsoleSettings(
-        database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
+        database_url=database,
         upload_url=str(tmp_path / "uploads"),
         report_url=str(tmp_path / "reports"),
         **overrides,
     )
     launcher = LocalLauncher()
-    return create_app(settings, launcher=launcher), launcher
+    app = create_app(settings, launcher=launcher)
+    state_policy(app.state.console.engine, policy)
+    return app, launcher
 
 
 def console_runs() -> list[Any]:
@@ -73,3 +78,13 @@ def reload_until(page: Any, selector: str, timeout_s: float) -> None:
 def payouts_at(emulator: SandboxServer) -> int:
     stats = httpx.get(f"{emulator.base_url}/_sandbox/stats", timeout=10).json()
     return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
+
+
+def acknowledge_all(page: Any) -> list[str]:
+    """Tick every name-check acknowledgement on an approval page (Approve stays disabled until then);
+    returns the findings acknowledged."""
+    kinds = []
+    for box in page.query_selector_all("input.ack-box"):
+        box.check()
+        kinds.append(str(box.get_attribute("value")))
+    return kinds

@@ -31,6 +31,7 @@ class AllInOne:
     log: Path
     ports: dict[str, int]  # port (Prefect server and UI), console, sandbox
     payops_home: Path
+    env: dict[str, str]  # serve's environment (its homes): `payops` commands beside it start from this
     ui: str  # the V2 UI's base (Prefect 3.8's default UI)
     api: str
     console: str
@@ -88,6 +89,20 @@ def wait_until(
     raise AssertionError(f"{what} not reached in {timeout:.0f} s:\n{log.read_text(errors='replace')[-3000:]}")
 
 
+def payops_cli(env: dict[str, str], *args: str, stdin: str = "") -> str:
+    """``payops ARGS`` in ``env``; its output (CalledProcessError when it fails)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "deployments.cli", *args],
+        input=stdin,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+    )
+    return done.stdout
+
+
 def add_user(env: dict[str, str], name: str, role: str) -> None:
     """``payops users add NAME --role ROLE`` with the test password on stdin."""
     subprocess.run(
@@ -103,11 +118,12 @@ def add_user(env: dict[str, str], name: str, role: str) -> None:
 
 @contextmanager
 def all_in_one(
-    tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None
+    tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None, policy: str | None = None
 ) -> Iterator[AllInOne]:
-    """``payops serve --sandbox`` with ``users`` (name → role) added first and ``settings`` over the
-    environment (Prefect's UI on unless they turn it off); yields once it serves its deployments and stops
-    it, and every process under it, when the block ends, whatever happened in it."""
+    """``payops serve --sandbox`` with ``users`` (name → role) added first, the approval ``policy`` stated
+    when given (else a new install's default), and ``settings`` over the environment (Prefect's UI on unless
+    they turn it off); yields once it serves its deployments and stops it, and every process under it, when
+    the block ends, whatever happened in it."""
     ports = {"port": free_port(), "console": free_port(), "sandbox": free_port()}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(
@@ -121,6 +137,8 @@ def all_in_one(
     )
     for name, role in users.items():
         add_user(env, name, role)
+    if policy is not None:
+        payops_cli(env, "approvals", "policy", "--set", policy)
     log = tmp_path / "serve.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
@@ -149,6 +167,7 @@ def all_in_one(
         log=log,
         ports=ports,
         payops_home=tmp_path / "payops-home",
+        env=env,
         ui=f"{prefect}/v2",
         api=f"{prefect}/api",
         console=f"http://127.0.0.1:{ports['console']}",

@@ -187,7 +187,7 @@ def test_a_paused_run_and_a_low_balance_each_send_one_message(
     its total breaks, alerts once over two watches; the rejection is one more message."""
     from prefect.flow_runs import resume_flow_run
 
-    from tests.flows.test_payout_flow import _wait_paused
+    from tests.flows.approval_support import paused_run
 
     rows = payroll_rows(4, prefix="AP")
     sheet = write_sheet(tmp_path / "approve.xlsx", rows)
@@ -202,7 +202,7 @@ def test_a_paused_run_and_a_low_balance_each_send_one_message(
             approval_timeout_s=120,
         )
         flow_task = asyncio.create_task(payout_spreadsheet(params, return_state=True))
-        run_id = await _wait_paused()
+        run_id, _ = await paused_run("alerts-approval")
         async with PaymentsClient(settings_for(emulator)) as client:
             available = (await read_headroom(client))["GHS"].available
         watch = WalletWatchParams(
@@ -212,7 +212,7 @@ def test_a_paused_run_and_a_low_balance_each_send_one_message(
         await asyncio.to_thread(
             receiver.wait_for, lambda m: "Approve payout run alerts-approval" in m["subject"], "the approval"
         )
-        await resume_flow_run(run_id, run_input={"decision": "reject", "comment": "not this month"})
+        await resume_flow_run(run_id, run_input={"reject": True, "comment": "not this month"})
         return run_summary(await flow_task), watches
 
     summary, watches = asyncio.run(scenario())

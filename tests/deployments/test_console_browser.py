@@ -19,6 +19,7 @@ from tests.deployments.browser_harness import (
     ARGS,
     CHROMIUM,
     SHOTS,
+    acknowledge_all,
     console_runs,
     log_in,
     payouts_at,
@@ -86,6 +87,7 @@ def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
             approver.goto(run_url)
             approver.screenshot(path=str(SHOTS / "04-approval.png"), full_page=True)
             approver.fill("#comment", "checked by the browser test")
+            assert acknowledge_all(approver) == ["no_name_column"]  # the sheet names no payees
             approver.click("#approve")
             reload_until(page, "#outcome", 120)
             assert page.inner_text("#outcome") == "completed"

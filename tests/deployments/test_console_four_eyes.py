@@ -23,6 +23,7 @@ from tests.deployments.browser_harness import (
     ARGS,
     CHROMIUM,
     SHOTS,
+    acknowledge_all,
     local_console,
     log_in,
     payouts_at,
@@ -93,7 +94,7 @@ def test_two_approvers_needed_operator_cannot_approve_audit_lists_every_step(con
             run_url = operator.url
             run_id = run_url.rsplit("/", 1)[1]
             reload_until(operator, "#approval", 90)
-            assert "needs 2 approvals" in operator.inner_text("#approval")
+            assert "Needs 2 approvals" in operator.inner_text("#approval")
             assert "other than olu" in operator.inner_text("#still-needed")
             assert operator.query_selector("#approve") is None  # no button for the operator
             token = operator.get_attribute("input[name=csrf_token]", "value")
@@ -108,6 +109,7 @@ def test_two_approvers_needed_operator_cannot_approve_audit_lists_every_step(con
             bea = session("bea")
             bea.goto(run_url)
             bea.fill("#comment", "amounts match the payroll")
+            acknowledge_all(bea)
             bea.click("#approve")
             bea.wait_for_selector("#approved-by")
             assert "bea" in bea.inner_text("#approved-by")
@@ -120,6 +122,7 @@ def test_two_approvers_needed_operator_cannot_approve_audit_lists_every_step(con
             # Second approver: the run resumes with both signatures and pays.
             cat = session("cat")
             cat.goto(run_url)
+            acknowledge_all(cat)
             cat.click("#approve")
             reload_until(cat, "#outcome", 120)
             assert cat.inner_text("#outcome") == "completed"

@@ -25,7 +25,9 @@ from deployments.console import ConsoleSettings, create_app
 from deployments.console.runs import RunView
 from deployments.console.storage import StorageError, UploadStore, safe_filename
 from flows.payouts import PayoutRunParams
+from store.audit import search
 from store.users import Users
+from tasks.approvals import read_start
 from tests.deployments.console_harness import PASSWORD, bad_sheet, good_sheet, serve_in_thread
 
 APPROVAL_KEY = "console-test-approval-key-0123456789"
@@ -262,7 +264,7 @@ def test_security_headers_on_every_response(tmp_path: Path, launcher: FakeLaunch
     async def fake_read_run(flow_run_id: Any, upload_id_of: Any) -> RunView:
         return view
 
-    monkeypatch.setattr("deployments.console.app.read_run", fake_read_run)
+    monkeypatch.setattr("deployments.console.routes.runs.read_run", fake_read_run)
     download = client.get(f"/runs/{run_id}/reports/run.csv")
     assert download.status_code == 200 and "R-1,Ama" in download.text
     responses = [download, client.get("/"), client.get("/login"), client.get("/healthz"), client.get("/nope")]
@@ -284,6 +286,7 @@ ROLE_TABLE = {
     ("POST", "/upload"): {"operator"},
     ("POST", "/runs"): {"operator"},
     ("GET", "/runs"): {"operator", "approver", "admin"},
+    ("GET", "/notices"): {"operator", "approver", "admin"},
     ("GET", "/runs/{run_id}"): {"operator", "approver", "admin"},
     ("POST", "/runs/{run_id}/approval"): {"approver"},
     ("POST", "/runs/{run_id}/retry"): {"operator"},
@@ -317,10 +320,11 @@ def test_role_checks_on_every_route(tmp_path: Path, launcher: FakeLauncher, monk
     async def no_runs(*args: Any, **kwargs: Any) -> list:
         return []
 
-    for name in ("read_run", "pending"):
-        monkeypatch.setattr(f"deployments.console.app.{name}", nothing)
+    monkeypatch.setattr("deployments.console.routes.runs.read_run", nothing)
+    monkeypatch.setattr("deployments.console.routes.uploads.read_run", nothing)
+    monkeypatch.setattr("deployments.console.routes.approvals.pending", nothing)
     monkeypatch.setattr("deployments.approving.pending", nothing)
-    monkeypatch.setattr("deployments.console.app.recent_runs", no_runs)
+    monkeypatch.setattr("deployments.console.routes.runs.recent_runs", no_runs)
     base = make(tmp_path, launcher)
     routes = {(method, r.path) for r in _routes(base.app.routes) for method in r.methods - {"HEAD"}}
     assert routes == set(ROLE_TABLE) | PUBLIC, "classify every route in ROLE_TABLE"
@@ -381,9 +385,12 @@ def test_good_sheet_starts_one_run_with_its_own_report_folder(tmp_path: Path, la
     assert params.source == str(tmp_path / "uploads" / upload_id / "M-rz-payroll.xlsx")
     assert params.report_dir == str(tmp_path / "reports" / upload_id)
     assert params.require_approval is True and params.credentials_block == "payments-test"
-    assert params.approval_rule  # signed: the flow checks who may approve
-    record = client.app.state.console.approvals.run(r.headers["location"].rsplit("/", 1)[1])
-    assert record.initiator == "olu" and record.total == "78.00"
+    # signed: the flow itself reads who started the run (and so who may not approve it)
+    start = read_start(APPROVAL_KEY.encode(), params.start, params.source)
+    assert (start.channel, start.initiator, start.uploader) == ("console", "olu", "olu")
+    run_id = r.headers["location"].rsplit("/", 1)[1]
+    [entry] = search(client.app.state.console.engine, action="payops.run.started", text=run_id)
+    assert entry.actor == "olu" and json.loads(entry.detail)["total"] == "78.00"
 
 
 def test_upload_limits(tmp_path: Path, launcher: FakeLauncher) -> None:
@@ -484,3 +491,101 @@ def test_session_idle_timeout_ends_the_session(tmp_path: Path, launcher: FakeLau
     console.settings.console_idle_timeout_s = 0  # as if a minute had passed unused
     time.sleep(0.01)
     assert client.get("/").headers["location"] == "/login"
+
+
+def test_a_successful_login_does_not_clear_the_addresss_failures(
+    tmp_path: Path, launcher: FakeLauncher
+) -> None:
+    """One valid account must not let an address guess other people's passwords without limit: the
+    address's failures count for the whole window, whatever else it does."""
+    client = make(tmp_path, launcher)
+    add(client, "mal", "operator")
+    add(client, "ann", "approver")
+
+    def try_login(name: str, password: str) -> int:
+        form = {"username": name, "password": password, "csrf_token": csrf(client)}
+        status = client.post("/login", data=form).status_code
+        client.cookies.clear()
+        return status
+
+    codes = []
+    for i in range(8):
+        codes.append(try_login("ann", f"guess {i}"))
+        codes.append(try_login("mal", PASSWORD))  # the attacker's own valid account, in between
+    assert codes[:2] == [401, 303]
+    assert codes.count(401) == 5, codes  # five guesses at ann's password, then the address is blocked
+    assert codes[-2:] == [429, 429]
+    assert try_login("ann", PASSWORD) == 429
+
+
+def test_concurrent_decisions_by_one_approver_answer_409_never_5xx(
+    tmp_path: Path, launcher: FakeLauncher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six approvals of one run by one approver at once: one counts, the others are 409."""
+    from deployments.approving import Pending
+    from store.approval_requests import ApprovalRequests
+    from tasks.approvals import fingerprint
+
+    app = create_app(settings(tmp_path), launcher=launcher, emitter=lambda **kw: None)
+    console = app.state.console
+    console.users.add("bea", "approver", PASSWORD)
+    run_id = str(uuid4())
+    row = {
+        "row": 2,
+        "reference": "R-1",
+        "amount": "10.00",
+        "currency": "GHS",
+        "provider": "mtn",
+        "destination_type": "msisdn",
+        "destination": "233240000001",
+        "payee": "Ama",
+        "note": "",
+    }
+    rows_text = [tuple(str(row[k]) for k in row)]
+    console.requests.open(
+        flow_run_id=run_id,
+        label="race",
+        channel="cli",
+        initiator="olu",
+        uploader="olu",
+        required=2,
+        excluded=["olu"],
+        policy="test",
+        fingerprint=fingerprint(rows_text),
+        totals={"GHS": {"payouts": 1, "amount": "10.00"}},
+        findings={},
+        deadline=__import__("datetime").datetime(2100, 1, 1),
+        rows=[{**row, "verdict": "", "holder": "", "look": False}],
+    )
+
+    async def waiting(engine: Any, flow_run_id: Any) -> Pending:
+        return Pending(ApprovalRequests(engine).get(str(flow_run_id)), console.approvals.decisions(run_id))
+
+    monkeypatch.setattr("deployments.approving.pending", waiting)
+    monkeypatch.setattr("deployments.console.routes.approvals.pending", waiting)
+    with serve_in_thread(app) as url:
+        session = httpx.Client(base_url=url, timeout=60)
+        token = re.search(r'name="csrf_token" value="([^"]+)"', session.get("/login").text).group(1)
+        assert (
+            session.post(
+                "/login", data={"username": "bea", "password": PASSWORD, "csrf_token": token}
+            ).status_code
+            == 303
+        )
+        page = session.get(f"/runs/{run_id}")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+        barrier, codes = threading.Barrier(6), []
+
+        def approve() -> None:
+            barrier.wait()
+            form = {"csrf_token": token, "decision": "approve"}
+            codes.append(session.post(f"/runs/{run_id}/approval", data=form).status_code)
+
+        threads = [threading.Thread(target=approve) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        session.close()
+    assert sorted(codes) == [303, 409, 409, 409, 409, 409], codes
+    assert [d.user for d in console.approvals.decisions(run_id)] == ["bea"]

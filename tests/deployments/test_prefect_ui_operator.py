@@ -3,10 +3,10 @@
 In headless Debian Chromium, against the all-in-one (Prefect server + UI, emulator, console, served
 deployments): a payout run of the example sheet is started from the payout deployment's Custom run form with
 approval required. While it is paused, the Resume dialog shows the sheet's totals and points approvers to the
-console; a rejection in the dialog ends non-green ("Rejected") and an unsigned approval ends "Not approved",
-both with nothing sent to the emulator. A run approved in the console by a named approver ends Completed; the
-report link of its summary artifact opens and downloads the report file; the Event Feed shows the
-``payments.*`` events the emulator's webhooks brought in.
+console; it can only reject: a rejection in the dialog ends non-green ("Rejected"), and unticking "Reject this
+run" without the console's signed approvals leaves the run waiting, nothing sent to the emulator. A run
+approved in the console by a named approver ends Completed; the report link of its summary artifact opens and
+downloads the report file; the Event Feed shows the ``payments.*`` events the emulator's webhooks brought in.
 
 Screenshots of every step go to tests/deployments/screenshots/prefect-ui/ (git-ignored); their paths are
 printed (``pytest -s``). ``payops serve`` runs in its own process group; it and every process under it are
@@ -27,7 +27,7 @@ import pytest
 from openpyxl import load_workbook
 
 from deployments.serve import ROOT
-from tests.deployments.browser_harness import ARGS, CHROMIUM, SHOTS, log_in
+from tests.deployments.browser_harness import ARGS, CHROMIUM, SHOTS, acknowledge_all, log_in
 from tests.deployments.console_harness import PASSWORD
 from tests.deployments.prefect_ui import (
     open_flow_run,
@@ -145,17 +145,26 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             why = served.artifact_text("ui-reject-summary")
             assert re.search(r"\brejected\b", why, re.I), f"the summary does not say why:\n{why}"
 
-            # 2. An approval given in the dialog without the console's signatures: nothing sent.
+            # 2. The dialog offers no approve that cannot work: unticking "Reject this run" only makes the run
+            # look for the console's signed approvals; there are none, so it keeps waiting, nothing sent.
             paused(page, unsigned, "ui-unsigned")
             dialog = open_resume_dialog(page)
             assert points_to_console(resume_description(dialog).inner_text(), served.console, unsigned)
             shot(page, "ui-unsigned-resume-dialog")
+            before = served.flow_run(unsigned)["state"]["id"]
             resume_with(dialog, approve=True)
-            name, css, kind = final_state(page, unsigned, "ui-unsigned")
-            assert (name, green(css)) == ("Not approved", False) and kind != "COMPLETED", (name, kind)
+
+            def paused_again() -> bool:
+                run = served.flow_run(unsigned)
+                return run["state_type"] == "PAUSED" and run["state"]["id"] != before
+
+            served.wait_for(paused_again, 60, "ui-unsigned paused again")  # ... it waits again
+            paused(page, unsigned, "ui-unsigned")
             assert served.payouts_posted() == 0, "an unsigned resume sent payouts"
-            why = served.artifact_text("ui-unsigned-summary")
-            assert re.search(r"not approved", why, re.I) and re.search(r"signed", why, re.I), why
+            resume_with(open_resume_dialog(page), approve=False)
+            name, css, kind = final_state(page, unsigned, "ui-unsigned")
+            assert (name, green(css)) == ("Rejected", False) and kind != "COMPLETED", (name, kind)
+            assert served.payouts_posted() == 0
 
             # 3. Approved by a named approver in the console (where the dialog points): paid, Completed.
             paused(page, approved, "ui-approve")
@@ -169,8 +178,10 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
                 page.goto(console_url)
             page.wait_for_selector("#approval")
             page.fill("#comment", "checked in the Prefect UI acceptance test")
+            assert "mismatch" in acknowledge_all(page)  # the example sheet names two payees wrongly
             shot(page, "ui-approve-console-approval")
-            page.click("#approve")
+            with page.expect_navigation():  # the console answers with its run page; let it land first
+                page.click("#approve")
             name, css, kind = final_state(page, approved, "ui-approve")
             assert kind == "COMPLETED" and green(css), (name, kind)
             assert served.payouts_posted() == rows
@@ -225,14 +236,19 @@ def green(css: str) -> bool:
 
 
 def resume_with(dialog: Any, *, approve: bool) -> None:
-    """Choose the Resume dialog's explicit decision (approve or reject: no default) and submit it."""
-    decision = "approve" if approve else "reject"
-    select = dialog.get_by_label(re.compile(r"^Select Decision"))  # the schema form's enum picker
-    select.click()
-    dialog.page.get_by_role("option", name=decision, exact=True).click()
-    assert select.inner_text().strip() == decision
-    dialog.get_by_role("button", name="Resume").click()
-    dialog.wait_for(state="hidden")
+    """Submit the Resume dialog: "Reject this run" is ticked by default (the dialog can only reject);
+    ``approve`` unticks it, which makes the run look for the console's signed approvals."""
+    box = dialog.get_by_label(re.compile(r"^Reject this run"))
+    if approve:
+        box.click()
+    for attempt in range(3):  # Prefect's SQLite server can answer "database is locked": the dialog then stays
+        dialog.get_by_role("button", name="Resume").click()  # open with an error, and a person clicks again
+        try:
+            dialog.wait_for(state="hidden", timeout=15_000)
+            return
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the click again
+            if attempt == 2:
+                raise
 
 
 def column(path: Path, header: str) -> list[Any]:

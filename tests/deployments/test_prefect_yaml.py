@@ -122,7 +122,7 @@ def test_run_forms_describe_every_field_for_an_operator(name: str) -> None:
 def test_payout_form_fields_are_plain_strings_without_fake_defaults() -> None:
     _schema, model = _params_schema("payout-spreadsheet")
     props = model["properties"]
-    for field in ("label", "approval_threshold", "report_dir", "credentials_block", "approval_rule"):
+    for field in ("label", "approval_threshold", "report_dir", "credentials_block", "start"):
         assert props[field]["type"] == "string" and "anyOf" not in props[field], field
         assert props[field]["default"] == "", field
     assert "default" not in props["source"] and "source" in model["required"]

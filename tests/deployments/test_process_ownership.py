@@ -18,6 +18,7 @@ import pytest
 
 from deployments.prefect_server import NOTICE
 from sandbox import SandboxConfig, SandboxServer
+from tests.flows.approval_support import prepared_home
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -94,9 +95,11 @@ def _server_answers(cli: Cli) -> bool:
 
 @pytest.fixture
 def bare_env(tmp_path: Path) -> dict[str, str]:
-    """No configured Prefect server, nothing at `payops serve`'s address, a private PREFECT_HOME."""
+    """No configured Prefect server, nothing at `payops serve`'s address, a private PREFECT_HOME and
+    PAYOPS_HOME."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAYOPS_", "PREFECT_API"))}
     env.update(
+        PAYOPS_HOME=str(tmp_path / "payops-home"),
         PAYOPS_SERVE_API_URL="http://127.0.0.1:9/api",
         PREFECT_HOME=str(tmp_path / "prefect-home"),
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
@@ -121,7 +124,7 @@ def test_sigkill_while_the_temporary_server_starts_leaves_nothing(tmp_path: Path
 def test_sigkill_during_a_run_leaves_nothing(tmp_path: Path, bare_env, slow_emulator: SandboxServer) -> None:
     before = emulator_stats(slow_emulator.base_url)["payouts"]
     sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix="OWR"))
-    env = {**bare_env, **slow_emulator.env}
+    env = {**bare_env, **slow_emulator.env, **prepared_home(tmp_path / "payops-home")}
     cli = Cli(["payouts", str(sheet), "--report-dir", str(tmp_path / "r"), "--no-name-check"], env)
 
     def sent() -> bool:

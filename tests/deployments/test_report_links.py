@@ -19,6 +19,7 @@ from sandbox import SandboxServer
 from tasks.artifacts import report_link, summary_markdown
 from tests.deployments.console_harness import good_sheet
 from tests.deployments.test_console_security import FakeLauncher, add, login, make
+from tests.flows.approval_support import prepared_home
 
 CONSOLE = "http://testserver"  # the TestClient's own address: the flow's links then point at it
 
@@ -99,7 +100,7 @@ def test_a_flow_runs_artifact_link_opens_with_a_console_session(
         monkeypatch.setenv(key, value)
     home, cwd = tmp_path / "home", tmp_path / "elsewhere"
     cwd.mkdir()
-    monkeypatch.setenv("PAYOPS_HOME", str(home))
+    monkeypatch.setenv("PAYOPS_HOME", prepared_home(home, operator=None)["PAYOPS_HOME"])
     monkeypatch.delenv("PAYOPS_REPORT_URL", raising=False)
     monkeypatch.setenv("PAYOPS_CONSOLE_URL", CONSOLE)
     monkeypatch.chdir(cwd)

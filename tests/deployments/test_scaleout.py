@@ -21,6 +21,7 @@ import pytest
 from deployments.scaleout.loopback import LoopbackCluster
 from sandbox import SandboxConfig, SandboxServer, create_app
 from tests.deployments.console_harness import payroll_rows, write_sheet
+from tests.flows.approval_support import prepared_home
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +96,11 @@ def test_three_runs_on_two_workers_share_one_request_rate(
         write_sheet(tmp_path / f"sheet-{i}.xlsx", payroll_rows(ROWS, prefix=f"SO{i}")) for i in range(RUNS)
     ]
     with LoopbackCluster(
-        workers=2, limit=LIMIT, decay_per_s=DECAY, worker_env=server.env, log_dir=tmp_path / "cluster"
+        workers=2,
+        limit=LIMIT,
+        decay_per_s=DECAY,
+        worker_env={**server.env, **prepared_home(tmp_path / "payops-home", operator=None)},
+        log_dir=tmp_path / "cluster",
     ) as cluster:
         start = len(log.times)
         runs = asyncio.run(run_three(cluster, sheets, tmp_path))

@@ -32,7 +32,7 @@ def all_in_one(tmp_path: Path) -> Iterator[dict[str, Any]]:
         "PAYOPS_REPORT_URL": str(tmp_path / "reports"),
         "PREFECT_SERVER_UI_ENABLED": "false",
     }
-    with serve_all_in_one(tmp_path, {"olu": "operator"}, settings) as served:
+    with serve_all_in_one(tmp_path, {"olu": "operator"}, settings, policy="none") as served:
         yield {"proc": served.proc, "log": served.log, **served.ports}
 
 
@@ -47,6 +47,7 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
     assert PASSWORD not in text
     admin_file = tmp_path / "payops-home" / "first-admin-password"
     assert f"first admin created: user 'admin', password in {admin_file}" in text
+    assert "approval policy: no approval needed (set by an admin)" in text  # the policy in force, said
     assert admin_file.stat().st_mode & 0o777 == 0o600 and admin_file.read_text().strip() not in text
     for missing in ("events-catch-up", "daily-transactions-report"):
         if not (ROOT / "flows" / f"{'events' if 'events' in missing else 'transactions'}.py").exists():

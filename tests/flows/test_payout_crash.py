@@ -20,6 +20,8 @@ import pytest
 from openpyxl import load_workbook
 
 from sandbox import SandboxConfig, create_app
+from store.cache import LookupCache
+from tests.flows.approval_support import payops_db
 from tests.flows.support import emulator_stats, payroll_rows, serve_in_thread, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -126,10 +128,11 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
         "--poll-deadline",
         "120",
     ]
-    for i, point in enumerate(POINTS):
-        # A cold lookup cache each time (its own payops home), so the pre-flight's kill points are reached
-        # again after a run that died later; what must hold across runs is the service's idempotency.
-        env["PAYOPS_HOME"] = str(tmp_path / f"payops-home-{i}")
+    for point in POINTS:
+        # A cold lookup cache each time, so the pre-flight's kill points are reached again after a run that
+        # died later; what must hold across runs is the service's idempotency.
+        with payops_db() as engine:
+            LookupCache(engine).clear()
         proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         switch.arm(proc.pid, point)
         code = proc.wait(timeout=180)

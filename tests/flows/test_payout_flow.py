@@ -13,7 +13,7 @@ from openpyxl import load_workbook
 from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
-from tasks.approvals import sign_approval
+from tests.flows.approval_support import decide_as, run_paused
 from tests.flows.support import HEADERS, emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -186,53 +186,32 @@ def test_skip_invalid_sends_the_valid_rows(prefect_harness, env, tmp_path: Path)
     assert res[2][res[0].index("Submission")] == "invalid"
 
 
-async def _wait_paused(timeout: float = 60) -> str:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterStateName
-
-    async with get_client() as client:
-        for _ in range(int(timeout * 4)):
-            runs = await client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(state=dict(name=FlowRunFilterStateName(any_=["Paused"])))
-            )
-            if runs:
-                return str(runs[0].id)
-            await asyncio.sleep(0.25)
-    raise AssertionError("the run never paused for approval")
-
-
 @pytest.mark.parametrize("approve", [False, True])
 def test_approval_gates_sending(prefect_harness, env, tmp_path: Path, approve: bool) -> None:
-    from prefect.flow_runs import resume_flow_run
-
     sheet = write_sheet(tmp_path / "approve.xlsx", payroll_rows(3, prefix=f"AP{int(approve)}"))
     before = payout_count(env)
+    params = PayoutRunParams(
+        source=str(sheet),
+        label=f"approve-{approve}",
+        report_dir=str(tmp_path / "reports"),
+        require_approval=True,
+        approval_timeout_s=60,
+        poll_deadline_s=60,
+    )
 
-    async def scenario() -> dict:
-        params = PayoutRunParams(
-            source=str(sheet),
-            label=f"approve-{approve}",
-            report_dir=str(tmp_path / "reports"),
-            require_approval=True,
-            approval_timeout_s=60,
-            poll_deadline_s=60,
-        )
-        flow_task = asyncio.create_task(payout_spreadsheet(params, return_state=True))
-        run_id = await _wait_paused()
+    async def decide(run_id: str, _description: str) -> None:
         assert payout_count(env) == before  # nothing is sent before approval
-        signed = sign_approval(APPROVAL_KEY.encode(), run_id=run_id, total=Decimal("34.50"), approver="ann")
-        decision = "approve" if approve else "reject"
-        answer = {"decision": decision, "comment": "checked", "approvals": [signed] if approve else []}
-        await resume_flow_run(run_id, run_input=answer)
-        return run_summary(await flow_task)
+        await decide_as(run_id, "ann", approve=approve, comment="checked")
 
-    s = asyncio.run(scenario())
+    flow = payout_spreadsheet.with_options(flow_run_name=params.label)
+    _, _, state = run_paused(lambda: flow(params, return_state=True), params.label, decide)
+    s = run_summary(state)
     if approve:
         assert s["outcome"] == "completed" and payout_count(env) == before + 3
+        assert s["approval"] == {"approved": True, "comment": "ann: checked", "approvers": ["ann"]}
     else:
         assert s["outcome"] == "not_approved" and payout_count(env) == before
-    expected = {"approved": approve, "comment": "checked"} | ({"approvers": ["ann"]} if approve else {})
-    assert s["approval"] == expected
+        assert s["approval"] == {"approved": False, "comment": "checked"}
 
 
 def test_threshold_requires_approval_and_a_timeout_rejects(prefect_harness, env, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from flows.summaries import (
 )
 from sandbox import SandboxConfig, SandboxServer
 from tasks.polling import progress_description
+from tests.flows.approval_support import decide_as, run_paused
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
 KEY = "run-states-test-approval-key-0123456789"
@@ -170,29 +171,24 @@ async def _paused(name: str) -> tuple[str, str]:
 
 
 def _pause_and_answer(
-    params: PayoutRunParams, name: str, answer: dict, first: dict | None = None, rejecter: str | None = None
+    params: PayoutRunParams, name: str, answer: dict, first: dict | None = None, rejecter=None
 ):
     """Run the flow until it pauses, resume it with ``answer``: (run id, dialog description, final state).
     A ``first`` answer is sent before and must be refused by Prefect (it does not fit the dialog's form); a
-    ``rejecter`` signs the answer's rejection as the console does."""
+    ``rejecter`` rejects in the console instead (signed, stored, then the run resumed)."""
     from prefect.flow_runs import resume_flow_run
 
-    from tasks.approvals import sign_rejection
-
-    async def scenario():
-        task = asyncio.create_task(
-            payout_spreadsheet.with_options(flow_run_name=name)(params, return_state=True)
-        )
-        run_id, description = await _paused(name)
+    async def then(run_id: str, _description: str) -> None:
         if first is not None:
-            with pytest.raises(Exception, match="decision"):
+            with pytest.raises(Exception, match="reject"):
                 await resume_flow_run(run_id, run_input=first)
         if rejecter is not None:
-            answer["approvals"] = [sign_rejection(KEY.encode(), run_id=run_id, rejecter=rejecter)]
-        await resume_flow_run(run_id, run_input=answer)
-        return run_id, description, await task
+            await decide_as(run_id, rejecter, approve=False, comment=answer["comment"])
+        else:
+            await resume_flow_run(run_id, run_input=answer)
 
-    return asyncio.run(scenario())
+    flow = payout_spreadsheet.with_options(flow_run_name=name)
+    return run_paused(lambda: flow(params, return_state=True), name, then)
 
 
 def approval_params(tmp_path: Path, label: str, rows: int, **fields) -> PayoutRunParams:
@@ -212,15 +208,16 @@ def test_a_rejection_ends_cancelled_rejected_with_the_comment_and_the_dialog_sho
     params = approval_params(tmp_path, "states-reject", 3)
     before = payouts_sent(env)
     run_id, description, state = _pause_and_answer(
-        params, "states-reject", {"decision": "reject", "comment": "wrong month"}, rejecter="bea"
+        params, "states-reject", {"comment": "wrong month"}, rejecter="bea"
     )
     assert (state.type.value, state.name) == ("CANCELLED", "Rejected")
     assert state.message == "states-reject: rejected by bea: wrong month; nothing sent"
     assert run_summary(state).outcome == "not_approved" and payouts_sent(env) == before
-    # the dialog: rows, totals, fees, name checks, the pre-flight link, where signed approvals happen
-    assert "**3 payouts**, total **34.50**, fees **" in description and "total with fees" in description
-    names = r"Payee names: \d+ mismatch\(es\), \d+ partial match\(es\), \d+ unverified, of 1 checked\."
-    assert re.search(names, description)
+    # the dialog: rows, totals, fees, balance, name checks, the pre-flight link, where approvals happen
+    assert "**3 payouts**" in description and "| GHS | 3 | GHS 34.50 | GHS " in description
+    assert "total with fees" in description and "balance after" in description
+    assert re.search(r"Payee names: \d+ mismatch\(es\)\.", description)
+    assert "This dialog can only **reject**" in description
     assert f"http://prefect-ui.test/runs/flow-run/{run_id}?tab=Artifacts" in description
     assert f"http://console.test/runs/{run_id}" in description and "payops approve" in description
     # the phase log lines: sheet read, pre-flight, approval requested and decided (who and the comment)
@@ -239,26 +236,14 @@ def test_a_rejection_ends_cancelled_rejected_with_the_comment_and_the_dialog_sho
 
 
 @pytest.mark.e2e
-def test_an_unsigned_approve_from_the_dialog_sends_nothing_and_ends_not_approved(
+def test_the_dialog_can_only_reject_and_refuses_an_answer_that_does_not_fit_its_form(
     prefect_harness, env: SandboxServer, tmp_path: Path
 ) -> None:
-    params = approval_params(tmp_path, "states-unsigned", 3)
-    before = payouts_sent(env)
-    _, _, state = _pause_and_answer(params, "states-unsigned", {"decision": "approve"})
-    assert (state.type.value, state.name) == ("CANCELLED", "Not approved")
-    assert "this run needs 1 signed approvals, got 0" in state.message
-    assert "approve in the console or with `payops approve`" in state.message
-    assert payouts_sent(env) == before  # the emulator saw no payout POST
-
-
-@pytest.mark.e2e
-def test_the_decision_is_required_a_resume_without_it_is_refused(
-    prefect_harness, env: SandboxServer, tmp_path: Path
-) -> None:
-    params = approval_params(tmp_path, "states-nodecision", 2)
-    first = {"comment": "forgot to choose"}
-    _, _, state = _pause_and_answer(params, "states-nodecision", {"decision": "reject"}, first=first)
+    params = approval_params(tmp_path, "states-dialog", 2)
+    first = {"reject": "maybe"}  # not a yes/no: Prefect refuses it against the form's schema
+    _, _, state = _pause_and_answer(params, "states-dialog", {"comment": "from the dialog"}, first=first)
     assert state.name == "Rejected"
+    assert state.message == "states-dialog: rejected: from the dialog; nothing sent"
 
 
 @pytest.mark.e2e

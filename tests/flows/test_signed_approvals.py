@@ -1,9 +1,13 @@
-"""The payout flow accepts a resume only with approvals it can verify (tasks/approvals.py): a resume from
-the Prefect API with ``approve: true`` and no valid signature is a rejection saying why; nothing is sent."""
+"""The payout flow enforces the approval policy itself (tasks/approval_gate.py, tasks/approvals.py).
+
+The tiers come from the payops database, whatever the run's parameters say; the run waits for approvals
+signed over what the approvers were shown (its rows' fingerprint, totals per currency, row count) from
+approvers other than whoever started it; anything else sends nothing. A policy that cannot be read ends the
+run "Not approved" before anything is sent.
+"""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -13,8 +17,9 @@ import pytest
 from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
-from store.approvals import parse_tiers
-from tasks.approvals import sign_approval, sign_rule
+from store.approvals import Approvals
+from tasks.approvals import Subject, sign_approval, sign_start
+from tests.flows.approval_support import approval_policy, decide_as, payops_db, run_paused
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -29,104 +34,129 @@ def server() -> Iterator[SandboxServer]:
         yield s
 
 
-async def _paused(name: str, timeout: float = 60) -> str:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
-
-    async with get_client() as client:
-        for _ in range(int(timeout * 4)):
-            runs = await client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name]))
-            )
-            if runs and runs[0].state and runs[0].state.is_paused():
-                return str(runs[0].id)
-            await asyncio.sleep(0.25)
-    raise AssertionError("the run never paused for approval")
+@pytest.fixture
+def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
+    for k, v in server.env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", KEY.decode())
+    return server
 
 
-def _approvals(case: str, run_id: str) -> list[str]:
-    sign = lambda who, run=run_id, total=TOTAL: sign_approval(KEY, run_id=run, total=total, approver=who)  # noqa: E731
+def _params(tmp_path: Path, slug: str, *, started_by: str | None = "olu", **fields) -> PayoutRunParams:
+    sheet = write_sheet(tmp_path / f"{slug}.xlsx", payroll_rows(3, prefix=f"SG{abs(hash(slug)) % 10_000}"))
+    start = sign_start(KEY, source=str(sheet), initiator=started_by, channel="cli") if started_by else ""
+    return PayoutRunParams(
+        source=str(sheet), label=f"signed-{slug}", report_dir=str(tmp_path / "r"), start=start, **fields
+    )
+
+
+def _payouts(server: SandboxServer) -> int:
+    return emulator_stats(server.base_url)["payouts"]
+
+
+def _run(params: PayoutRunParams, then) -> tuple[str, str, dict]:  # noqa: ANN001
+    flow = payout_spreadsheet.with_options(flow_run_name=params.label)
+    run_id, description, state = run_paused(lambda: flow(params, return_state=True), params.label, then)
+    return run_id, description, run_summary(state).as_json()
+
+
+def test_the_policy_in_the_database_sets_the_count_and_parameters_cannot_lower_it(
+    prefect_harness, env: SandboxServer, tmp_path: Path
+) -> None:
+    """34.50 reaches the two-approver tier: the run asks for 2 although its parameters ask for none (no
+    require_approval, a threshold far above); one approval and a resume keep it waiting; the second pays."""
+    before = _payouts(env)
+    params = _params(tmp_path, "policy", require_approval=False, approval_threshold="1000000.00")
+
+    async def approve(run_id: str, description: str) -> None:
+        from prefect.flow_runs import resume_flow_run
+
+        from tests.flows.approval_support import paused_run
+
+        assert "Needs **2 approvals** from approvers other than olu" in description
+        assert "1 more approval needed" in await decide_as(run_id, "bea", comment="matches payroll")
+        await resume_flow_run(run_id, run_input={"reject": False})  # the dialog unticked: not enough yet
+        await paused_run(params.label)  # ... so it waits again
+        assert _payouts(env) == before
+        assert "continues" in await decide_as(run_id, "cat")
+
+    with approval_policy("10:1, 30:2"):
+        _, _, s = _run(params, approve)
+    assert s["outcome"] == "completed" and s["approvals_required"] == 2
+    assert s["approval"]["approvers"] == ["bea", "cat"] and s["started_by"] == "olu"
+    assert s["approval"]["comment"] == "bea: matches payroll"
+    assert _payouts(env) == before + 3
+
+
+def _tampered(case: str, run_id: str, request) -> str:  # noqa: ANN001
+    totals = {c: Decimal(f["amount"]) for c, f in request.totals.items()}
+    good = Subject.of(run_id, request.fingerprint, totals, request.rows)
     return {
-        "no signature": [],
-        "forged signature": [
-            sign_approval(b"not-the-key-0123456789", run_id=run_id, total=TOTAL, approver="bea")
-        ],
-        "another run": [sign("bea", run="00000000-0000-0000-0000-000000000000"), sign("cat")],
-        "lower total": [sign("bea", total=Decimal("1.00")), sign("cat", total=Decimal("1.00"))],
-        "one approver": [sign("bea")],
-        "same approver twice": [sign("bea"), sign("bea")],
-        "initiator approves": [sign("olu"), sign("bea")],
-        "two approvers": [sign("bea"), sign("cat")],
+        "forged signature": sign_approval(b"not-the-key-0123456789", good, "bea"),
+        "another run": sign_approval(KEY, Subject.of("0" * 8, request.fingerprint, totals, 3), "bea"),
+        "lower total": sign_approval(
+            KEY, Subject.of(run_id, request.fingerprint, {"GHS": Decimal(1)}, 3), "bea"
+        ),
+        "other rows": sign_approval(KEY, Subject.of(run_id, "f" * 64, totals, 3), "bea"),
+        "initiator approves": sign_approval(KEY, good, "olu"),
     }[case]
 
 
 REASONS = {
-    "no signature": "this run needs 2 signed approvals, got 0 valid signed approvals",
-    "forged signature": "an approval is not signed by the console's key",
+    "forged signature": "an approval is not signed by this installation's approval key",
     "another run": "the approval by bea was signed for another run",
-    "lower total": "the approval by bea was signed for a total of 1.00, this run pays 34.50",
-    "one approver": "this run needs 2 signed approvals, got 1 valid signed approval",
-    "same approver twice": "bea approved twice; each approval must come from a different person",
+    "lower total": "the approval by bea was signed for GHS 1.00, this run pays GHS 34.50",
+    "other rows": "the approval by bea was signed for other rows than this run sends",
     "initiator approves": "olu uploaded or started this run and cannot approve it",
 }
 
 
-@pytest.mark.parametrize("case", [*REASONS, "two approvers"])
-def test_resume_needs_valid_signed_approvals(
-    prefect_harness, server: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+@pytest.mark.parametrize("case", list(REASONS))
+def test_a_resume_counts_only_valid_signed_approvals(
+    prefect_harness, env: SandboxServer, tmp_path: Path, case: str
 ) -> None:
-    from prefect.flow_runs import resume_flow_run
+    """An approval written straight into the database (not through the console) is checked by the flow:
+    a forged or mismatched one ends the run "Not approved", nothing sent."""
+    before = _payouts(env)
+    params = _params(tmp_path, case.replace(" ", "-"), require_approval=True)
 
-    for k, v in server.env.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", KEY.decode())
-    slug = case.replace(" ", "-")
-    sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix=f"SG{abs(hash(slug)) % 10_000}"))
-    rule = sign_rule(KEY, source=str(sheet), initiator="olu", uploader="olu", rule=parse_tiers("10:1, 30:2"))
-    params = PayoutRunParams(
-        source=str(sheet), label=f"signed-{slug}", report_dir=str(tmp_path / "r"), approval_rule=rule
-    )
-    before = emulator_stats(server.base_url)["payouts"]
+    async def tamper(run_id: str, _description: str) -> None:
+        from prefect.flow_runs import resume_flow_run
 
-    async def scenario() -> dict:
-        named = payout_spreadsheet.with_options(flow_run_name=f"signed-{slug}")
-        task = asyncio.create_task(named(params, return_state=True))
-        run_id = await _paused(f"signed-{slug}")
-        answer = {"decision": "approve", "comment": "from the API", "approvals": _approvals(case, run_id)}
-        await resume_flow_run(run_id, run_input=answer)
-        return run_summary(await task)
+        from store.approval_requests import ApprovalRequests
 
-    s = asyncio.run(scenario())
-    if case == "two approvers":
-        assert s["outcome"] == "completed" and s["approval"]["approvers"] == ["bea", "cat"]
-        assert s["started_by"] == "olu"  # from the signed rule: `payops runs` shows who started it
-        assert emulator_stats(server.base_url)["payouts"] == before + 3
-    else:
-        assert s["outcome"] == "not_approved" and emulator_stats(server.base_url)["payouts"] == before
-        assert s["approval"] == {"approved": False, "comment": f"approval refused: {REASONS[case]}"}
+        with payops_db() as engine:
+            request = ApprovalRequests(engine).get(run_id)
+            Approvals(engine).decide(run_id, "mallory", "approve", "", _tampered(case, run_id, request))
+        await resume_flow_run(run_id, run_input={"reject": False})
+
+    _, _, s = _run(params, tamper)
+    assert s["outcome"] == "not_approved" and _payouts(env) == before
+    assert s["approval"] == {"approved": False, "comment": f"approval refused: {REASONS[case]}"}
 
 
-def test_a_rule_signed_for_another_sheet_or_with_another_key_is_refused_before_pausing(
-    prefect_harness, server: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_start_signed_for_another_sheet_is_refused_before_pausing(
+    prefect_harness, env: SandboxServer, tmp_path: Path
 ) -> None:
-    for k, v in server.env.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", KEY.decode())
-    sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix="SGR"))
-    before = emulator_stats(server.base_url)["payouts"]
-    for token, reason in [
-        (
-            sign_rule(KEY, source="/elsewhere.xlsx", initiator="o", uploader="o", rule=parse_tiers("0:0")),
-            "another sheet",
-        ),
-        (
-            sign_rule(b"k" * 20, source=str(sheet), initiator="o", uploader="o", rule=parse_tiers("0:0")),
-            "not signed",
-        ),
-    ]:
-        params = PayoutRunParams(
-            source=str(sheet), label="rule", report_dir=str(tmp_path / "r"), approval_rule=token
-        )
-        s = run_summary(asyncio.run(payout_spreadsheet(params, return_state=True)))
-        assert s["outcome"] == "not_approved" and reason in s["approval"]["comment"]
-    assert emulator_stats(server.base_url)["payouts"] == before
+    before = _payouts(env)
+    params = _params(tmp_path, "moved")
+    params.start = sign_start(KEY, source="/elsewhere.xlsx", initiator="olu", channel="cli")
+    s = run_summary(__import__("asyncio").run(payout_spreadsheet(params, return_state=True)))
+    assert s.outcome == "not_approved" and "signed for another sheet" in s["approval"]["comment"]
+    assert _payouts(env) == before
+
+
+def test_a_policy_that_cannot_be_read_sends_nothing(
+    prefect_harness, env: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The payops database is unreachable: the run ends "Not approved" saying why (never the URL or its
+    password), nothing is sent."""
+    import asyncio
+
+    monkeypatch.setenv("PAYOPS_DATABASE_URL", "postgresql+psycopg://payops:hunter2@127.0.0.1:9/payops")
+    before = _payouts(env)
+    state = asyncio.run(payout_spreadsheet(_params(tmp_path, "no-db"), return_state=True))
+    s = run_summary(state)
+    assert s.outcome == "not_approved" and _payouts(env) == before
+    assert "the payops database could not be opened (OperationalError)" in s["approval"]["comment"]
+    assert "hunter2" not in str(s.as_json()) and "hunter2" not in (state.message or "")

@@ -1,4 +1,5 @@
-"""Users, sessions, approval rules and the audit chain on a freshly migrated SQLite and PostgreSQL."""
+"""Users, sessions, API tokens, the approval policy and the keyed audit chain on a freshly migrated SQLite
+and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,13 +14,23 @@ from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import Engine, inspect, text
 
 from store import migrate, open_engine
-from store.approvals import Approvals, parse_tiers
-from store.audit import append, search, verify
+from store.approvals import DEFAULT_POLICY, Approvals, parse_policy
+from store.audit import GENESIS, append, entry_hash, search, verify
 from store.users import UserError, Users
 
 PW = "a long enough password"
 FAST = PasswordHash((Argon2Hasher(time_cost=1, memory_cost=1024),))  # the real rule, cheaper parameters
-TABLES = {"users", "sessions", "approval_tiers", "payout_runs", "run_decisions", "audit_log"}
+TABLES = {
+    "users",
+    "sessions",
+    "api_tokens",
+    "approval_tiers",
+    "approval_requests",
+    "approval_rows",
+    "notices",
+    "run_decisions",
+    "audit_log",
+}
 
 
 @pytest.fixture
@@ -93,22 +104,70 @@ def test_idle_and_absolute_timeouts(engine: Engine) -> None:
     assert users.resolve("made-up", 600, 3600) is None and users.resolve("x" * 10_000, 600, 3600) is None
 
 
-def test_approval_tiers(engine: Engine) -> None:
-    rule = parse_tiers("1000:1, 10000:2, 0:0")
-    assert [rule.required(Decimal(x)) for x in ("999.99", "1000", "9999.99", "10000", "1e9")] == [
-        0,
-        1,
-        1,
-        2,
-        2,
+def test_approval_policy_per_currency(engine: Engine) -> None:
+    policy = parse_policy("GHS 1000:1, 100000:2; USD 100:1; 0:0")
+    cases = [
+        ({"GHS": "999.99"}, 0),
+        ({"GHS": "1000"}, 1),
+        ({"GHS": "100000.00"}, 2),
+        ({"USD": "100"}, 1),
+        ({"EUR": "1e9"}, 0),  # the group without a currency: every other currency
+        ({"GHS": "1000", "USD": "99"}, 1),  # the most any currency asks
+        ({"GHS": "5", "USD": "5000"}, 1),
     ]
+    for totals, need in cases:
+        assert policy.required({c: Decimal(t) for c, t in totals.items()}) == need, totals
+    assert parse_policy(policy.to_text()) == policy
     with pytest.raises(UserError, match="tier 'ten:2'"):
-        parse_tiers("ten:2")
+        parse_policy("ten:2")
     with pytest.raises(UserError, match="approvers 0..5"):
-        parse_tiers("100:9")
+        parse_policy("100:9")
+    with pytest.raises(UserError, match="GHS: listed twice"):
+        parse_policy("GHS 0:1; GHS 10:2")
     approvals = Approvals(engine)
-    approvals.set_rule(rule)
-    assert approvals.rule() == rule
+    assert approvals.policy() == DEFAULT_POLICY  # a new install: every run needs one approver
+    assert approvals.policy().required({"GHS": Decimal("0.01")}) == 1
+    approvals.set_policy(policy)
+    assert approvals.policy() == policy
+    approvals.set_policy(parse_policy("none"))
+    assert approvals.policy().needs_none and "set by an admin" in approvals.policy().describe()
+
+
+def test_a_decision_raced_by_the_same_user_is_refused_cleanly(engine: Engine) -> None:
+    """Six concurrent approvals by one approver: one is kept, the others are a UserError (409 upstream),
+    never a database error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    approvals = Approvals(engine)
+
+    def once(_: int) -> str:
+        try:
+            approvals.decide("run-1", "bea", "approve", "", "token")
+        except UserError as exc:
+            return str(exc)
+        return "ok"
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(once, range(6)))
+    assert answers.count("ok") == 1, answers
+    assert all("already decided" in a for a in answers if a != "ok")
+    assert len(approvals.decisions("run-1")) == 1
+
+
+def test_api_tokens_authenticate_until_revoked_or_the_user_is_disabled(engine: Engine) -> None:
+    users = Users(engine, FAST)
+    users.add("olu", "operator", PW)
+    token = users.issue_token("olu", "laptop")
+    assert token.startswith("pyo_") and users.authenticate_token(token).name == "olu"
+    assert users.authenticate_token(token[:-1] + "x") is None and users.authenticate_token("nope") is None
+    [info] = users.tokens("olu")
+    assert info.name == "laptop" and info.last_used_at is not None and token not in repr(info)
+    users.set_disabled("olu", True)
+    assert users.authenticate_token(token) is None
+    users.set_disabled("olu", False)
+    assert users.authenticate_token(token).name == "olu"
+    users.revoke_token(info.id)
+    assert users.authenticate_token(token) is None and users.tokens()[0].revoked
 
 
 def test_audit_chain_reports_an_edited_or_deleted_row(engine: Engine) -> None:
@@ -119,7 +178,9 @@ def test_audit_chain_reports_an_edited_or_deleted_row(engine: Engine) -> None:
     with engine.begin() as conn:
         conn.execute(text("UPDATE audit_log SET actor = 'mallory' WHERE seq = 2"))
     verdict = verify(engine)
-    assert not verdict.ok and verdict.problems == ["entry 2: its content does not match its hash (edited)"]
+    assert not verdict.ok and verdict.problems == [
+        "entry 2: its content does not match its keyed hash (edited)"
+    ]
     with engine.begin() as conn:
         conn.execute(text("UPDATE audit_log SET actor = 'alice' WHERE seq = 2"))
         conn.execute(text("DELETE FROM audit_log WHERE seq = 4"))
@@ -145,7 +206,61 @@ def test_migration_and_audit_chain_on_postgresql() -> None:
             for i in range(3):
                 append(engine, "alice", "payops.user.added", f"user:u{i}")
             assert verify(engine).ok and verify(engine).entries == 3
-            Approvals(engine).set_rule(parse_tiers("100:1,1000:2"))
-            assert Approvals(engine).rule().required(Decimal("1000.00")) == 2
+            Approvals(engine).set_policy(parse_policy("100:1,1000:2"))
+            assert Approvals(engine).policy().required({"GHS": Decimal("1000.00")}) == 2
         finally:
             engine.dispose()
+
+
+def test_an_edit_re_chained_with_the_public_rule_is_detected(engine: Engine) -> None:
+    """Who can write the database but not read the audit key cannot rewrite history: an edited entry with
+    every later hash recomputed (unkeyed SHA-256, or HMAC under a guessed key) still fails verification."""
+    import hashlib
+    import json
+
+    for i in range(4):
+        append(engine, "alice", "payops.run.approved", f"run:{i}", detail={"total": "10.00"})
+    assert verify(engine).ok
+
+    def rechain(hash_of) -> None:  # noqa: ANN001
+        with engine.begin() as conn:
+            rows = conn.execute(
+                text("SELECT seq, at, actor, client, action, object, detail FROM audit_log ORDER BY seq")
+            ).all()
+            prev = GENESIS
+            for seq, at, actor, client, action, obj, detail in rows:
+                actor = "mallory" if seq == 2 else actor
+                at = at if not isinstance(at, str) else __import__("datetime").datetime.fromisoformat(at)
+                body = json.dumps(
+                    [seq, at.isoformat(), actor, client, action, obj, detail], ensure_ascii=False
+                )
+                digest = hash_of(prev, body)
+                conn.execute(
+                    text("UPDATE audit_log SET actor = :a, prev_hash = :p, hash = :h WHERE seq = :s"),
+                    {"a": actor, "p": prev, "h": digest, "s": seq},
+                )
+                prev = digest
+
+    rechain(lambda prev, body: hashlib.sha256((prev + body).encode()).hexdigest())
+    problems = verify(engine).problems
+    assert problems and all("keyed hash" in p for p in problems), problems
+    rechain(
+        lambda prev, body: (
+            __import__("hmac").new(b"guessed-key-000000", (prev + body).encode(), "sha256").hexdigest()
+        )
+    )
+    assert not verify(engine).ok
+
+
+def test_verify_compares_the_outside_copies(engine: Engine) -> None:
+    entries = [append(engine, "alice", "payops.login", "user:alice") for _ in range(3)]
+    copies = [(e.seq, e.hash) for e in entries]
+    assert verify(engine, copies).ok
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM audit_log WHERE seq = 3"))  # the newest entry: the chain alone is fine
+    assert verify(engine).ok
+    assert verify(engine, copies).problems == [
+        "entry 3: in the Prefect events but not in the database (deleted)"
+    ]
+    forged = [(1, entry_hash(b"k" * 20, GENESIS, 1, entries[0].at, "x", "", "a", "o", "{}"))]
+    assert "entry 1: differs from its copy in the Prefect events (edited)" in verify(engine, forged).problems

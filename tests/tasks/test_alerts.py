@@ -220,6 +220,10 @@ def _payload(event: str) -> dict[str, Any]:
             {"GHS": CurrencyCheck("GHS", count=4, amount=Decimal("52.50"), fees=Decimal("1.05"))}, {}
         )
         emit_needs_approval("payroll-2026-11", pf, 3600, rec)
+    elif event == "payops.payout-run.approval-reminder":
+        from tasks.alerts import emit_approval_reminder
+
+        emit_approval_reminder("payroll-2026-11", 540, rec)
     elif event == SETTLEMENT_RETRY_FAILED:
         fresh = RetryResult(_run("r1", "failed_all"), "retried", retry=_run("r1-retry", "failed_all"))
         asyncio.run(emit_settlement_alerts("lbl", [fresh], {"xlsx": "x.xlsx"}, Crossings(memory={}), rec))

@@ -1,7 +1,8 @@
 """Recording an audit entry: the hash-chained row (store/audit.py) and its Prefect event ``payops.*``.
 
 The event names the actor as a related resource (role ``actor``), so the entry shows in Prefect's event feed
-and can be filtered by user there; it is also the copy outside the database that shows a truncated chain.
+and can be filtered by user there; it is also the copy outside the database (``audit_seq``, ``audit_hash``
+and the chain's public name) that `payops audit verify` compares, which shows a truncated or edited chain.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from store.audit import AuditEntry, append
+from store.audit import AuditEntry, append, chain_id
 from tasks.payment_events import Emitter, default_emitter
 
 log = logging.getLogger("payops.audit")
@@ -40,6 +41,7 @@ def audit_event(entry: AuditEntry) -> dict[str, Any]:
             "detail": json.loads(entry.detail),
             "audit_seq": entry.seq,
             "audit_hash": entry.hash,
+            "audit_chain": chain_id(),
         },
         "occurred": entry.at.replace(tzinfo=UTC),
     }
@@ -59,3 +61,27 @@ class Auditor:
         except Exception as exc:  # noqa: BLE001 - the row is the record; a lost event copy must not fail the action
             log.warning("audit entry %d: Prefect event not emitted (%s)", entry.seq, type(exc).__name__)
         return entry
+
+
+async def event_copies(days: int = 30) -> list[tuple[int, str]]:
+    """``(seq, hash)`` of this chain's entries as their Prefect events recorded them (the last ``days``; a
+    server keeps events for its retention period only)."""
+    from datetime import datetime, timedelta
+
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter
+
+    mine = chain_id()
+    found: list[tuple[int, str]] = []
+    since = datetime.now(UTC) - timedelta(days=days)
+    query = EventFilter(event=EventNameFilter(prefix=["payops."]), occurred=EventOccurredFilter(since=since))
+    async with get_client() as client:
+        page = await client.read_events(query, limit=50)  # the most a page may hold
+        while True:
+            for event in page.events:
+                payload = event.payload or {}
+                if payload.get("audit_chain") == mine and "audit_seq" in payload:
+                    found.append((int(payload["audit_seq"]), str(payload["audit_hash"])))
+            if not page.next_page:
+                return found
+            page = await client.read_events_page(str(page.next_page))

@@ -1,0 +1,92 @@
+"""The approval page (part of a run's page) and an approver's decision.
+
+What a run waiting for approval shows is what the flow recorded (store/approval_requests.py): who started it,
+the approvals needed, totals per currency with fees, balance before and after, limit headroom, the deadline
+and its time left, every row (paged, with a "needs a look" filter) and each name-check finding, which the
+approver acknowledges before the Approve button is enabled (here and on the server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.datastructures import FormData
+
+from deployments.approving import decide, missing_acknowledgements, pending
+from store.users import Account
+from tasks.approval_gate import FINDING_TITLES
+
+from ..deps import Approver, ConsoleDep, checked_form, parse_run_id
+from ..state import Console
+
+log = logging.getLogger("payops.console")
+router = APIRouter()
+ROWS_PAGE = 50
+DecisionForm = Annotated[FormData, Depends(checked_form(max_fields=12))]
+
+
+def _page(text: str | None, pages: int) -> int:
+    try:
+        number = int(text or 1)
+    except ValueError:
+        number = 1
+    return min(max(number, 1), max(pages, 1))
+
+
+async def approval_context(console: Console, run_id: UUID, account: Account, query: Any) -> dict[str, Any]:
+    """The run page's approval block: the request (waiting or decided), its rows page and findings."""
+    request = await asyncio.to_thread(console.requests.get, str(run_id))
+    if request is None:
+        return {"ask": None, "waiting": None, "may_approve": False}
+    waiting = await pending(console.engine, run_id) if request.state == "waiting" else None
+    look_only = query.get("rows") == "look"
+    total = await asyncio.to_thread(console.requests.count_rows, str(run_id), look_only=look_only)
+    pages = (total + ROWS_PAGE - 1) // ROWS_PAGE
+    number = _page(query.get("rpage"), pages)
+    rows = await asyncio.to_thread(
+        console.requests.rows,
+        str(run_id),
+        look_only=look_only,
+        offset=(number - 1) * ROWS_PAGE,
+        limit=ROWS_PAGE,
+    )
+    return {
+        "ask": request,  # not "request": the templates' own name for the HTTP request
+        "waiting": waiting,
+        "may_approve": bool(waiting and waiting.may_approve(account.name, account.role)),
+        "findings": [(kind, FINDING_TITLES[kind], found) for kind, found in request.findings.items()],
+        "approval_rows": rows,
+        "rows_filter": "look" if look_only else "all",
+        "rows_total": total,
+        "rows_page": number,
+        "rows_pages": pages,
+    }
+
+
+@router.post("/runs/{run_id}/approval")
+async def approval(
+    request: Request, run_id: str, console: ConsoleDep, account: Approver, form: DecisionForm
+) -> Response:
+    flow_run_id = parse_run_id(run_id)
+    approve = form.get("decision") == "approve"
+    message = await decide(
+        console.engine,
+        console.auditor,
+        run_id=flow_run_id,
+        user=account.name,
+        role=account.role,
+        approve=approve,
+        reason=str(form.get("comment") or ""),
+        client=console.client(request),
+        acknowledged=[str(v) for v in form.getlist("acknowledge")],
+    )
+    log.info("run %s %s by %s: %s", run_id, "approved" if approve else "rejected", account.name, message)
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+__all__ = ["approval_context", "missing_acknowledgements", "router"]

@@ -1,0 +1,100 @@
+"""The runs list, a run's page (state, approval, what needs a person, reports), report downloads, notices."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from ..deps import ConsoleDep, Viewer, parse_run_id
+from ..errors import ConsoleError
+from ..run_review import review_context
+from ..runs import read_run, recent_runs
+from ..storage import StorageError
+from .approvals import approval_context
+
+router = APIRouter()
+MEDIA_TYPES = {
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".csv": "text/csv; charset=utf-8",
+    ".json": "application/json",
+}
+
+
+def report_response(path: str, data: bytes) -> Response:
+    """A report file as a download (its name reduced to safe characters for the header)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).name) or "report"
+    return Response(
+        data,
+        media_type=MEDIA_TYPES.get(Path(name).suffix.lower(), "application/octet-stream"),
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+@router.get("/runs", response_class=HTMLResponse)
+async def runs(request: Request, console: ConsoleDep, account: Viewer) -> Response:
+    views = await recent_runs(console.store.upload_id_of_report_dir)
+    notices = await asyncio.to_thread(console.notices.for_user, account.name, account.role)
+    return await console.render(request, "runs.html", {"runs": views, "notices": notices})
+
+
+@router.get("/notices", response_class=HTMLResponse)
+async def notices(request: Request, console: ConsoleDep, account: Viewer) -> Response:
+    """Every notice for this user, newest first (open ones marked): runs to approve, reminders, expiries."""
+    found = await asyncio.to_thread(console.notices.for_user, account.name, account.role, open_only=False)
+    return await console.render(request, "notices.html", {"notices": found})
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+async def run_page(request: Request, run_id: str, console: ConsoleDep, account: Viewer) -> Response:
+    flow_run_id = parse_run_id(run_id)
+    view = await read_run(flow_run_id, console.store.upload_id_of_report_dir)
+    if view is None:
+        raise ConsoleError(404, "No such payout run.")
+    reports: list[str] = []
+    summary = None
+    if view.upload_id:
+        reports = await asyncio.to_thread(console.store.reports, view.upload_id)
+        if view.final:
+            summary = await asyncio.to_thread(console.store.summary, view.upload_id)
+    decisions = await asyncio.to_thread(console.approvals.decisions, str(flow_run_id))
+    return await console.render(
+        request,
+        "run.html",
+        {
+            "run": view,
+            "reports": reports,
+            "summary": summary,
+            "prefect_link": console.run_link(view.id),
+            "decisions": decisions,
+            **await approval_context(console, flow_run_id, account, request.query_params),
+            **review_context(summary, request.query_params.get("page")),
+        },
+    )
+
+
+@router.get("/runs/{run_id}/reports/{name}")
+async def report(request: Request, run_id: str, name: str, console: ConsoleDep, account: Viewer) -> Response:
+    view = await read_run(parse_run_id(run_id), console.store.upload_id_of_report_dir)
+    if view is None or not view.upload_id:
+        raise ConsoleError(404, "No reports for this run.")
+    try:
+        data = await asyncio.to_thread(console.store.open_report, view.upload_id, name)
+    except StorageError:
+        raise ConsoleError(404, "No such report for this run.") from None
+    console.audit(request, account.name, "report.downloaded", f"run:{run_id}", report=name)
+    return report_response(name, data)
+
+
+@router.get("/reports/{path:path}")
+async def report_file(request: Request, path: str, console: ConsoleDep, account: Viewer) -> Response:
+    """Any report under the report root: the links of the flows' Prefect artifacts point here."""
+    try:
+        data = await asyncio.to_thread(console.store.open_under_root, path)
+    except StorageError:
+        raise ConsoleError(404, "No such report.") from None
+    console.audit(request, account.name, "report.downloaded", f"report:{path}")
+    return report_response(path, data)

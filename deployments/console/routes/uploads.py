@@ -1,0 +1,220 @@
+"""Uploading a sheet, its validation preview, starting its run, and retrying a run's failed rows."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict
+from decimal import Decimal
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import FormData, UploadFile
+
+from deployments.run_history import find_payout_run
+from flows.payouts import PayoutRunParams
+from store.users import PERMISSIONS, Account
+from tasks.approval_gate import totals_by_currency
+from tasks.approvals import sign_start
+from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
+from tasks.money import money
+from tasks.reports import report_paths
+from tasks.retry_sheet import RetryRefused, resubmission_csv, retry_label
+
+from ..deps import ConsoleDep, Form, Operator, Viewer, checked_form, parse_run_id, size_within_limit
+from ..errors import ConsoleError
+from ..runs import read_run
+from ..state import Console
+from ..storage import StorageError, Upload
+
+log = logging.getLogger("payops.console")
+router = APIRouter()
+PREVIEW_ERRORS = 200
+UploadForm = Annotated[FormData, Depends(checked_form(max_fields=5, max_files=1))]
+SubmitForm = Annotated[FormData, Depends(checked_form(max_fields=10))]
+
+
+def _preview(result: IntakeResult) -> dict[str, Any]:
+    totals = totals_by_currency(result.rows)
+    return {
+        "rows_total": result.rows_total,
+        "rows_valid": len(result.rows),
+        "rows_invalid": result.rows_invalid,
+        "errors": [asdict(e) for e in result.errors[:PREVIEW_ERRORS]],
+        "errors_total": len(result.errors),
+        "warnings": [asdict(w) for w in result.warnings[:PREVIEW_ERRORS]],
+        "totals": {c: money(v) for c, v in totals.items()},
+        "sample": [
+            r.model_dump(
+                include={"row", "reference", "amount", "currency", "provider", "destination", "payee_name"}
+            )
+            for r in result.rows[:10]
+        ],
+    }
+
+
+async def _read_upload(file: UploadFile, limit: int) -> bytes:
+    data = bytearray()
+    while chunk := await file.read(256 * 1024):
+        data += chunk
+        if len(data) > limit:
+            raise ConsoleError(413, f"The file is larger than {limit // (1024 * 1024)} MB.")
+    return bytes(data)
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request, console: ConsoleDep, account: Viewer) -> Response:
+    if account.role not in PERMISSIONS["upload"]:
+        return RedirectResponse("/runs", status_code=303)
+    return await console.render(request, "upload.html", {"max_mb": console.settings.max_upload_mb})
+
+
+@router.post("/upload", response_class=HTMLResponse, dependencies=[Depends(size_within_limit)])
+async def upload(request: Request, console: ConsoleDep, account: Operator, form: UploadForm) -> Response:
+    file = form.get("sheet")
+    if not isinstance(file, UploadFile) or not file.filename:
+        raise ConsoleError(400, "Choose a sheet to upload.")
+    data = await _read_upload(file, console.settings.max_upload_bytes)
+    return await check_and_preview(request, console, account, file.filename, data)
+
+
+async def check_and_preview(
+    request: Request, console: Console, account: Account, filename: str, data: bytes, label: str | None = None
+) -> Response:
+    """Store a sheet as an upload, check it as the flow will, show the preview (the submit form)."""
+    settings = console.settings
+    try:
+        saved = await asyncio.to_thread(console.store.save, filename, data)
+    except StorageError as exc:
+        raise ConsoleError(400, str(exc)) from None
+    saved.label = label
+    saved.uploaded_by = account.name
+    preview: dict[str, Any] | None = None
+    totals: dict[str, Decimal] = {}
+    try:
+        result = await asyncio.to_thread(
+            read_payout_sheet, saved.source, IntakeOptions(max_bytes=settings.max_upload_bytes)
+        )
+    except IntakeError as exc:
+        saved.refused = str(exc)
+    else:
+        preview = _preview(result)
+        totals = totals_by_currency(result.rows)
+        saved.rows_total, saved.rows_invalid, saved.errors = (
+            result.rows_total,
+            result.rows_invalid,
+            len(result.errors),
+        )
+        saved.total = money(sum(totals.values(), Decimal(0)))
+        saved.totals = {c: money(t) for c, t in totals.items()}
+    await asyncio.to_thread(console.store.write_meta, saved)
+    log.info(
+        "upload %s (%s, %d bytes): %d rows, %d errors",
+        saved.id,
+        saved.filename,
+        saved.size,
+        saved.rows_total,
+        saved.errors,
+    )
+    console.audit(
+        request,
+        account.name,
+        "upload.previewed",
+        f"upload:{saved.id}",
+        filename=saved.filename,
+        rows=saved.rows_total,
+        errors=saved.errors,
+        total=saved.total,
+        refused=saved.refused,
+    )
+    can_submit = saved.refused is None and saved.errors == 0 and saved.rows_total > 0
+    status = 200 if can_submit else 422
+    policy = await asyncio.to_thread(console.approvals.policy)
+    context = {
+        "upload": saved,
+        "preview": preview,
+        "can_submit": can_submit,
+        "required": policy.required(totals),
+        "policy": policy.describe(),
+    }
+    return await console.render(request, "preview.html", context, status=status)
+
+
+@router.post("/runs")
+async def submit(request: Request, console: ConsoleDep, account: Operator, form: SubmitForm) -> Response:
+    try:
+        upload: Upload = await asyncio.to_thread(console.store.load, str(form.get("upload_id") or ""))
+    except StorageError as exc:
+        raise ConsoleError(404, str(exc)) from None
+    if upload.refused or upload.errors or not upload.rows_total:
+        raise ConsoleError(409, "This sheet has errors; fix it and upload it again. Nothing was sent.")
+    require_approval = form.get("require_approval") == "on"
+    key = await console.approval_key()
+    if key is None:
+        policy = await asyncio.to_thread(console.approvals.policy)
+        totals = {c: Decimal(t) for c, t in (upload.totals or {"*": upload.total or "0"}).items()}
+        if require_approval or policy.required(totals):
+            raise ConsoleError(
+                503, "Approvals need a signing key (PAYOPS_APPROVAL_KEY or a Secret block); nothing was sent."
+            )
+    start = (
+        sign_start(
+            key, source=upload.source, initiator=account.name, uploader=upload.uploaded_by, channel="console"
+        )
+        if key is not None
+        else ""  # no key and no approval needed: the run goes without a signed initiator
+    )
+    params = PayoutRunParams(
+        source=upload.source,
+        label=upload.label,
+        report_dir=console.store.report_dir(upload.id),
+        require_approval=require_approval,
+        block_on_name_mismatch=form.get("block_on_name_mismatch") == "on",
+        start=start,
+        dry_run=form.get("dry_run") == "on",
+        credentials_block=console.settings.credentials_block,
+    )
+    run_id = await console.launcher.start(params, f"console-{upload.id}")
+    console.audit(
+        request,
+        account.name,
+        "run.started",
+        f"run:{run_id}",
+        upload=upload.id,
+        total=upload.total,
+        uploaded_by=upload.uploaded_by,
+        require_approval=params.require_approval,
+        dry_run=params.dry_run,
+    )
+    log.info("upload %s: payout run %s started (%s mode)", upload.id, run_id, console.launcher.mode)
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+@router.post("/runs/{run_id}/retry", response_class=HTMLResponse)
+async def retry_failed_rows(
+    request: Request, run_id: str, console: ConsoleDep, account: Operator, form: Form
+) -> Response:
+    """Retry failed rows: the resubmission sheet becomes a new upload labelled LABEL-retryN, checked and
+    submitted like any upload. A retry already started (or finished) is refused: nothing is paid twice."""
+    view = await read_run(parse_run_id(run_id), console.store.upload_id_of_report_dir)
+    if view is None or not view.upload_id or not view.final:
+        raise ConsoleError(409, "Only a finished run started from this console can be retried.")
+    summary = await asyncio.to_thread(console.store.summary, view.upload_id)
+    if not summary or not summary.get("label"):
+        raise ConsoleError(409, "This run has no report to retry from.")
+    label = str(summary["label"])
+    retry = retry_label(label)
+    if await find_payout_run(retry) is not None:
+        raise ConsoleError(
+            409, f"A retry of this run already exists (run {retry}); nothing was sent again. See Runs."
+        )
+    report_xlsx = report_paths(console.store.report_dir(view.upload_id), label)["xlsx"]
+    try:
+        data, count = await asyncio.to_thread(resubmission_csv, report_xlsx)
+    except RetryRefused as exc:
+        raise ConsoleError(409, str(exc)) from None
+    if not count:
+        raise ConsoleError(409, "This run has no failed or refused rows to retry.")
+    log.info("run %s: retry of %d row(s) prepared as %s", run_id, count, retry)
+    return await check_and_preview(request, console, account, f"{retry}.csv", data, label=retry)

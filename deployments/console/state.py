@@ -1,0 +1,140 @@
+"""What every console route shares: settings, the database and its stores, CSRF, throttle, templates."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from store import migrate, open_engine
+from store.approval_requests import ApprovalRequests
+from store.approvals import Approvals
+from store.notices import Notices
+from store.users import PERMISSIONS, Account, Users
+from tasks.approvals import ApprovalKeyMissing, load_approval_key
+from tasks.auditing import Auditor
+from tasks.money import money_text
+
+from .errors import ConsoleError, LoginNeeded
+from .runs import RunLauncher
+from .security import CsrfTokens, LoginThrottle, client_address, new_nonce, parse_networks
+from .settings import ConsoleSettings
+from .storage import UploadStore
+from .webhooks import Emitter
+
+HERE = Path(__file__).parent
+SESSION_COOKIE, CSRF_COOKIE = "payops_session", "payops_csrf"
+
+
+class Console:
+    """State shared by the routes (settings, database, stores, launcher)."""
+
+    def __init__(self, settings: ConsoleSettings, launcher: RunLauncher, emitter: Emitter) -> None:
+        self.settings = settings
+        self.engine = open_engine(settings.database_url)
+        migrate(self.engine)
+        self.users = Users(self.engine)
+        self.approvals = Approvals(self.engine)
+        self.requests = ApprovalRequests(self.engine)
+        self.notices = Notices(self.engine)
+        self.auditor = Auditor(self.engine, emitter)
+        key_setting = settings.console_session_key
+        key = key_setting.get_secret_value().encode() if key_setting else secrets.token_bytes(32)
+        self.csrf = CsrfTokens(key, settings.console_session_ttl_s)
+        self.trusted_proxies = parse_networks(settings.console_trusted_proxies)
+        self.throttle = LoginThrottle()
+        self.store = UploadStore(settings.upload_url, settings.report_url)
+        self.launcher = launcher
+        self.templates = Jinja2Templates(directory=str(HERE / "templates"))
+        self.templates.env.filters["money"] = money_text
+
+    # -- who is asking -------------------------------------------------------------------------------------
+    def client(self, request: Request) -> str:
+        return client_address(request, self.trusted_proxies)
+
+    async def account(self, request: Request) -> Account | None:
+        if not hasattr(request.state, "account"):
+            request.state.account = await asyncio.to_thread(
+                self.users.resolve,
+                request.cookies.get(SESSION_COOKIE),
+                self.settings.console_idle_timeout_s,
+                self.settings.console_session_ttl_s,
+            )
+        return request.state.account
+
+    async def require(self, request: Request, permission: str) -> Account:
+        """The logged-in account allowed ``permission``; else a redirect to the login page or a 403."""
+        account = await self.account(request)
+        if account is None:
+            raise LoginNeeded()
+        if account.role not in PERMISSIONS[permission]:
+            self.audit(request, account.name, "access.denied", f"route:{request.method} {request.url.path}")
+            raise ConsoleError(403, f"Your role ({account.role}) cannot do this.")
+        return account
+
+    def audit(self, request: Request, actor: str, action: str, obj: str, **detail: Any) -> None:
+        self.auditor.record(actor, action, obj, self.client(request), **detail)
+
+    # -- CSRF ----------------------------------------------------------------------------------------------
+    async def check_csrf(self, request: Request, form: Any) -> None:
+        """The form's token must be bound to this session (or, before login, to this browser's nonce)."""
+        account = await self.account(request)
+        binding = account.session if account else request.cookies.get(CSRF_COOKIE)
+        if not self.csrf.ok(form.get("csrf_token"), binding):
+            raise ConsoleError(403, "The form expired or did not come from this console. Reload and retry.")
+
+    def _cookie(self, response: Response, name: str, value: str, max_age: int) -> None:
+        response.set_cookie(
+            name,
+            value,
+            max_age=max_age,
+            httponly=True,
+            samesite="lax",
+            secure=self.settings.console_secure_cookies,
+            path="/",
+        )
+
+    async def render(
+        self, request: Request, template: str, context: dict[str, Any], status: int = 200
+    ) -> HTMLResponse:
+        account = await self.account(request)
+        nonce = None
+        if account is None:
+            nonce = request.cookies.get(CSRF_COOKIE) or new_nonce()
+        notices = 0
+        if account is not None and account.role in PERMISSIONS["approve"]:
+            notices = len(await asyncio.to_thread(self.notices.for_user, account.name, account.role))
+        context = {
+            "csrf_token": self.csrf.token(account.session if account else nonce),
+            "account": account,
+            "logged_in": account is not None,
+            "mode": self.launcher.mode,
+            "open_notices": notices,
+            **context,
+        }
+        response = self.templates.TemplateResponse(request, template, context, status_code=status)
+        if nonce and nonce != request.cookies.get(CSRF_COOKIE):
+            self._cookie(response, CSRF_COOKIE, nonce, self.settings.console_session_ttl_s)
+        return response
+
+    def login_response(self, token: str, role: str) -> RedirectResponse:
+        response = RedirectResponse("/" if role == "operator" else "/runs", status_code=303)
+        self._cookie(response, SESSION_COOKIE, token, self.settings.console_session_ttl_s)
+        response.delete_cookie(CSRF_COOKIE, path="/")
+        return response
+
+    def run_link(self, flow_run_id: str) -> str | None:
+        ui = self.settings.ui_url()
+        return f"{ui}/runs/flow-run/{flow_run_id}" if ui else None
+
+    async def approval_key(self) -> bytes | None:
+        """The approval signing key, or None when none is configured (runs then cannot be approved)."""
+        try:
+            return await load_approval_key()
+        except ApprovalKeyMissing:
+            return None

@@ -1,0 +1,121 @@
+"""Approvals in flow tests: the session's approval policy for one test, a run paused for approval, and
+decisions taken the way the console and `payops approve` take them (deployments/approving.decide)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+NO_POLICY = "none"  # what the test session states (tests/conftest.py)
+
+
+@contextmanager
+def payops_db() -> Iterator[Engine]:
+    """The session's payops database (PAYOPS_HOME / PAYOPS_DATABASE_URL), migrated."""
+    from store import migrate, open_engine
+
+    engine = open_engine()
+    try:
+        migrate(engine)
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def approval_policy(text: str) -> Iterator[None]:
+    """State ``text`` as the approval policy for the block, then "none" again (the session's)."""
+    from store.approvals import state_policy
+
+    with payops_db() as engine:
+        state_policy(engine, text)
+    try:
+        yield
+    finally:
+        with payops_db() as engine:
+            state_policy(engine, NO_POLICY)
+
+
+async def paused_run(name: str, timeout: float = 60) -> tuple[str, str]:
+    """(flow run id, the Resume dialog's description) once the run named ``name`` pauses for its input."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
+
+    async with get_client() as client:
+        for _ in range(int(timeout * 4)):
+            runs = await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name]))
+            )
+            state = runs[0].state if runs else None
+            if state and state.is_paused() and state.state_details.run_input_keyset:
+                key = state.state_details.run_input_keyset["description"]
+                try:  # the flow saves its form and description just after pausing
+                    raw = await client.read_flow_run_input(runs[0].id, key)
+                    return str(runs[0].id), json.loads(raw)
+                except (ObjectNotFound, PrefectHTTPStatusError):
+                    pass
+            await asyncio.sleep(0.25)
+    raise AssertionError(f"the run {name} never paused for approval")
+
+
+async def decide_as(
+    run_id: str, user: str, *, approve: bool = True, comment: str = "", acknowledge: list[str] | None = None
+) -> str:
+    """One approver's decision as the console takes it; every name-check finding acknowledged unless
+    ``acknowledge`` says which."""
+    from uuid import UUID
+
+    from deployments.approving import decide
+    from store.approval_requests import ApprovalRequests
+    from tasks.auditing import Auditor
+
+    with payops_db() as engine:
+        if acknowledge is None:
+            request = ApprovalRequests(engine).get(run_id)
+            acknowledge = list(request.findings) if request else []
+        return await decide(
+            engine,
+            Auditor(engine, lambda **event: None),
+            run_id=UUID(run_id),
+            user=user,
+            role="approver",
+            approve=approve,
+            reason=comment,
+            client="test",
+            acknowledged=acknowledge,
+        )
+
+
+def run_paused(
+    flow_call: Callable[[], Awaitable[Any]], name: str, then: Callable[[str, str], Awaitable[Any]]
+) -> Any:
+    """Start ``flow_call`` (a flow run named ``name``), wait until it pauses, await ``then(run_id,
+    description)``, and return (run id, description, the flow's final state)."""
+
+    async def scenario() -> Any:
+        task = asyncio.create_task(flow_call())
+        try:
+            run_id, description = await paused_run(name)
+        except BaseException:
+            task.cancel()
+            raise
+        await then(run_id, description)
+        return run_id, description, await task
+
+    return asyncio.run(scenario())
+
+
+def prepared_home(
+    home: Path, policy: str = NO_POLICY, operator: str | None = "ci-operator"
+) -> dict[str, str]:
+    """A fresh payops home for processes a test starts (deployments.demo.unattended_home)."""
+    from deployments.demo import unattended_home
+
+    return unattended_home(home, policy, operator)
