@@ -16,6 +16,7 @@ from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field, field_validator
 
+from connectors.payments.models import PAYOUT_AWAITING_REVIEW_STATUSES
 from flows.approval import Answer, ask_approval, resume_description
 from flows.outcomes import end_run, state_message
 from flows.run_params import SheetRunParams, Text, sheet_run_name, start_sheet_run, tag_run
@@ -29,7 +30,7 @@ from tasks.approvals import (
     read_rule,
 )
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
-from tasks.attention import attention_rows
+from tasks.attention import attention_rows, attention_table
 from tasks.batching import batch_count, build_batch
 from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
@@ -37,7 +38,7 @@ from tasks.intake import IntakeResult, PayoutRow
 from tasks.lookup_cache import CachePolicy
 from tasks.memory import release_freed_memory
 from tasks.money import money
-from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
+from tasks.polling import PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
@@ -472,7 +473,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     )
 
     progress().phase("reporting")
-    awaiting_review = sorted(r for r, s in states.items() if s.status in AWAITING_REVIEW)
+    awaiting_review = sorted(r for r, s in states.items() if s.status in PAYOUT_AWAITING_REVIEW_STATUSES)
     not_final = sorted(r for r, s in states.items() if not s.final)
     outcomes = _outcomes(intake, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
@@ -508,12 +509,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     )
     meter.phase("report")
     summary["duration_s"] = meter.elapsed
-    attention = [
-        [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
-        for o in outcomes.values()
-        if o.submission != "accepted" or o.status in {"failed", "refunded", "in_review", "held"}
-    ]
-    await publish_run_artifacts(label, summary, attention)
+    await publish_run_artifacts(label, summary, attention_table(outcomes))
     logger.info("reports written for %s: %s", label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items()))
     logger.info(
         "run %s done: %s; %d refused by the service",

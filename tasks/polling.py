@@ -13,13 +13,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
-from connectors.payments.models import PAYOUT_FINAL_STATUSES
+from connectors.payments.models import PAYOUT_AWAITING_REVIEW_STATUSES, PAYOUT_FINAL_STATUSES
 from tasks.clients import payments_client
 from tasks.poll_loop import PAYOUT_BACKOFF, Backoff, PollRounds, poll_until
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
 
-AWAITING_REVIEW = frozenset({"in_review", "held"})
 PAGE = 100
 
 
@@ -210,7 +209,7 @@ async def _progress(result: PollResult, artifact_id: Any, label: str) -> None:
 
     total = len(result.states)
     done = total - len(result.pending)
-    waiting = sum(1 for s in result.states.values() if s.status in AWAITING_REVIEW)
+    waiting = sum(1 for s in result.states.values() if s.status in PAYOUT_AWAITING_REVIEW_STATUSES)
     await aupdate_progress_artifact(
         artifact_id=artifact_id,
         progress=100.0 * done / (total or 1),
@@ -239,7 +238,7 @@ async def poll_payouts_task(
 
     async def on_round(result: PollResult) -> None:
         await _progress(result, artifact_id, label)
-        waiting = sum(1 for s in result.states.values() if s.status in AWAITING_REVIEW)
+        waiting = sum(1 for s in result.states.values() if s.status in PAYOUT_AWAITING_REVIEW_STATUSES)
         progress().payouts(len(result.states) - len(result.pending), len(result.states), waiting)
 
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import fsspec
 
+from tasks.attention import needs_retry, outcome_kind
 from tasks.table_workbook import table_workbook
 from tasks.xlsx import neutralise, write_csv
 
@@ -48,7 +49,8 @@ class RowOutcome:
 
     @property
     def needs_resubmit(self) -> bool:
-        return self.submission == "refused" or self.status in {"failed", "refunded"}
+        """Whether the resubmit sheet carries the row (`tasks.attention.needs_retry`)."""
+        return needs_retry(self.submission, self.status)
 
     def cells(self) -> list[str | None]:
         return [
@@ -218,7 +220,7 @@ def write_reports(
     status_col, sub_col = headers.index("Payout status"), headers.index("Submission")
 
     def attention(r: Sequence[Any]) -> bool:
-        return r[status_col] in {"failed", "refunded"} or r[sub_col] in {"refused", "invalid"}
+        return outcome_kind(r[sub_col], r[status_col]) is not None
 
     with table_workbook(paths["xlsx"]) as wb:
         wb.add_sheet("results", headers, results_rows(columns, table, outcomes), highlight=attention)

@@ -38,7 +38,11 @@ from connectors.payments import (
     UtilityPurchase,
     UtilityPurchaseRequest,
 )
-from connectors.payments.models import UTILITY_PURCHASE_FINAL_STATUSES
+from connectors.payments.models import (
+    UTILITY_PURCHASE_AWAITING_STATUSES,
+    UTILITY_PURCHASE_FAILED_STATUSES,
+    UTILITY_PURCHASE_FINAL_STATUSES,
+)
 from tasks.clients import payments_client
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, read_raw_sheet
 from tasks.intake.amounts import CellError, parse_amount
@@ -53,7 +57,6 @@ from tasks.retries import is_transient
 log = logging.getLogger(__name__)
 
 CURRENCY = "GHS"
-WAITED_ON = frozenset({"outcome_unknown", "refund_failed"})
 PAYER_PROVIDERS = frozenset({"mtn", "telecel"})
 CHUNK_SIZE = 50
 
@@ -692,8 +695,16 @@ def result_rows(
     return rows
 
 
-def needs_attention(o: PurchaseOutcome) -> bool:
-    return o.submission != "accepted" or o.status in {"failed", "refunded"} or not o.final
+def needs_attention(o: PurchaseOutcome | None) -> bool:
+    """The one test of a purchase row needing a person: invalid or not sent (no outcome), refused, failed,
+    awaiting the service or not final (the artifact and the report's highlight read it)."""
+    return (
+        o is None
+        or o.submission != "accepted"
+        or o.status in UTILITY_PURCHASE_FAILED_STATUSES
+        or o.status in UTILITY_PURCHASE_AWAITING_STATUSES
+        or not o.final
+    )
 
 
 def canonical_rows(rows: Sequence[UtilityRow]) -> list[tuple[object, ...]]:

@@ -10,23 +10,31 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from connectors.payments.models import (
+    PAYOUT_AWAITING_REVIEW_STATUSES,
+    PAYOUT_FAILED_STATUSES,
+    PAYOUT_FINAL_STATUSES,
+)
 from tasks.attention import KINDS
 
 PAGE_SIZE = 50
 KIND_TITLES = {
     "failed": "Failed",
     "refused": "Refused by the service",
+    "invalid": "Invalid in the sheet",
     "awaiting_review": "Awaiting review",
     "name_mismatch": "Payee name mismatch",
+    "name_partial": "Payee name partly matches",
+    "name_unverified": "Payee name not verified",
+    "no_name_column": "No payee name column",
 }
-# Chart segments in a fixed order; anything else (dispatching, accepted...) is counted as "not final".
+# Chart segments in a fixed order (the statuses from the connector's sets); anything else (dispatching,
+# accepted...) is counted as "not final".
 CHART = [
-    ("delivered", "ok"),
-    ("failed", "bad"),
-    ("refunded", "bad"),
+    *((s, "ok") for s in sorted(PAYOUT_FINAL_STATUSES - PAYOUT_FAILED_STATUSES)),
+    *((s, "bad") for s in sorted(PAYOUT_FAILED_STATUSES)),
     ("refused", "bad"),
-    ("in_review", "wait"),
-    ("held", "wait"),
+    *((s, "wait") for s in sorted(PAYOUT_AWAITING_REVIEW_STATUSES)),
     ("invalid", "muted"),
     ("not final", "muted"),
 ]
