@@ -35,6 +35,7 @@ from tasks.batching import batch_count, build_batch
 from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeResult, PayoutRow
+from tasks.intake.columns import ColumnMapError, parse_column_map
 from tasks.lookup_cache import CachePolicy
 from tasks.memory import release_freed_memory
 from tasks.money import money
@@ -43,7 +44,7 @@ from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
 from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
-from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
+from tasks.sheet_check import intake_summary, no_name_column, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
@@ -76,6 +77,12 @@ class PayoutRunParams(SheetRunParams):
         900,
         gt=0,
         description="Seconds to follow payouts to their final status; unfinished ones are reported.",
+    )
+    settle_window_s: float = Field(
+        60,
+        ge=0,
+        description="Seconds a payout in review or held is waited for before the run ends and reports; it is "
+        "followed afterwards (payops payouts followup, the payment webhooks).",
     )
     check_names: bool = Field(
         True,
@@ -112,6 +119,11 @@ class PayoutRunParams(SheetRunParams):
     max_concurrent_batches: int = Field(
         4, ge=1, le=32, description="Batches of up to 100 payouts sent at the same time."
     )
+    column_map: Text = Field(
+        "",
+        description='Which sheet column holds which field, when its header is not one payops knows: '
+        '"Full Name=payee_name; Staff Mobile=destination". Part of the run\'s fingerprint.',
+    )
 
     @field_validator("approval_threshold", mode="before")
     @classmethod
@@ -120,6 +132,21 @@ class PayoutRunParams(SheetRunParams):
         if value is None:
             return ""
         return str(value) if isinstance(value, Decimal | int) else value
+
+    @field_validator("column_map")
+    @classmethod
+    def _readable_mapping(cls, value: str) -> str:
+        """A mapping that cannot be read is refused with the run's parameters, before anything starts."""
+        try:
+            parse_column_map(value)
+        except ColumnMapError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """The explicit column mapping, ``{header: field}`` (empty when none was given)."""
+        return parse_column_map(self.column_map)
 
     @property
     def threshold_amount(self) -> Decimal | None:
@@ -290,7 +317,9 @@ async def _not_approved(
 async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     run = start_sheet_run(params)
     logger, meter = run.logger, run.meter
-    intake = await asyncio.to_thread(read_sheet_task, params.source, run.options)
+    columns = params.columns  # issue 30: the explicit column mapping, read by the intake and the label
+    options = run.options.model_copy(update={"column_map": columns})
+    intake = await asyncio.to_thread(read_sheet_task, params.source, options)
     meter.phase("read_validate")
     if isinstance(intake, SheetRefused):
         logger.error("sheet read: refused: %s; nothing sent", intake.message)
@@ -299,10 +328,10 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     logger.info(
         "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
     )
-    label = run_label(params.label, intake)
+    label = run_label(params.label, intake, columns)
     await tag_run(label)
     ensure_reports_spare_source(params.report_dir, label, params.source)
-    summary = intake_summary(params.source, label, intake)
+    summary = intake_summary(params.source, label, intake, columns)
 
     def finish(outcome: str) -> dict[str, Any]:
         return meter.finish(summary, outcome)
@@ -489,13 +518,15 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "deadline_reached": poll.deadline_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
-            "attention_rows": attention_rows(intake.rows, outcomes, names),
+            "attention_rows": attention_rows(
+                intake.rows, outcomes, names, no_name_column(intake) if params.check_names else None
+            ),
         }
     )
     fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]
     if fees:
         summary["fee_total"] = money(sum(fees, Decimal(0)))
-    reference_column = next((c for c in intake.columns if c.strip().lower() in {"reference", "ref"}), None)
+    reference_column = intake.mapped.get("reference")  # issue 30: whatever header the intake mapped
     finish("completed")
     paths = await asyncio.to_thread(
         write_reports,

@@ -119,6 +119,7 @@ class PayoutRunSummary(RunSummary):
     errors: list[dict[str, Any]] = Field(default_factory=list)
     preflight: dict[str, Any] | None = None
     rate_limit: dict[str, Any] | None = None
+    ignored_columns: list[str] = Field(default_factory=list)
     #: why a run that needed approval sent nothing; not a JSON field (the state name and message say it)
     decision: Decision | None = Field(None, exclude=True)
 
@@ -141,6 +142,7 @@ class PayoutRunSummary(RunSummary):
         if self.not_final and self.deadline_reached:
             lines.append(f"  not final at the poll deadline: {len(self.not_final)}")
         lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   time: {self.duration_s}s")
+        lines += self.column_lines()
         lines += _row_errors(self.errors, file_level=True)
         preflight = self.preflight or {}
         for kind, c in (preflight.get("cache") or {}).items():
@@ -155,8 +157,19 @@ class PayoutRunSummary(RunSummary):
             )
         for p in preflight.get("problems", []) + preflight.get("notes", []):
             lines.append(f"  pre-flight: {p}")
+        lines += [f"  note: {note}" for note in self.notes]
         for kind, path in (self.report_files or {}).items():
             lines.append(f"  report {kind}: {path}")
+        return lines
+
+    def column_lines(self) -> list[str]:
+        """The sheet's headers that pay nothing (kept in the reports), and the explicit mapping if any."""
+        lines = []
+        mapping = (self.model_extra or {}).get("column_map")
+        if mapping:
+            lines.append(f"  column mapping: {mapping}")
+        if self.ignored_columns:
+            lines.append("  ignored columns: " + ", ".join(self.ignored_columns))
         return lines
 
 
@@ -170,6 +183,7 @@ class SheetCheckSummary(PayoutRunSummary):
             f"sheet {self.label or self.source}: {self.outcome}",
             f"  rows: {self.rows_total} ({self.rows_valid} valid, {self.rows_invalid} invalid)   "
             f"amount: {self.amount_total}   time: {self.duration_s}s",
+            *self.column_lines(),
             *_row_errors(self.errors, file_level=True),
             *self.closing_lines(),
         ]

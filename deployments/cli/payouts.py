@@ -12,8 +12,10 @@ import typer
 from typer.core import TyperGroup
 
 from deployments.cli._common import (
+    COLUMN,
     EXIT_INVALID,
     REPORTS_DEFAULT,
+    column_map,
     default_report_dir,
     fail,
     quiet_prefect,
@@ -73,6 +75,9 @@ REQUIRE_APPROVAL = typer.Option(False, "--require-approval", help="Pause for app
 APPROVAL_THRESHOLD = typer.Option(None, help="Require approval when the total is at least this")
 APPROVAL_TIMEOUT = typer.Option(3600, help="Seconds to wait for approval before rejecting")
 POLL_DEADLINE = typer.Option(900, help="Seconds to poll for final statuses")
+SETTLE_WINDOW = typer.Option(
+    60, help="Seconds a payout in review or held is waited for before the run ends (it is followed later)"
+)
 CREDENTIALS_BLOCK = typer.Option(None, help="PaymentsCredentials block (default: env vars)")
 NO_NAME_CHECK = typer.Option(False, "--no-name-check", help="Skip the payee name lookups")
 JSON_OUT = typer.Option(False, "--json", help="Print only the JSON summary on stdout")
@@ -91,9 +96,14 @@ def payouts(
     poll_deadline: float = POLL_DEADLINE,
     credentials_block: str | None = CREDENTIALS_BLOCK,
     no_name_check: bool = NO_NAME_CHECK,
+    column: list[str] | None = COLUMN,
+    settle_window: float = SETTLE_WINDOW,
     json_out: bool = JSON_OUT,
 ) -> None:
     """Pay a payout sheet (`payops payouts FILE`): validate, pre-flight, send in batches, poll, report."""
+    from tasks.intake.columns import format_column_map
+
+    mapping = format_column_map(column_map(column))  # a bad --column exits 2 before anything starts
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     _run_payouts(
         json_out,
@@ -108,6 +118,8 @@ def payouts(
         report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
         check_names=not no_name_check,
+        column_map=mapping,
+        settle_window_s=settle_window,
     )
 
 

@@ -31,6 +31,7 @@ from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_s
 from tasks.money import money
 from tasks.reports import report_paths
 from tasks.retry_sheet import RetryRefused, resubmission_csv, retry_label
+from tasks.sheet_check import no_name_column
 
 from .admin import register_admin
 from .errors import ConsoleError, LoginNeeded
@@ -175,6 +176,8 @@ def _preview(result: IntakeResult) -> dict[str, Any]:
         "errors_total": len(result.errors),
         "warnings": [asdict(w) for w in result.warnings[:PREVIEW_ERRORS]],
         "totals": {c: f"{v:,.2f}" for c, v in sorted(totals.items())},
+        "ignored_columns": list(result.ignored),
+        "no_name_column": no_name_column(result),
         "sample": [
             r.model_dump(
                 include={"row", "reference", "amount", "currency", "provider", "destination", "payee_name"}
@@ -410,6 +413,7 @@ def create_app(
             require_approval=require_approval,
             approval_rule=signed_rule,
             dry_run=form.get("dry_run") == "on",
+            block_on_name_mismatch=form.get("block_on_name_mismatch") == "on",
             credentials_block=settings.credentials_block,
         )
         run_id = await console.launcher.start(params, f"console-{upload.id}")

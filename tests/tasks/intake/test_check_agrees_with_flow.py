@@ -17,7 +17,16 @@ from flows.summaries import PayoutRunSummary, SheetCheckSummary
 from tasks.sheet_check import check_sheet
 
 REPO = Path(__file__).resolve().parents[3]
-COMPARED = ("label", "rows_total", "rows_valid", "rows_invalid", "errors", "warnings", "amount_total")
+COMPARED = (
+    "label",
+    "rows_total",
+    "rows_valid",
+    "rows_invalid",
+    "errors",
+    "warnings",
+    "amount_total",
+    "ignored_columns",
+)
 
 
 def _good_and_bad(d: Path) -> Path:
