@@ -28,6 +28,8 @@ RESULT_COLUMNS = [
     "Error message",
     "Completed at",
 ]
+RESUBMIT_SHEET = "resubmit"
+"""The report's sheet of rows to pay again, read back by `tasks.retry_sheet`."""
 _RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
 _UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -171,7 +173,11 @@ def resubmit_rows(
     outcomes: Mapping[int, RowOutcome],
     reference_column: str | None,
 ) -> tuple[list[str], list[list[Any]]]:
-    """Failed and refused rows with fresh references, in the sheet's own columns, ready to upload again."""
+    """Failed and refused rows with fresh references, in the sheet's own columns (its own reference column,
+    whatever header the intake mapped, else a ``reference`` column first), ready to upload again.
+
+    The cells are the sheet's own text, without the formula guard: payops reads them back
+    (`tasks.xlsx.READ_BACK_RULE`)."""
     headers = list(columns) if reference_column else ["reference", *columns]
     rows = []
     for rec in table:
@@ -180,7 +186,7 @@ def resubmit_rows(
             continue
         fresh = resubmit_reference(o.reference)
         values = [fresh if c == reference_column else rec.get(c, "") for c in columns]
-        rows.append([neutralise(v) for v in (values if reference_column else [fresh, *values])])
+        rows.append(values if reference_column else [fresh, *values])
     return headers, rows
 
 
@@ -226,7 +232,7 @@ def write_reports(
         wb.add_sheet("results", headers, results_rows(columns, table, outcomes), highlight=attention)
         wb.add_sheet("summary", ["field", "value"], summary_pairs(summary))
         rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
-        wb.add_sheet("resubmit", rh, rr)
+        wb.add_sheet(RESUBMIT_SHEET, rh, rr, read_back=True)
 
     write_csv(paths["csv"], headers, results_rows(columns, table, outcomes))
     with fsspec.open(paths["json"], "w", encoding="utf-8") as fh:

@@ -135,6 +135,7 @@ def retry_failed(
     poll_deadline: float = POLL_DEADLINE,
     credentials_block: str | None = CREDENTIALS_BLOCK,
     no_name_check: bool = NO_NAME_CHECK,
+    settle_window: float = SETTLE_WINDOW,
     json_out: bool = JSON_OUT,
 ) -> None:
     """Pay a run's failed and refused rows again, as run LABEL-retry1 (fresh references, same approval rules).
@@ -163,6 +164,8 @@ def retry_failed(
         report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
         check_names=not no_name_check,
+        column_map=sheet.column_map,  # the retry sheet keeps the run's headers: read it the same way
+        settle_window_s=settle_window,
     )
 
 

@@ -28,14 +28,15 @@ from store.approvals import Approvals
 from store.users import Account, Users
 from tasks.approvals import ApprovalKeyMissing, load_approval_key, sign_rule
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
+from tasks.intake.columns import parse_column_map
 from tasks.money import money
 from tasks.reports import report_paths
-from tasks.retry_sheet import RetryRefused, resubmission_csv, retry_label
+from tasks.retry_sheet import RetryRefused, resubmission_sheet, retry_label, run_column_map
 from tasks.sheet_check import no_name_column
 
 from .admin import register_admin
 from .errors import ConsoleError, LoginNeeded
-from .run_review import review_context
+from .run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, review_context, sheet_rows
 from .runs import DeploymentLauncher, LocalLauncher, RunLauncher, read_run, recent_runs
 from .security import CsrfTokens, LoginThrottle, SecurityHeaders, client_address, new_nonce, parse_networks
 from .settings import ConsoleSettings
@@ -327,24 +328,35 @@ def create_app(
         return await check_and_preview(request, account, file.filename, data)
 
     async def check_and_preview(
-        request: Request, account: Account, filename: str, data: bytes, label: str | None = None
+        request: Request,
+        account: Account,
+        filename: str,
+        data: bytes,
+        label: str | None = None,
+        retry: RetryUpload | None = None,
     ) -> Response:
-        """Store a sheet as an upload, check it as the flow will, show the preview (the submit form)."""
+        """Store a sheet as an upload, check it as the flow will, show the preview (the submit form); a retry
+        sheet is read with its run's column mapping and listed row by row (the operator may drop rows)."""
         try:
             saved = await asyncio.to_thread(console.store.save, filename, data)
         except StorageError as exc:
             raise ConsoleError(400, str(exc)) from None
         saved.label = label
         saved.uploaded_by = account.name
+        if retry is not None:
+            saved.column_map, saved.retry_of = retry.column_map, retry.run_id
         preview: dict[str, Any] | None = None
+        retry_rows: list[dict[str, Any]] | None = None
+        options = IntakeOptions(
+            max_bytes=settings.max_upload_bytes, column_map=parse_column_map(saved.column_map)
+        )
         try:
-            result = await asyncio.to_thread(
-                read_payout_sheet, saved.source, IntakeOptions(max_bytes=settings.max_upload_bytes)
-            )
+            result = await asyncio.to_thread(read_payout_sheet, saved.source, options)
         except IntakeError as exc:
             saved.refused = str(exc)
         else:
             preview = _preview(result)
+            retry_rows = sheet_rows(result) if retry is not None else None
             saved.rows_total, saved.rows_invalid, saved.errors = (
                 result.rows_total,
                 result.rows_invalid,
@@ -378,7 +390,14 @@ def create_app(
         return await console.render(
             request,
             "preview.html",
-            {"upload": saved, "preview": preview, "can_submit": can_submit, "required": required},
+            {
+                "upload": saved,
+                "preview": preview,
+                "can_submit": can_submit,
+                "required": required,
+                "retry": retry,
+                "retry_rows": retry_rows,
+            },
             status=status,
         )
 
@@ -414,6 +433,7 @@ def create_app(
             approval_rule=signed_rule,
             dry_run=form.get("dry_run") == "on",
             block_on_name_mismatch=form.get("block_on_name_mismatch") == "on",
+            column_map=upload.column_map,
             credentials_block=settings.credentials_block,
         )
         run_id = await console.launcher.start(params, f"console-{upload.id}")
@@ -519,10 +539,13 @@ def create_app(
     @app.post("/runs/{run_id}/retry", response_class=HTMLResponse)
     async def retry_failed_rows(request: Request, run_id: str) -> Response:
         """Retry failed rows: the resubmission sheet becomes a new upload labelled LABEL-retryN, checked and
-        submitted like any upload. A retry already started (or finished) is refused: nothing is paid twice."""
+        submitted like any upload, its rows listed; the operator may drop rows (the form posts their numbers
+        as ``drop``) and the sheet is rebuilt without them. A retry already started (or finished) is refused:
+        nothing is paid twice."""
         account = await console.require(request, "upload")
-        form = await request.form(max_files=0, max_fields=5)
+        form = await request.form(max_files=0, max_fields=MAX_RETRY_ROWS + 5)
         await console.check_csrf(request, form)
+        drop = dropped_rows(form.getlist("drop"))
         view = await read_run(_parse_uuid(run_id), console.store.upload_id_of_report_dir)
         if view is None or not view.upload_id or not view.final:
             raise ConsoleError(409, "Only a finished run started from this console can be retried.")
@@ -535,15 +558,21 @@ def create_app(
             raise ConsoleError(
                 409, f"A retry of this run already exists (run {retry}); nothing was sent again. See Runs."
             )
-        report_xlsx = report_paths(console.store.report_dir(view.upload_id), label)["xlsx"]
+        report_dir = console.store.report_dir(view.upload_id)
+        mapping = await asyncio.to_thread(run_column_map, report_dir, label)
         try:
-            data, count = await asyncio.to_thread(resubmission_csv, report_xlsx)
+            data, count = await asyncio.to_thread(
+                resubmission_sheet, report_paths(report_dir, label)["xlsx"], drop, mapping
+            )
         except RetryRefused as exc:
             raise ConsoleError(409, str(exc)) from None
         if not count:
-            raise ConsoleError(409, "This run has no failed or refused rows to retry.")
-        log.info("run %s: retry of %d row(s) prepared as %s", run_id, count, retry)
-        return await check_and_preview(request, account, f"{retry}.csv", data, label=retry)
+            what = "rows left after dropping" if drop else "failed or refused rows"
+            raise ConsoleError(409, f"This run has no {what} to retry.")
+        log.info("run %s: retry of %d row(s) prepared as %s (%d dropped)", run_id, count, retry, len(drop))
+        return await check_and_preview(
+            request, account, f"{retry}.xlsx", data, label=retry, retry=RetryUpload(run_id, mapping, drop)
+        )
 
     register_admin(app, console)
     return app

@@ -68,6 +68,8 @@ class Upload:
     label: str | None = None  # the run label (a retry's derived one); None: the content's fingerprint
     uploaded_by: str = ""
     total: str = ""
+    column_map: str = ""  # a retry: the original run's explicit column mapping, read with the sheet
+    retry_of: str = ""  # a retry: the flow run id whose failed rows this sheet pays again
 
 
 class UploadStore:
