@@ -49,8 +49,8 @@ def test_write_reports_results_summary_resubmit(tmp_path) -> None:
     assert results[3][5] == "invalid"
     resubmit = list(wb["resubmit"].iter_rows(values_only=True))
     assert resubmit[0] == ("reference", "name", "amount", "destination")
-    # Read back by payops (tasks.xlsx.READ_BACK_RULE): the sheet's own text, no guard, as an inline string that
-    # no spreadsheet evaluates (no <f> element, t="inlineStr").
+    # Read back by payops (tasks.xlsx.READ_BACK_RULE): the sheet's own text, no guard, as an inline string
+    # that no spreadsheet evaluates (no <f> element, t="inlineStr").
     assert resubmit[1:] == [("run-r2-rs1", "=cmd", "10.00", "233240000001")]
     with zipfile.ZipFile(paths["xlsx"]) as z:
         part = z.read("xl/worksheets/sheet3.xml").decode()
