@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -16,7 +17,6 @@ from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field, field_validator
 
-from connectors.payments.models import PAYOUT_AWAITING_REVIEW_STATUSES
 from flows.approval import Answer, ask_approval, resume_description
 from flows.outcomes import end_run, state_message
 from flows.run_params import SheetRunParams, Text, sheet_run_name, start_sheet_run, tag_run
@@ -482,8 +482,15 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
                 if created is not None and created < run.started_wall:
                     replayed += 1
     progress().phase("polling")
+    # issue 30: an absolute deadline (a retried poll task does not restart it) and the settle window
+    # (payouts waiting for a person end the poll after it; tasks.followup follows them afterwards).
     poll = await poll_payouts_task(
-        settings, untraversed(states), params.poll_deadline_s, params.rate_limit_per_s, label
+        settings,
+        untraversed(states),
+        time.time() + params.poll_deadline_s,
+        params.rate_limit_per_s,
+        label,
+        params.settle_window_s,
     )
     meter.api_calls.update(poll.api_calls)
     used = [x for x in (*limiters, poll.limiter) if x is not None]
@@ -498,11 +505,13 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         ", ".join(f"{k} {v}" for k, v in sorted(final_by_status.items())) or "no payouts",
         f"; {sum(1 for s in states.values() if not s.final)} not final at the deadline"
         if poll.deadline_reached
+        else f"; {len(poll.awaiting_review)} awaiting review after the settle window (followed later)"
+        if poll.settle_window_reached
         else "",
     )
 
     progress().phase("reporting")
-    awaiting_review = sorted(r for r, s in states.items() if s.status in PAYOUT_AWAITING_REVIEW_STATUSES)
+    awaiting_review = sorted(poll.awaiting_review)
     not_final = sorted(r for r, s in states.items() if not s.final)
     outcomes = _outcomes(intake, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
@@ -515,7 +524,10 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "replayed_payouts": replayed,
             "awaiting_review": awaiting_review,
             "not_final": not_final,
+            # issue 30: the last status of every payout still moving, for tasks.followup
+            "waiting_statuses": {r: states[r].status for r in not_final},
             "deadline_reached": poll.deadline_reached,
+            "settle_window_reached": poll.settle_window_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
             "attention_rows": attention_rows(

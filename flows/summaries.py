@@ -138,7 +138,10 @@ class PayoutRunSummary(RunSummary):
                 f"  already sent by an earlier run with this label (replayed): {self.replayed_payouts}"
             )
         if self.awaiting_review:
-            lines.append(f"  awaiting review (in_review/held): {len(self.awaiting_review)}")
+            lines.append(
+                f"  awaiting review (in_review/held): {len(self.awaiting_review)}; followed after the run: "
+                f"payops payouts followup {self.label}"
+            )
         if self.not_final and self.deadline_reached:
             lines.append(f"  not final at the poll deadline: {len(self.not_final)}")
         lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   time: {self.duration_s}s")
@@ -304,4 +307,20 @@ class EventsCatchUpSummary(RunSummary):
         )
         if self.restarted_without_cursor:
             lines.append("  the saved cursor was too old or unknown: restarted from the first event")
+        return lines + self.closing_lines()
+
+
+class FollowupSummary(RunSummary):
+    """``payout-followup``: the waiting payouts of finished runs read again."""
+
+    runs_checked: int = 0
+    moved: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    still_waiting: int = 0
+
+    def lines(self) -> list[str]:
+        lines = [f"follow-up{' of ' + self.label if self.label else ''}: {self.outcome}"]
+        lines.append(f"  runs checked: {self.runs_checked}   payouts still waiting: {self.still_waiting}")
+        for label, changes in self.moved.items():
+            for ref, (before, now) in changes.items():
+                lines.append(f"  {label}: payout {ref} {before} -> {now}")
         return lines + self.closing_lines()

@@ -52,7 +52,7 @@ from tasks.intake.raw import RawSheet
 from tasks.money import money
 from tasks.poll_loop import PURCHASE_BACKOFF, Backoff, PollRounds, poll_until
 from tasks.references import purchase_idempotency_key, row_reference
-from tasks.retries import is_transient
+from tasks.retries import API_TASK_RETRY
 
 log = logging.getLogger(__name__)
 
@@ -575,9 +575,7 @@ def read_utility_sheet_task(source: str, options: IntakeOptions) -> RawSheet:
 @task(
     cache_policy=NO_CACHE,
     name="utility-products",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def products_task(
     settings: PaymentsSettings, rate_per_s: float
@@ -590,9 +588,7 @@ async def products_task(
 @task(
     cache_policy=NO_CACHE,
     name="utility-fee-quotes",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def quotes_task(
     settings: PaymentsSettings, keys: list[tuple[str, Decimal]], rate_per_s: float
@@ -605,9 +601,7 @@ async def quotes_task(
 @task(
     cache_policy=NO_CACHE,
     name="buy-utility-chunk",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
     task_run_name="buy-utility-chunk-{index}",
 )
 async def purchase_chunk_task(
@@ -621,9 +615,7 @@ async def purchase_chunk_task(
 @task(
     cache_policy=NO_CACHE,
     name="poll-utility-purchases",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def poll_purchases_task(
     settings: PaymentsSettings,

@@ -169,6 +169,31 @@ def retry_failed(
     )
 
 
+@app.command("followup")
+def followup(
+    label: str = typer.Argument(..., help="The run whose payouts in review or held to read again"),
+    report_dir: str | None = typer.Option(None, help=f"Where that run's reports are ({REPORTS_DEFAULT})"),
+    credentials_block: str | None = CREDENTIALS_BLOCK,
+    json_out: bool = JSON_OUT,
+) -> None:
+    """Read again the payouts run LABEL left waiting (in review, held); update its JSON summary and run record
+    with what moved. The `payout-followup` deployment does this on payment webhooks and hourly."""
+    from flows.summaries import FollowupSummary
+
+    with quiet_prefect(json_out):
+        from flows.followup import FollowupParams, payout_followup
+
+    params = FollowupParams(
+        label=label, report_dir=report_dir or default_report_dir(), credentials_block=credentials_block
+    )
+    run_flow(
+        lambda: payout_followup(params, return_state=True),
+        json_out,
+        FollowupSummary,
+        "run it again: it only reads",
+    )
+
+
 def template(file: Path = typer.Argument(..., help="Where to write the .xlsx template")) -> None:
     """Write a payout sheet template with dropdowns and a text-formatted destination column."""
     from tasks.intake import write_template
