@@ -513,6 +513,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     progress().phase("reporting")
     awaiting_review = sorted(poll.awaiting_review)
     not_final = sorted(r for r, s in states.items() if not s.final)
+    waiting_statuses = {r: states[r].status for r in not_final}  # issue 30: for tasks.followup
     outcomes = _outcomes(intake, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
@@ -524,8 +525,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
             "replayed_payouts": replayed,
             "awaiting_review": awaiting_review,
             "not_final": not_final,
-            # issue 30: the last status of every payout still moving, for tasks.followup
-            "waiting_statuses": {r: states[r].status for r in not_final},
+            "waiting_statuses": waiting_statuses,
             "deadline_reached": poll.deadline_reached,
             "settle_window_reached": poll.settle_window_reached,
             "poll_rounds": poll.rounds,
