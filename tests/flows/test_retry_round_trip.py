@@ -17,7 +17,7 @@ from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
 from tasks.retry_sheet import prepare_retry
-from tests.flows.support import emulator_stats
+from tests.flows.support import emulator_stats, in_emulator_env
 
 pytestmark = pytest.mark.e2e
 
@@ -30,9 +30,7 @@ def server() -> Iterator[SandboxServer]:
 
 @pytest.fixture
 def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
-    for k, v in server.env.items():
-        monkeypatch.setenv(k, v)
-    return server
+    return in_emulator_env(server, monkeypatch)
 
 
 # An HR export: its own reference header, "Full Name", an ID column payops ignores, numbers as people write

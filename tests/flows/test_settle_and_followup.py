@@ -19,7 +19,7 @@ from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
 from sandbox.engine.payouts import transition
-from tests.flows.support import payroll_rows, write_sheet
+from tests.flows.support import in_emulator_env, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
 
@@ -32,9 +32,7 @@ def server() -> Iterator[SandboxServer]:
 
 @pytest.fixture
 def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
-    for k, v in server.env.items():
-        monkeypatch.setenv(k, v)
-    return server
+    return in_emulator_env(server, monkeypatch)
 
 
 def test_a_held_payout_ends_the_run_at_the_settle_window_and_its_later_move_updates_the_record(
