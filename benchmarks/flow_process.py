@@ -53,6 +53,9 @@ class PhaseSampler:
     def payouts(self, final: int, total: int, awaiting_review: int) -> None:
         return None
 
+    def failed(self, reference: str, status: str, reason: str | None) -> None:
+        return None
+
     def stop(self) -> None:
         self.phase("end")
         self._stop.set()

@@ -34,6 +34,7 @@ from typing import Any
 from prefect.results import ResultRecord
 from prefect.states import Cancelled, Completed, Failed, State
 
+from connectors.payments.models import PAYOUT_FAILED_STATUSES, UTILITY_PURCHASE_FAILED_STATUSES
 from flows.summaries import PayoutRunSummary, PurchaseRunSummary, RunSummary, SettlementRunSummary
 
 COMPLETED, WITH_FAILURES, DRY_RUN = "Completed", "Completed with failures", "Dry run"
@@ -44,9 +45,9 @@ REFUSED_OUTCOMES = frozenset({"invalid_input", "preflight_failed"})
 def failed_items(summary: RunSummary) -> int:
     """Items the service accepted that failed or were refunded, plus items it refused."""
     if isinstance(summary, PayoutRunSummary):
-        by_status = summary.payouts_by_status
+        by_status, failed_statuses = summary.payouts_by_status, PAYOUT_FAILED_STATUSES
     elif isinstance(summary, PurchaseRunSummary):
-        by_status = summary.purchases_by_status
+        by_status, failed_statuses = summary.purchases_by_status, UTILITY_PURCHASE_FAILED_STATUSES
     elif isinstance(summary, SettlementRunSummary):
         failed = set(summary.retries_failed_again)
         if (summary.settlement_outcome or "").startswith("failed"):
@@ -55,7 +56,7 @@ def failed_items(summary: RunSummary) -> int:
     else:
         return 0
     refused = int(getattr(summary, "refused_items", 0) or 0)
-    return by_status.get("failed", 0) + by_status.get("refunded", 0) + refused
+    return sum(by_status.get(s, 0) for s in failed_statuses) + refused
 
 
 def _refusal_reason(summary: RunSummary) -> str:

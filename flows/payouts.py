@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -45,21 +46,22 @@ from tasks.approvals import (
     row_fields,
 )
 from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
-from tasks.attention import attention_rows
+from tasks.attention import attention_rows, attention_table
 from tasks.batching import batch_count, build_batch
 from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
 from tasks.intake import IntakeResult, PayoutRow
+from tasks.intake.columns import ColumnMapError, parse_column_map
 from tasks.lookup_cache import CachePolicy
 from tasks.memory import release_freed_memory
 from tasks.money import money
-from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
+from tasks.polling import PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
 from tasks.references import row_reference
 from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
-from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
+from tasks.sheet_check import intake_summary, no_name_column, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
 
@@ -102,6 +104,12 @@ class PayoutRunParams(SheetRunParams):
         gt=0,
         description="Seconds to follow payouts to their final status; unfinished ones are reported.",
     )
+    settle_window_s: float = Field(
+        60,
+        ge=0,
+        description="Seconds a payout in review or held is waited for before the run ends and reports; it is "
+        "followed afterwards (payops payouts followup, the payment webhooks).",
+    )
     check_names: bool = Field(
         True,
         description="Look up each account holder's name and compare it with the payee name of the sheet.",
@@ -137,6 +145,11 @@ class PayoutRunParams(SheetRunParams):
     max_concurrent_batches: int = Field(
         4, ge=1, le=32, description="Batches of up to 100 payouts sent at the same time."
     )
+    column_map: Text = Field(
+        "",
+        description='Which sheet column holds which field, when its header is not one payops knows: '
+        '"Full Name=payee_name; Staff Mobile=destination". Part of the run\'s fingerprint.',
+    )
 
     @field_validator("approval_threshold", mode="before")
     @classmethod
@@ -145,6 +158,21 @@ class PayoutRunParams(SheetRunParams):
         if value is None:
             return ""
         return str(value) if isinstance(value, Decimal | int) else value
+
+    @field_validator("column_map")
+    @classmethod
+    def _readable_mapping(cls, value: str) -> str:
+        """A mapping that cannot be read is refused with the run's parameters, before anything starts."""
+        try:
+            parse_column_map(value)
+        except ColumnMapError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """The explicit column mapping, ``{header: field}`` (empty when none was given)."""
+        return parse_column_map(self.column_map)
 
     @property
     def threshold_amount(self) -> Decimal | None:
@@ -311,7 +339,9 @@ async def _not_approved(
 async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dict[str, Any]:
     run = start_sheet_run(params)
     logger, meter = run.logger, run.meter
-    intake = await asyncio.to_thread(read_sheet_task, params.source, run.options)
+    columns = params.columns  # issue 30: the explicit column mapping, read by the intake and the label
+    options = run.options.model_copy(update={"column_map": columns})
+    intake = await asyncio.to_thread(read_sheet_task, params.source, options)
     meter.phase("read_validate")
     if isinstance(intake, SheetRefused):
         logger.error("sheet read: refused: %s; nothing sent", intake.message)
@@ -320,10 +350,10 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
     logger.info(
         "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
     )
-    label = run_label(params.label, intake)
+    label = run_label(params.label, intake, columns)
     await tag_run(label)
     ensure_reports_spare_source(params.report_dir, label, params.source)
-    summary = intake_summary(params.source, label, intake)
+    summary = intake_summary(params.source, label, intake, columns)
 
     def finish(outcome: str) -> dict[str, Any]:
         return meter.finish(summary, outcome)
@@ -413,7 +443,8 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
             logger.error("pre-flight: %s", p)
         return await _refused(finish("preflight_failed"))
     if needs_approval:
-        answer = await _approve(params, label, intake.rows, pf, start, policy, need, store)
+        names_checked = params.check_names and no_name_column(intake) is None
+        answer = await _approve(params, label, intake.rows, pf, start, policy, need, store, names_checked)
         meter.phase("approval")
         await _preflight_artifact(label, pf, intake.rows, _decision_line(answer))
         if not answer.approved:
@@ -473,8 +504,15 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
                 if created is not None and created < run.started_wall:
                     replayed += 1
     progress().phase("polling")
+    # issue 30: an absolute deadline (a retried poll task does not restart it) and the settle window
+    # (payouts waiting for a person end the poll after it; tasks.followup follows them afterwards).
     poll = await poll_payouts_task(
-        settings, untraversed(states), params.poll_deadline_s, params.rate_limit_per_s, label
+        settings,
+        untraversed(states),
+        time.time() + params.poll_deadline_s,
+        params.rate_limit_per_s,
+        label,
+        params.settle_window_s,
     )
     meter.api_calls.update(poll.api_calls)
     used = [x for x in (*limiters, poll.limiter) if x is not None]
@@ -489,12 +527,15 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
         ", ".join(f"{k} {v}" for k, v in sorted(final_by_status.items())) or "no payouts",
         f"; {sum(1 for s in states.values() if not s.final)} not final at the deadline"
         if poll.deadline_reached
+        else f"; {len(poll.awaiting_review)} awaiting review after the settle window (followed later)"
+        if poll.settle_window_reached
         else "",
     )
 
     progress().phase("reporting")
-    awaiting_review = sorted(r for r, s in states.items() if s.status in AWAITING_REVIEW)
+    awaiting_review = sorted(poll.awaiting_review)
     not_final = sorted(r for r, s in states.items() if not s.final)
+    waiting_statuses = {r: states[r].status for r in not_final}  # issue 30: for tasks.followup
     outcomes = _outcomes(intake, results, states)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
@@ -506,16 +547,20 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
             "replayed_payouts": replayed,
             "awaiting_review": awaiting_review,
             "not_final": not_final,
+            "waiting_statuses": waiting_statuses,
             "deadline_reached": poll.deadline_reached,
+            "settle_window_reached": poll.settle_window_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
-            "attention_rows": attention_rows(intake.rows, outcomes, names),
+            "attention_rows": attention_rows(
+                intake.rows, outcomes, names, no_name_column(intake) if params.check_names else None
+            ),
         }
     )
     fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]
     if fees:
         summary["fee_total"] = money(sum(fees, Decimal(0)))
-    reference_column = next((c for c in intake.columns if c.strip().lower() in {"reference", "ref"}), None)
+    reference_column = intake.mapped.get("reference")  # issue 30: whatever header the intake mapped
     finish("completed")
     paths = await asyncio.to_thread(
         write_reports,
@@ -529,12 +574,7 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
     )
     meter.phase("report")
     summary["duration_s"] = meter.elapsed
-    attention = [
-        [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
-        for o in outcomes.values()
-        if o.submission != "accepted" or o.status in {"failed", "refunded", "in_review", "held"}
-    ]
-    await publish_run_artifacts(label, summary, attention)
+    await publish_run_artifacts(label, summary, attention_table(outcomes))
     logger.info("reports written for %s: %s", label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items()))
     logger.info(
         "run %s done: %s; %d refused by the service",
@@ -557,6 +597,7 @@ async def _approve(
     policy: Any,
     need: Requirement,
     store: Any,
+    names_checked: bool,
 ) -> Answer:
     """The approval phase: what the approvers see goes to the payops database, then the run pauses until
     enough valid signed approvals, a rejection or the deadline. No key: not paused at all, nothing sent."""
@@ -578,7 +619,7 @@ async def _approve(
     )
     ask = Ask(label, subject, need, start, params.approval_timeout_s, params.approval_reminder_s)
     figures = currency_figures(pf)
-    found = findings(rows, pf.names, params.check_names)
+    found = findings(rows, pf.names, names_checked)
     desk = ApprovalDesk(store)
     await asyncio.to_thread(
         desk.open,

@@ -119,6 +119,7 @@ class PayoutRunSummary(RunSummary):
     errors: list[dict[str, Any]] = Field(default_factory=list)
     preflight: dict[str, Any] | None = None
     rate_limit: dict[str, Any] | None = None
+    ignored_columns: list[str] = Field(default_factory=list)
     #: why a run that needed approval sent nothing; not a JSON field (the state name and message say it)
     decision: Decision | None = Field(None, exclude=True)
 
@@ -137,10 +138,14 @@ class PayoutRunSummary(RunSummary):
                 f"  already sent by an earlier run with this label (replayed): {self.replayed_payouts}"
             )
         if self.awaiting_review:
-            lines.append(f"  awaiting review (in_review/held): {len(self.awaiting_review)}")
+            lines.append(
+                f"  awaiting review (in_review/held): {len(self.awaiting_review)}; followed after the run: "
+                f"payops payouts followup {self.label}"
+            )
         if self.not_final and self.deadline_reached:
             lines.append(f"  not final at the poll deadline: {len(self.not_final)}")
         lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   time: {self.duration_s}s")
+        lines += self.column_lines()
         lines += _row_errors(self.errors, file_level=True)
         preflight = self.preflight or {}
         for kind, c in (preflight.get("cache") or {}).items():
@@ -155,8 +160,19 @@ class PayoutRunSummary(RunSummary):
             )
         for p in preflight.get("problems", []) + preflight.get("notes", []):
             lines.append(f"  pre-flight: {p}")
+        lines += [f"  note: {note}" for note in self.notes]
         for kind, path in (self.report_files or {}).items():
             lines.append(f"  report {kind}: {path}")
+        return lines
+
+    def column_lines(self) -> list[str]:
+        """The sheet's headers that pay nothing (kept in the reports), and the explicit mapping if any."""
+        lines = []
+        mapping = (self.model_extra or {}).get("column_map")
+        if mapping:
+            lines.append(f"  column mapping: {mapping}")
+        if self.ignored_columns:
+            lines.append("  ignored columns: " + ", ".join(self.ignored_columns))
         return lines
 
 
@@ -170,6 +186,7 @@ class SheetCheckSummary(PayoutRunSummary):
             f"sheet {self.label or self.source}: {self.outcome}",
             f"  rows: {self.rows_total} ({self.rows_valid} valid, {self.rows_invalid} invalid)   "
             f"amount: {self.amount_total}   time: {self.duration_s}s",
+            *self.column_lines(),
             *_row_errors(self.errors, file_level=True),
             *self.closing_lines(),
         ]
@@ -290,4 +307,20 @@ class EventsCatchUpSummary(RunSummary):
         )
         if self.restarted_without_cursor:
             lines.append("  the saved cursor was too old or unknown: restarted from the first event")
+        return lines + self.closing_lines()
+
+
+class FollowupSummary(RunSummary):
+    """``payout-followup``: the waiting payouts of finished runs read again."""
+
+    runs_checked: int = 0
+    moved: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    still_waiting: int = 0
+
+    def lines(self) -> list[str]:
+        lines = [f"follow-up{' of ' + self.label if self.label else ''}: {self.outcome}"]
+        lines.append(f"  runs checked: {self.runs_checked}   payouts still waiting: {self.still_waiting}")
+        for label, changes in self.moved.items():
+            for ref, (before, now) in changes.items():
+                lines.append(f"  {label}: payout {ref} {before} -> {now}")
         return lines + self.closing_lines()

@@ -19,6 +19,7 @@ from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
+from connectors.payments.models import UTILITY_PURCHASE_AWAITING_STATUSES
 from flows.outcomes import end_run
 from flows.run_params import SheetRunParams, sheet_run_name, start_sheet_run, tag_run
 from flows.summaries import PurchaseRunSummary
@@ -33,7 +34,6 @@ from tasks.reports import ensure_reports_spare_source, report_paths
 from tasks.tabular_reports import write_table_reports
 from tasks.utility_purchases import (
     CHUNK_SIZE,
-    WAITED_ON,
     PurchaseOutcome,
     UtilitySheet,
     canonical_rows,
@@ -290,7 +290,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
             "refused_items": len(refused),
             "refused_by_code": dict(Counter(o.error_code for o in refused)),
             "replayed_purchases": replayed,
-            "unresolved": sorted(o.reference for o in done if o.status in WAITED_ON),
+            "unresolved": sorted(o.reference for o in done if o.status in UTILITY_PURCHASE_AWAITING_STATUSES),
             "not_final": sorted(o.reference for o in done if not o.final),
             "deadline_reached": poll.deadline_reached,
             "poll_rounds": poll.rounds,
@@ -299,10 +299,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     finish("completed")
     headers = result_headers(sheet.columns)
     rows = result_rows(sheet, outcomes, quotes.by_key)
-    status_col, sub_col = headers.index("Purchase status"), headers.index("Submission")
-    highlight = [
-        r[sub_col] != "accepted" or r[status_col] in {"failed", "refunded", *WAITED_ON} for r in rows
-    ]
+    highlight = [needs_attention(outcomes.get(int(rec["__row__"]))) for rec in sheet.table]
     summary["report_files"] = await asyncio.to_thread(
         write_table_reports, params.report_dir, label, headers, rows, summary, highlight=highlight
     )

@@ -38,6 +38,7 @@ from decimal import Decimal
 from pathlib import PurePosixPath
 from typing import Any
 
+from connectors.payments.models import PAYOUT_FAILED_STATUSES
 from tasks.money import money
 from tasks.payment_events import Emitter, default_emitter
 
@@ -152,7 +153,7 @@ def payout_facts(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def needs_attention(facts: Mapping[str, Any]) -> bool:
     """A finished run a person should look at: failures, refusals, reviews, stragglers or skipped rows."""
-    keys = ("failed", "refunded", "refused", "awaiting_review", "not_final", "rows_invalid")
+    keys = (*sorted(PAYOUT_FAILED_STATUSES), "refused", "awaiting_review", "not_final", "rows_invalid")
     return any(facts.get(k) for k in keys)
 
 

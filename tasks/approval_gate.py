@@ -93,7 +93,8 @@ def request_rows(
 
 def findings(rows: list[PayoutRow], names: Iterable[NameCheck], names_checked: bool) -> dict[str, list[int]]:
     """Rows by name-check finding an approver must acknowledge; ``no_name_column`` when no name was checked
-    (the sheet has no payee name column, or the run turned the check off)."""
+    (``names_checked`` False: no payee-name column, tasks.sheet_check.no_name_column, or the check turned
+    off; or the column holds no name at all)."""
     out: dict[str, list[int]] = {}
     for n in names:
         if n.verdict in LOOK_VERDICTS:

@@ -137,6 +137,7 @@ def run_record(summary: Mapping[str, Any]) -> dict[str, Any]:
         "payouts_by_status": json.dumps(summary.get("payouts_by_status") or {}, sort_keys=True),
         "refused_items": summary.get("refused_items", 0),
         "awaiting_review": len(summary.get("awaiting_review") or []),
+        "not_final": len(summary.get("not_final") or []),
         "needs_attention": len(summary.get("attention_rows") or []),
         "started_by": summary.get("started_by"),
         "approved": approval.get("approved"),

@@ -1,67 +1,133 @@
-"""The rows of a finished payout run that need a person: failed, refused, awaiting review, name mismatch.
+"""The one definition of a payout row needing a person, and the list of such rows a run keeps.
 
-Kept in the run's JSON summary (``attention_rows``) so the console and the CLI show them without opening the
-xlsx report.
+A row needs a person when the sheet had it wrong (invalid), the service refused it, it failed or came back
+(refunded), it waits for a review or hold at the service, or its payee name was not confirmed (mismatch,
+partial match, unverified lookup, or no name column to check at all). The run summary (``attention_rows``),
+the reports (highlighted rows, the resubmit sheet), the attention artifact and `payops runs show` all read
+:func:`outcome_kind` and :data:`RETRY_KINDS` from here. Statuses come from the connector's sets.
+
+Kept in the run's JSON summary so the console and the CLI show them without opening the xlsx report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from tasks.intake import PayoutRow
-from tasks.polling import AWAITING_REVIEW
-from tasks.preflight import NameCheck
-from tasks.reports import RowOutcome
+from connectors.payments.models import (
+    PAYOUT_AWAITING_REVIEW_STATUSES,
+    PAYOUT_FAILED_STATUSES,
+    PAYOUT_FINAL_STATUSES,
+)
 
-KINDS = ("failed", "refused", "awaiting_review", "name_mismatch")
+if TYPE_CHECKING:
+    from tasks.intake import PayoutRow
+    from tasks.preflight import NameCheck
+    from tasks.reports import RowOutcome
+
+#: Outcome kinds of a row (at most one per row), in the order a person should look at them.
+OUTCOME_KINDS = ("failed", "refused", "invalid", "awaiting_review")
+#: Name kinds (a row may have one besides its outcome kind); ``no_name_column`` is one entry for the sheet.
+NAME_KINDS = {"mismatch": "name_mismatch", "partial": "name_partial", "unverified": "name_unverified"}
+NO_NAME_COLUMN = "no_name_column"
+KINDS = (*OUTCOME_KINDS, *NAME_KINDS.values(), NO_NAME_COLUMN)
+#: The kinds a retry pays again (the resubmit sheet's rows).
+RETRY_KINDS = frozenset({"failed", "refused"})
+_PAID_STATUSES = PAYOUT_FINAL_STATUSES - PAYOUT_FAILED_STATUSES
+
+Paid = Literal["yes", "no", "not yet"]
 
 
-def _kind(o: RowOutcome) -> str | None:
-    if o.submission == "refused":
+def outcome_kind(submission: str | None, status: str | None) -> str | None:
+    """The kind of attention a row's outcome needs (``None``: none): from its submission (``invalid``,
+    ``refused``, ``accepted``, ``not sent``) and its payout status."""
+    if submission == "invalid":
+        return "invalid"
+    if submission == "refused":
         return "refused"
-    if o.status in {"failed", "refunded"}:
+    if status in PAYOUT_FAILED_STATUSES:
         return "failed"
-    if o.status in AWAITING_REVIEW:
+    if status in PAYOUT_AWAITING_REVIEW_STATUSES:
         return "awaiting_review"
     return None
+
+
+def needs_retry(submission: str | None, status: str | None) -> bool:
+    """Whether a retry pays the row again (failed or refused)."""
+    return outcome_kind(submission, status) in RETRY_KINDS
+
+
+def paid(submission: str | None, status: str | None) -> Paid:
+    """Whether the payee got the money: ``yes`` (delivered), ``no`` (never sent, refused, failed, refunded)
+    or ``not yet`` (accepted, still moving or waiting for a review)."""
+    if submission == "accepted" and status in _PAID_STATUSES:
+        return "yes"
+    if submission != "accepted" or status in PAYOUT_FAILED_STATUSES:
+        return "no"
+    return "not yet"
 
 
 def _reason(o: RowOutcome, kind: str) -> str:
     if kind == "refused":
         return f"{o.error_code}: {o.error_message}" if o.error_message else str(o.error_code)
+    if kind == "invalid":
+        return o.error_message or "invalid row"
     if kind == "failed":
         return o.failure_reason or o.status or "failed"
     return f"{o.status} at the service"
 
 
+def _name_reason(n: NameCheck) -> str:
+    if n.verdict == "unverified":
+        return f"sheet name {n.sheet_name!r} unverified: the holder of {n.destination} could not be looked up"
+    what = "only partly matches" if n.verdict == "partial" else "does not match"
+    return f"sheet name {n.sheet_name!r} {what} the account holder {n.holder_name!r}"
+
+
 def attention_rows(
-    rows: Iterable[PayoutRow], outcomes: Mapping[int, RowOutcome], names: Iterable[NameCheck]
+    rows: Iterable[PayoutRow],
+    outcomes: Mapping[int, RowOutcome],
+    names: Iterable[NameCheck],
+    no_name_column: str | None = None,
 ) -> list[dict[str, Any]]:
-    """One entry per row and kind, ordered by kind (failed first) then row number."""
+    """One entry per row and kind, ordered by kind (failed first) then row number; each says the row's
+    reference, status and whether it was paid. ``no_name_column``: why no payee name was checked at all
+    (one entry for the whole sheet, row ``None``)."""
     by_row = {r.row: r for r in rows}
     found: list[dict[str, Any]] = []
 
-    def add(row: int, kind: str, reason: str, reference: str | None, status: str | None) -> None:
-        payout = by_row.get(row)
+    def add(row: int | None, kind: str, reason: str) -> None:
+        payout = by_row.get(row) if row is not None else None
+        o = outcomes.get(row) if row is not None else None
         found.append(
             {
                 "row": row,
                 "kind": kind,
-                "reference": reference or (payout.reference if payout else None),
+                "reference": (o.reference if o else None) or (payout.reference if payout else None),
                 "payee": payout.payee_name if payout else None,
                 "amount": f"{payout.amount}" if payout else None,
                 "currency": payout.currency if payout else None,
-                "status": status,
+                "status": o.status if o else None,
+                "paid": paid(o.submission, o.status) if o else None,
                 "reason": reason,
             }
         )
 
     for o in outcomes.values():
-        if kind := _kind(o):
-            add(o.row, kind, _reason(o, kind), o.reference, o.status)
+        if kind := outcome_kind(o.submission, o.status):
+            add(o.row, kind, _reason(o, kind))
     for n in names:
-        if n.verdict == "mismatch":
-            reason = f"sheet name {n.sheet_name!r} but the account holder is {n.holder_name!r}"
-            add(n.row, "name_mismatch", reason, None, None)
-    return sorted(found, key=lambda a: (KINDS.index(a["kind"]), a["row"]))
+        if n.verdict in NAME_KINDS:
+            add(n.row, NAME_KINDS[n.verdict], _name_reason(n))
+    if no_name_column:
+        add(None, NO_NAME_COLUMN, no_name_column)
+    return sorted(found, key=lambda a: (KINDS.index(a["kind"]), a["row"] or 0))
+
+
+def attention_table(outcomes: Mapping[int, RowOutcome]) -> list[list[Any]]:
+    """The attention artifact's rows: every row whose outcome needs a person."""
+    return [
+        [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
+        for o in outcomes.values()
+        if outcome_kind(o.submission, o.status)
+    ]

@@ -40,7 +40,7 @@ from connectors.payments import BadRequestError, PaymentsClient, PaymentsSetting
 from store.webhook_inbox import WebhookInbox
 from tasks.clients import payments_client
 from tasks.payment_events import Emitter, ForwardFilter, default_emitter, emit
-from tasks.retries import is_transient
+from tasks.retries import API_TASK_RETRY
 
 log = logging.getLogger(__name__)
 
@@ -208,9 +208,7 @@ async def sync_events(
 @task(
     cache_policy=NO_CACHE,
     name="sync-payment-events",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def sync_events_task(
     settings: PaymentsSettings,

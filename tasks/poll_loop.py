@@ -61,21 +61,28 @@ async def poll_until(
     backoff: Backoff,
     *,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    wake_at: Callable[[], float | None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> PollRounds:
     """Call ``refresh`` (one round; returns whether anything changed) until ``is_final()`` or ``deadline_s``
-    seconds have passed. A wait never runs past the deadline."""
+    seconds have passed. A wait never runs past the deadline, nor past ``wake_at()`` (a ``clock`` time when
+    ``is_final`` may turn true without a change, e.g. a settle window ending; None: no such time)."""
     progress = PollRounds()
-    started = time.monotonic()
+    started = clock()
     wait: float | None = None
     changed = False
     while not is_final():
-        elapsed = time.monotonic() - started
+        elapsed = clock() - started
         if elapsed >= deadline_s:
             progress.deadline_reached = True
             break
         if progress.rounds or backoff.wait_first:
             wait = backoff.next_wait(wait, changed)
-            await sleep(max(0.0, min(wait, deadline_s - elapsed)))
+            limit = deadline_s - elapsed
+            moment = wake_at() if wake_at is not None else None
+            if moment is not None:
+                limit = min(limit, moment - clock())
+            await sleep(max(0.0, min(wait, limit)))
         changed = bool(await refresh())
         progress.rounds += 1
     return progress

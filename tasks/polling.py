@@ -1,8 +1,17 @@
-"""Polling payouts until a final status: many per call, per-reference reads only for stragglers."""
+"""Polling payouts until a final status: many per call, per-reference reads only for stragglers.
+
+A run does not wait for a person: once every payout still moving is in review or held
+(``PAYOUT_AWAITING_REVIEW_STATUSES``) and has been for the settle window, polling ends and the run reports
+them as awaiting review (`tasks.followup` follows them afterwards). A payout that fails is told at once (the
+progress watcher, the progress artifact), not at the end. A round whose reads fail transiently (the client
+gave up) is counted and the next round tries again: only the deadline ends a poll early.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -12,14 +21,27 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
-from connectors.payments.models import PAYOUT_FINAL_STATUSES
+from connectors.payments import (
+    APIConnectionError,
+    InternalServerError,
+    NotFoundError,
+    PaymentsClient,
+    PaymentsSettings,
+    RateLimitError,
+)
+from connectors.payments.models import (
+    PAYOUT_AWAITING_REVIEW_STATUSES,
+    PAYOUT_FAILED_STATUSES,
+    PAYOUT_FINAL_STATUSES,
+)
 from tasks.clients import payments_client
 from tasks.poll_loop import PAYOUT_BACKOFF, Backoff, PollRounds, poll_until
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
+from tasks.retries import API_TASK_RETRY
 
-AWAITING_REVIEW = frozenset({"in_review", "held"})
+log = logging.getLogger(__name__)
+
 PAGE = 100
 
 
@@ -39,16 +61,39 @@ class PayoutState:
     def final(self) -> bool:
         return self.status in PAYOUT_FINAL_STATUSES
 
+    @property
+    def awaiting_review(self) -> bool:
+        return self.status in PAYOUT_AWAITING_REVIEW_STATUSES
+
+    @property
+    def failed(self) -> bool:
+        return self.status in PAYOUT_FAILED_STATUSES
+
 
 @dataclass
 class PollResult(PollRounds):
     states: dict[str, PayoutState]
     calls_per_round: list[int] = field(default_factory=list)
     limiter: LimiterStats | None = None
+    settle_window_reached: bool = False
+    """Polling ended because everything still moving had waited for a person past the settle window."""
+    failed_rounds: int = 0
+    """Rounds whose reads failed transiently (the states kept, read again next round)."""
 
     @property
     def pending(self) -> list[str]:
         return [r for r, s in self.states.items() if not s.final]
+
+    @property
+    def awaiting_review(self) -> list[str]:
+        return [r for r, s in self.states.items() if s.awaiting_review]
+
+    @property
+    def failed(self) -> list[str]:
+        return [r for r, s in self.states.items() if s.failed]
+
+
+_TRANSIENT = (APIConnectionError, InternalServerError, RateLimitError)
 
 
 def _state_from(record: Any, known: PayoutState | None = None) -> PayoutState:
@@ -164,45 +209,89 @@ async def poll_until_final(
     states: dict[str, PayoutState],
     *,
     deadline_s: float,
+    settle_window_s: float | None = None,
     backoff: Backoff = PAYOUT_BACKOFF,
     concurrency: int = 8,
     on_round: Callable[[PollResult], Awaitable[None]] | None = None,
+    on_failed: Callable[[list[PayoutState]], Awaitable[None]] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> PollResult:
-    """Refresh `states` until every payout is final or the deadline passes.
+    """Refresh `states` until every payout is final, or every one still moving has waited for a person (in
+    review, held) for ``settle_window_s`` (None: wait for them to the deadline), or the deadline passes.
 
     A round lists the time windows of the transaction list that hold pending payouts (one call per window
     of at most 100 of them, read concurrently; windows already final are not read again), and reads
     stragglers one by one once they are fewer than the windows. Intervals grow while nothing changes and
-    shrink again when statuses move.
+    shrink again when statuses move. ``on_failed`` hears of the payouts that failed in each round, once.
     """
     result = PollResult(states)
+    waiting_since: dict[str, float] = {}
+    told = {r for r, s in states.items() if s.failed}
+
+    def settle_at() -> float | None:
+        """When the settle window of the payouts waiting for a person ends (None: something else moves)."""
+        pending = result.pending
+        if settle_window_s is None or not pending or any(r not in waiting_since for r in pending):
+            return None
+        return max(waiting_since[r] for r in pending) + settle_window_s
+
+    def settled() -> bool:
+        moment = settle_at()
+        return moment is not None and clock() >= moment
 
     async def refresh() -> bool:
         pending = result.pending
         before = Counter(s.status for s in states.values())
         windows = pending_windows(states)
         undated = [r for r in pending if states[r].created_at is None]
-        if len(pending) < len(windows):
-            calls = await _refresh_by_reference(client, states, pending, concurrency)
-        else:
-            calls = await _refresh_by_listing(client, states, windows, concurrency)
-            calls += await _refresh_by_reference(client, states, undated, concurrency)
+        try:
+            if len(pending) < len(windows):
+                calls = await _refresh_by_reference(client, states, pending, concurrency)
+            else:
+                calls = await _refresh_by_listing(client, states, windows, concurrency)
+                calls += await _refresh_by_reference(client, states, undated, concurrency)
+        except _TRANSIENT as exc:  # the client gave up on a read: keep the states, read again next round
+            result.failed_rounds += 1
+            log.warning("poll round %d failed (%s): read again next round", result.rounds + 1, exc)
+            calls = 0
+        now = clock()
+        for ref, s in states.items():
+            if s.awaiting_review:
+                waiting_since.setdefault(ref, now)
+            else:
+                waiting_since.pop(ref, None)
         result.rounds += 1
         result.calls_per_round.append(calls)
+        newly_failed = [s for r, s in states.items() if s.failed and r not in told]
+        told.update(s.reference for s in newly_failed)
+        if newly_failed and on_failed is not None:
+            await on_failed(newly_failed)
         if on_round is not None:
             await on_round(result)
         return Counter(s.status for s in states.values()) != before
 
-    progress = await poll_until(refresh, lambda: not result.pending, deadline_s, backoff, sleep=sleep)
+    progress = await poll_until(
+        refresh,
+        lambda: not result.pending or settled(),
+        deadline_s,
+        backoff,
+        sleep=sleep,
+        wake_at=settle_at,
+        clock=clock,
+    )
     result.deadline_reached = progress.deadline_reached
+    result.settle_window_reached = bool(result.pending) and settled()
     return result
 
 
-def progress_description(label: str, final: int, total: int, awaiting_review: int = 0) -> str:
-    """The progress artifact's description: the counts behind its percentage."""
+def progress_description(
+    label: str, final: int, total: int, awaiting_review: int = 0, failed: int = 0
+) -> str:
+    """The progress artifact's description: the counts behind its percentage, failures first."""
+    failures = f", {failed:,} failed" if failed else ""
     waiting = f", {awaiting_review:,} awaiting review" if awaiting_review else ""
-    return f"{final:,} of {total:,} payouts final{waiting} (run {label})"
+    return f"{final:,} of {total:,} payouts final{failures}{waiting} (run {label})"
 
 
 async def _progress(result: PollResult, artifact_id: Any, label: str) -> None:
@@ -210,23 +299,44 @@ async def _progress(result: PollResult, artifact_id: Any, label: str) -> None:
 
     total = len(result.states)
     done = total - len(result.pending)
-    waiting = sum(1 for s in result.states.values() if s.status in AWAITING_REVIEW)
     await aupdate_progress_artifact(
         artifact_id=artifact_id,
         progress=100.0 * done / (total or 1),
-        description=progress_description(label, done, total, waiting),
+        description=progress_description(
+            label, done, total, len(result.awaiting_review), len(result.failed)
+        ),
     )
 
 
-@task(cache_policy=NO_CACHE, name="poll-payouts", retries=2, retry_delay_seconds=5)
+async def _failures_artifact(label: str, failed: list[PayoutState]) -> None:
+    """The payouts failed so far, as a table artifact (a new version each round that adds failures): seen in
+    the Prefect UI while the run still polls the others."""
+    from prefect.artifacts import acreate_table_artifact
+
+    from tasks.artifacts import artifact_key
+
+    await acreate_table_artifact(
+        key=artifact_key(label, "failed-so-far"),
+        table=[
+            {"reference": s.reference, "status": s.status, "failure reason": s.failure_reason or ""}
+            for s in failed[:500]
+        ],
+        description=f"Payouts of run {label} that failed so far (first 500); retry them once the run ends",
+    )
+
+
+@task(cache_policy=NO_CACHE, name="poll-payouts", **API_TASK_RETRY)
 async def poll_payouts_task(
     settings: PaymentsSettings,
     states: dict[str, PayoutState],
-    deadline_s: float,
+    deadline_at: float,
     rate_per_s: float,
     label: str,
+    settle_window_s: float | None = None,
 ) -> PollResult:
-    """Prefect task: all polling of a run in one task, with a progress artifact updated each round."""
+    """Prefect task: all polling of a run in one task, with a progress artifact updated each round and the
+    failures shown as they happen. ``deadline_at`` is a wall-clock time (``time.time()``), so a retry of the
+    task polls only what is left of the run's deadline."""
     from prefect.artifacts import acreate_progress_artifact
 
     from tasks.artifacts import artifact_key
@@ -236,14 +346,29 @@ async def poll_payouts_task(
         key=artifact_key(label, "progress"),
         description=progress_description(label, 0, len(states)),
     )
+    failed_so_far: list[PayoutState] = [s for s in states.values() if s.failed]
 
     async def on_round(result: PollResult) -> None:
         await _progress(result, artifact_id, label)
-        waiting = sum(1 for s in result.states.values() if s.status in AWAITING_REVIEW)
-        progress().payouts(len(result.states) - len(result.pending), len(result.states), waiting)
+        progress().payouts(
+            len(result.states) - len(result.pending), len(result.states), len(result.awaiting_review)
+        )
+
+    async def on_failed(newly: list[PayoutState]) -> None:
+        for s in newly:
+            progress().failed(s.reference, s.status, s.failure_reason)
+        failed_so_far.extend(newly)
+        await _failures_artifact(label, failed_so_far)
 
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
-        result = await poll_until_final(client, states, deadline_s=deadline_s, on_round=on_round)
+        result = await poll_until_final(
+            client,
+            states,
+            deadline_s=max(0.0, deadline_at - time.time()),
+            settle_window_s=settle_window_s,
+            on_round=on_round,
+            on_failed=on_failed,
+        )
         result.api_calls = Counter(client.api_calls)
         result.limiter = transport.stats
         return result

@@ -22,6 +22,7 @@ from tasks.fee_pricing import FeeRange, PriceKey
 from tasks.intake import PayoutRow
 from tasks.lookup_cache import CachePolicy, through_cache
 from tasks.ratelimit import LimiterStats
+from tasks.retries import API_TASK_RETRY
 
 ZERO = Decimal("0")
 log = logging.getLogger(__name__)
@@ -325,7 +326,7 @@ def _open_cache() -> tuple[LookupCache | None, str | None]:
     return LookupCache(engine), None
 
 
-@task(cache_policy=NO_CACHE, name="preflight", retries=2, retry_delay_seconds=2)
+@task(cache_policy=NO_CACHE, name="preflight", **API_TASK_RETRY)
 async def preflight_task(
     settings: PaymentsSettings, rows: list[PayoutRow], options: PreflightOptions, rate_per_s: float
 ) -> Preflight:

@@ -25,6 +25,9 @@ class ProgressWatcher(Protocol):
     def payouts(self, final: int, total: int, awaiting_review: int) -> None:
         """Payouts in a final status so far, of those accepted; how many wait for the provider's review."""
 
+    def failed(self, reference: str, status: str, reason: str | None) -> None:
+        """A payout reached a failed status (failed, refunded): told once, as soon as the poll sees it."""
+
 
 class _Nobody:
     def phase(self, name: str) -> None:
@@ -34,6 +37,9 @@ class _Nobody:
         return None
 
     def payouts(self, final: int, total: int, awaiting_review: int) -> None:
+        return None
+
+    def failed(self, reference: str, status: str, reason: str | None) -> None:
         return None
 
 

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import fsspec
 
+from tasks.attention import needs_retry, outcome_kind
 from tasks.table_workbook import table_workbook
 from tasks.xlsx import neutralise, write_csv
 
@@ -27,6 +28,8 @@ RESULT_COLUMNS = [
     "Error message",
     "Completed at",
 ]
+RESUBMIT_SHEET = "resubmit"
+"""The report's sheet of rows to pay again, read back by `tasks.retry_sheet`."""
 _RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
 _UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -48,7 +51,8 @@ class RowOutcome:
 
     @property
     def needs_resubmit(self) -> bool:
-        return self.submission == "refused" or self.status in {"failed", "refunded"}
+        """Whether the resubmit sheet carries the row (`tasks.attention.needs_retry`)."""
+        return needs_retry(self.submission, self.status)
 
     def cells(self) -> list[str | None]:
         return [
@@ -169,7 +173,11 @@ def resubmit_rows(
     outcomes: Mapping[int, RowOutcome],
     reference_column: str | None,
 ) -> tuple[list[str], list[list[Any]]]:
-    """Failed and refused rows with fresh references, in the sheet's own columns, ready to upload again."""
+    """Failed and refused rows with fresh references, in the sheet's own columns (its own reference column,
+    whatever header the intake mapped, else a ``reference`` column first), ready to upload again.
+
+    The cells are the sheet's own text, without the formula guard: payops reads them back
+    (`tasks.xlsx.READ_BACK_RULE`)."""
     headers = list(columns) if reference_column else ["reference", *columns]
     rows = []
     for rec in table:
@@ -178,7 +186,7 @@ def resubmit_rows(
             continue
         fresh = resubmit_reference(o.reference)
         values = [fresh if c == reference_column else rec.get(c, "") for c in columns]
-        rows.append([neutralise(v) for v in (values if reference_column else [fresh, *values])])
+        rows.append(values if reference_column else [fresh, *values])
     return headers, rows
 
 
@@ -218,13 +226,13 @@ def write_reports(
     status_col, sub_col = headers.index("Payout status"), headers.index("Submission")
 
     def attention(r: Sequence[Any]) -> bool:
-        return r[status_col] in {"failed", "refunded"} or r[sub_col] in {"refused", "invalid"}
+        return outcome_kind(r[sub_col], r[status_col]) is not None
 
     with table_workbook(paths["xlsx"]) as wb:
         wb.add_sheet("results", headers, results_rows(columns, table, outcomes), highlight=attention)
         wb.add_sheet("summary", ["field", "value"], summary_pairs(summary))
         rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
-        wb.add_sheet("resubmit", rh, rr)
+        wb.add_sheet(RESUBMIT_SHEET, rh, rr, read_back=True)
 
     write_csv(paths["csv"], headers, results_rows(columns, table, outcomes))
     with fsspec.open(paths["json"], "w", encoding="utf-8") as fh:

@@ -71,7 +71,7 @@ from tasks.references import (
     resettlement_reference,
     settle_now_idempotency_key,
 )
-from tasks.retries import is_transient
+from tasks.retries import API_TASK_RETRY
 
 log = logging.getLogger(__name__)
 
@@ -377,9 +377,7 @@ async def relay_settlement_events(client: PaymentsClient, after: str | None = No
 @task(
     cache_policy=NO_CACHE,
     name="scan-settlements",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def scan_settlements_task(
     settings: PaymentsSettings,
@@ -412,9 +410,7 @@ async def scan_settlements_task(
 @task(
     cache_policy=NO_CACHE,
     name="resettle-runs",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def resettle_task(
     settings: PaymentsSettings, runs: list[RunInfo], rate_per_s: float
@@ -427,9 +423,7 @@ async def resettle_task(
 @task(
     cache_policy=NO_CACHE,
     name="poll-settlements",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def poll_settlements_task(
     settings: PaymentsSettings, runs: dict[str, RunInfo], deadline_s: float, rate_per_s: float
@@ -444,9 +438,7 @@ async def poll_settlements_task(
 @task(
     cache_policy=NO_CACHE,
     name="settle-now",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def settle_now_task(
     settings: PaymentsSettings, reference: str, currency: str | None, rate_per_s: float
@@ -468,9 +460,7 @@ async def settle_now_task(
 @task(
     cache_policy=NO_CACHE,
     name="relay-settlement-events",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def relay_settlement_events_task(
     settings: PaymentsSettings, after: str | None, rate_per_s: float = 50.0

@@ -21,6 +21,7 @@ from tasks.intake import (
     read_payout_sheet,
     write_validation_report,
 )
+from tasks.intake.columns import format_column_map
 from tasks.money import money
 from tasks.references import content_label
 from tasks.reports import ensure_reports_spare_source, report_paths
@@ -36,9 +37,27 @@ def canonical_rows(rows: list[PayoutRow]) -> list[tuple[object, ...]]:
     ]
 
 
-def run_label(label: str | None, intake: IntakeResult) -> str:
-    """The run's label: the one given, else a fingerprint of the validated rows."""
-    return label or content_label(canonical_rows(intake.rows))
+def run_label(label: str | None, intake: IntakeResult, column_map: dict[str, str] | None = None) -> str:
+    """The run's label: the one given, else a fingerprint of the validated rows and, when one was given, the
+    explicit column mapping (a sheet read with another mapping is other content; without one, the label is
+    what it always was)."""
+    if label:
+        return label
+    content = canonical_rows(intake.rows)
+    if column_map:
+        content.append(("column_map", format_column_map(column_map)))
+    return content_label(content)
+
+
+def no_name_column(intake: IntakeResult) -> str | None:
+    """Why no payee name can be checked in this sheet (it has no payee-name column), or None."""
+    if "payee_name" in intake.mapped:
+        return None
+    ignored = ", ".join(intake.ignored) or "none"
+    return (
+        f"no payee-name column, so no payee name is checked (ignored columns: {ignored}); "
+        'name it with the column mapping (--column "Header=payee_name", or the run\'s column_map)'
+    )
 
 
 def summary_head(
@@ -85,9 +104,13 @@ def refusal_summary(source: str, label: str | None, errors: list[dict[str, Any]]
     return summary
 
 
-def intake_summary(source: str, label: str, intake: IntakeResult) -> dict[str, Any]:
-    """The summary's intake keys of a read sheet (outcome ``completed`` until decided otherwise)."""
-    return summary_head(
+def intake_summary(
+    source: str, label: str, intake: IntakeResult, column_map: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The summary's intake keys of a read sheet (outcome ``completed`` until decided otherwise), with the
+    columns mapped to no field (``ignored_columns``), the explicit mapping when one was given, and a note
+    when the sheet has no payee-name column."""
+    summary = summary_head(
         source,
         label,
         rows_total=intake.rows_total,
@@ -97,6 +120,12 @@ def intake_summary(source: str, label: str, intake: IntakeResult) -> dict[str, A
         warnings=[{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
         amount_total=money(sum((r.amount for r in intake.rows), Decimal(0))),
     )
+    summary["ignored_columns"] = list(intake.ignored)
+    if column_map:
+        summary["column_map"] = format_column_map(column_map)
+    if why := no_name_column(intake):
+        summary["notes"] = [why]
+    return summary
 
 
 def refuses(intake: IntakeResult, on_invalid_rows: InvalidRows) -> bool:
@@ -133,9 +162,10 @@ def check_sheet(
     if isinstance(intake, SheetRefused):
         summary = refusal_summary(source, label, intake.errors)
     else:
-        name = run_label(label, intake)
+        options = options or IntakeOptions()
+        name = run_label(label, intake, options.column_map)
         ensure_reports_spare_source(report_dir, name, source)
-        summary = intake_summary(source, name, intake)
+        summary = intake_summary(source, name, intake, options.column_map)
         summary["outcome"] = "invalid_input" if refuses(intake, on_invalid_rows) else "valid"
         summary["report_files"] = validation_report(intake, report_dir, name)
     summary["duration_s"] = round(time.perf_counter() - started, 3)

@@ -12,6 +12,7 @@ from connectors.payments import ConflictError, PaymentsClient, PaymentsSettings
 from tasks.batching import PayoutBatch
 from tasks.clients import payments_client
 from tasks.ratelimit import LimiterStats
+from tasks.retries import API_TASK_RETRY
 
 
 class BatchRefused(RuntimeError):
@@ -91,12 +92,13 @@ async def submit_batch(client: PaymentsClient, batch: PayoutBatch) -> BatchResul
 @task(
     cache_policy=NO_CACHE,
     name="submit-batch",
-    retries=2,
-    retry_delay_seconds=2,
     task_run_name="submit-batch-{batch.index}",
+    **API_TASK_RETRY,
 )
 async def submit_batch_task(settings: PaymentsSettings, batch: PayoutBatch, rate_per_s: float) -> BatchResult:
-    """Prefect task: one per batch. Retries resend the same key and body, so they replay."""
+    """Prefect task: one per batch, retried only by the one policy (`tasks.retries`): a refused batch never,
+    a batch the client already sent ``max_retries + 1`` times never; a retry resends the same key and body,
+    so it replays."""
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
         result = await submit_batch(client, batch)
         result.api_calls = Counter(client.api_calls)

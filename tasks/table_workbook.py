@@ -64,8 +64,9 @@ def _escape_controls(text: str) -> str:
     )
 
 
-def _text_cell(ref: str, text: str, style: str) -> str:
-    text = neutralise(text)
+def _text_cell(ref: str, text: str, style: str, guard: bool = True) -> str:
+    if guard:
+        text = neutralise(text)
     if len(text) > _MAX_TEXT:
         text = text[:_MAX_TEXT]
     if "&" in text:
@@ -80,11 +81,12 @@ def _text_cell(ref: str, text: str, style: str) -> str:
     return f'<c r="{ref}"{style} t="inlineStr"><is><t{space}>{text}</t></is></c>'
 
 
-def _cell(ref: str, value: Any, style: str) -> str:
-    """One ``<c>`` element; None and "" are blank, written only to carry a style (as in XlsxWriter)."""
+def _cell(ref: str, value: Any, style: str, guard: bool = True) -> str:
+    """One ``<c>`` element; None and "" are blank, written only to carry a style (as in XlsxWriter).
+    ``guard``: text goes through the formula guard (`tasks.xlsx.neutralise`), off for read-back sheets."""
     kind = type(value)
     if kind is str and value:
-        return _text_cell(ref, value, style)
+        return _text_cell(ref, value, style, guard)
     if value is None or value == "":
         return f'<c r="{ref}"{style}/>' if style else ""
     if kind is bool:
@@ -94,7 +96,7 @@ def _cell(ref: str, value: Any, style: str) -> str:
             error = "#NUM!" if math.isnan(value) else "#DIV/0!"
             return f'<c r="{ref}"{style} t="e"><f>{error}</f><v>{error}</v></c>'
         return f'<c r="{ref}"{style}><v>{value:.16G}</v></c>'
-    return _text_cell(ref, str(safe_cell(value)), style)
+    return _text_cell(ref, str(safe_cell(value) if guard else value), style, guard)
 
 
 def _width(header: Any) -> str:
@@ -137,9 +139,14 @@ class TableWorkbook:
         *,
         highlight: Sequence[bool] | Callable[[Sequence[Any]], bool] | None = None,
         fill: str = HIGHLIGHT,
+        read_back: bool = False,
     ) -> int:
         """Append a sheet: a bold, frozen header row, then ``rows`` as they come; a row flagged by
-        ``highlight`` (a flag per row, or a test of a row) is filled with ``fill``; returns the row count."""
+        ``highlight`` (a flag per row, or a test of a row) is filled with ``fill``; returns the row count.
+
+        ``read_back``: a sheet payops reads again (the resubmit sheet): its text is written as it is, without
+        the formula guard (`tasks.xlsx.READ_BACK_RULE`); inline strings are never evaluated anyway."""
+        guard = not read_back
         if not title or len(title) > 31 or _INVALID_TITLE.search(title) or title in self._titles:
             raise ValueError(f"invalid or repeated sheet title {title!r}")
         self._titles.append(title)
@@ -171,7 +178,7 @@ class TableWorkbook:
                     [
                         f'<c r="{c}{r}"{style} t="inlineStr"><is><t>{v}</t></is></c>'
                         if type(v) is str and _PLAIN(v)
-                        else _cell(f"{c}{r}", v, style)
+                        else _cell(f"{c}{r}", v, style, guard)
                         for c, v in zip(letters, row, strict=False)
                     ]
                 )
@@ -181,7 +188,9 @@ class TableWorkbook:
                     chunk.clear()
             body.write("".join(chunk).encode())
             body.seek(0)
-            header = "".join(_cell(f"{c}1", h, _BOLD) for c, h in zip(letters, headers, strict=False))
+            header = "".join(
+                _cell(f"{c}1", h, _BOLD, guard) for c, h in zip(letters, headers, strict=False)
+            )
             with self._zip.open(f"xl/worksheets/sheet{len(self._titles)}.xml", "w", force_zip64=True) as out:
                 out.write(
                     (

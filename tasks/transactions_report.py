@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from connectors.payments import PaymentsClient, PaymentsSettings, Transaction
 from tasks.clients import payments_client
 from tasks.money import money
-from tasks.retries import is_transient
+from tasks.retries import API_TASK_RETRY
 from tasks.tabular_reports import write_table_reports
 
 ACCRA = ZoneInfo("Africa/Accra")
@@ -255,9 +255,7 @@ def write_transactions_report(
 @task(
     cache_policy=NO_CACHE,
     name="fetch-transactions",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def fetch_report_data_task(
     settings: PaymentsSettings,

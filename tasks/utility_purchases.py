@@ -38,7 +38,11 @@ from connectors.payments import (
     UtilityPurchase,
     UtilityPurchaseRequest,
 )
-from connectors.payments.models import UTILITY_PURCHASE_FINAL_STATUSES
+from connectors.payments.models import (
+    UTILITY_PURCHASE_AWAITING_STATUSES,
+    UTILITY_PURCHASE_FAILED_STATUSES,
+    UTILITY_PURCHASE_FINAL_STATUSES,
+)
 from tasks.clients import payments_client
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, read_raw_sheet
 from tasks.intake.amounts import CellError, parse_amount
@@ -48,12 +52,11 @@ from tasks.intake.raw import RawSheet
 from tasks.money import money
 from tasks.poll_loop import PURCHASE_BACKOFF, Backoff, PollRounds, poll_until
 from tasks.references import purchase_idempotency_key, row_reference
-from tasks.retries import is_transient
+from tasks.retries import API_TASK_RETRY
 
 log = logging.getLogger(__name__)
 
 CURRENCY = "GHS"
-WAITED_ON = frozenset({"outcome_unknown", "refund_failed"})
 PAYER_PROVIDERS = frozenset({"mtn", "telecel"})
 CHUNK_SIZE = 50
 
@@ -572,9 +575,7 @@ def read_utility_sheet_task(source: str, options: IntakeOptions) -> RawSheet:
 @task(
     cache_policy=NO_CACHE,
     name="utility-products",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def products_task(
     settings: PaymentsSettings, rate_per_s: float
@@ -587,9 +588,7 @@ async def products_task(
 @task(
     cache_policy=NO_CACHE,
     name="utility-fee-quotes",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def quotes_task(
     settings: PaymentsSettings, keys: list[tuple[str, Decimal]], rate_per_s: float
@@ -602,9 +601,7 @@ async def quotes_task(
 @task(
     cache_policy=NO_CACHE,
     name="buy-utility-chunk",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
     task_run_name="buy-utility-chunk-{index}",
 )
 async def purchase_chunk_task(
@@ -618,9 +615,7 @@ async def purchase_chunk_task(
 @task(
     cache_policy=NO_CACHE,
     name="poll-utility-purchases",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
+    **API_TASK_RETRY,
 )
 async def poll_purchases_task(
     settings: PaymentsSettings,
@@ -692,8 +687,16 @@ def result_rows(
     return rows
 
 
-def needs_attention(o: PurchaseOutcome) -> bool:
-    return o.submission != "accepted" or o.status in {"failed", "refunded"} or not o.final
+def needs_attention(o: PurchaseOutcome | None) -> bool:
+    """The one test of a purchase row needing a person: invalid or not sent (no outcome), refused, failed,
+    awaiting the service or not final (the artifact and the report's highlight read it)."""
+    return (
+        o is None
+        or o.submission != "accepted"
+        or o.status in UTILITY_PURCHASE_FAILED_STATUSES
+        or o.status in UTILITY_PURCHASE_AWAITING_STATUSES
+        or not o.final
+    )
 
 
 def canonical_rows(rows: Sequence[UtilityRow]) -> list[tuple[object, ...]]:

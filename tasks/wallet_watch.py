@@ -22,6 +22,7 @@ from connectors.payments import PaymentsSettings
 from tasks.clients import payments_client
 from tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
 from tasks.preflight import CurrencyCheck, read_headroom
+from tasks.retries import API_TASK_RETRY
 
 ZERO = Decimal("0")
 PAYOUT_FLOW = "payout-spreadsheet"
@@ -159,7 +160,7 @@ def sheet_totals(runs: Iterable[UpcomingRun]) -> UpcomingRuns:
     return out
 
 
-@task(cache_policy=NO_CACHE, name="read-headroom", retries=2, retry_delay_seconds=2)
+@task(cache_policy=NO_CACHE, name="read-headroom", **API_TASK_RETRY)
 async def read_headroom_task(settings: PaymentsSettings, rate_per_s: float) -> dict[str, CurrencyCheck]:
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, _transport):
         return await read_headroom(client)

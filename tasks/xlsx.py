@@ -34,11 +34,24 @@ _OPTIONS = {
 }
 
 
+READ_BACK_RULE = """Where the formula guard applies (the one statement of the rule).
+
+Report cells people open get it: every cell and header of the results, summary, validation, transactions,
+settlement and purchase reports, xlsx and csv (``safe_cell``, ``safe_row``, ``write_csv``,
+``tasks.table_workbook``). Values payops reads back never do: the report's ``resubmit`` sheet and the retry
+sheet built from it (`tasks.retry_sheet`) keep the sheet's own text ("+233 24 123 0001", "=Payroll"), because
+a guard character would change what the intake reads ("'+233…" is not a phone number). Those are written only
+as xlsx inline-string cells (``TableWorkbook.add_sheet(read_back=True)``), which no spreadsheet evaluates, so
+they stay safe to open; never as csv, which a spreadsheet would evaluate.
+"""
+
+
 def neutralise(value: Any) -> Any:
     """Defuse spreadsheet formula injection: text starting with = + - @ (or tab, CR) is prefixed with a quote.
 
     The one place of this rule: every xlsx and csv report cell and header goes through it (``safe_cell``,
-    ``safe_row``, ``write_csv``, ``tasks.table_workbook``)."""
+    ``safe_row``, ``write_csv``, ``tasks.table_workbook``); sheets payops reads back do not
+    (:data:`READ_BACK_RULE`)."""
     if type(value) is str:
         return "'" + value if value[:1] in _RISKY else value
     if isinstance(value, str) and value[:1] in _RISKY:  # str subclasses (enums)

@@ -242,6 +242,7 @@ class PaymentsClient:
             if not retry:
                 level = logging.DEBUG if status is not None and status < 500 else logging.WARNING
                 logger.log(level, "%s %s failed: %s", method, template, error)
+                error.retries_spent = attempt >= settings.max_retries
                 raise error
             logger.info(
                 "%s %s: %s; retry %d/%d in %.2fs",

@@ -81,6 +81,10 @@ __all__ = [
 class PaymentsError(Exception):
     """Base of every error raised by the Payments client."""
 
+    retries_spent: bool = False
+    """Set by the client: the request was sent as often as its retry budget allows (``max_retries``), so a
+    caller must not send it again on top (`tasks.retries`)."""
+
 
 class APIConnectionError(PaymentsError):
     """The service could not be reached (DNS, refused connection, reset, protocol error)."""

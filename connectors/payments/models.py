@@ -56,8 +56,12 @@ __all__ = [
     "COLLECTION_FINAL_STATUSES",
     "PAYOUT_STATUSES",
     "PAYOUT_FINAL_STATUSES",
+    "PAYOUT_AWAITING_REVIEW_STATUSES",
+    "PAYOUT_FAILED_STATUSES",
     "UTILITY_PURCHASE_STATUSES",
     "UTILITY_PURCHASE_FINAL_STATUSES",
+    "UTILITY_PURCHASE_AWAITING_STATUSES",
+    "UTILITY_PURCHASE_FAILED_STATUSES",
     "TRANSFER_STATUSES",
     "TRANSFER_FINAL_STATUSES",
     "CHECKOUT_STATUSES",
@@ -158,6 +162,11 @@ PAYOUT_STATUSES = frozenset(
 )
 #: Statuses after which a payout normally does not move (``delivered`` can still become ``refunded``).
 PAYOUT_FINAL_STATUSES = frozenset({"delivered", "failed", "refunded"})
+#: Final statuses in which the payee did not get the money: the row is paid again by a retry.
+PAYOUT_FAILED_STATUSES = frozenset({"failed", "refunded"})
+#: Statuses in which a payout waits for a person at the provider or the service (review, hold): it may stay
+#: there for hours, so a run does not wait for it past its settle window.
+PAYOUT_AWAITING_REVIEW_STATUSES = frozenset({"in_review", "held"})
 UTILITY_PURCHASE_STATUSES = frozenset(
     {
         "accepted",
@@ -172,6 +181,10 @@ UTILITY_PURCHASE_STATUSES = frozenset(
     }
 )
 UTILITY_PURCHASE_FINAL_STATUSES = frozenset({"delivered", "failed", "refunded"})
+#: Final statuses of a purchase that did not deliver (the money came back or never left).
+UTILITY_PURCHASE_FAILED_STATUSES = frozenset({"failed", "refunded"})
+#: Statuses a purchase can stay in until the service resolves it (never bought again meanwhile).
+UTILITY_PURCHASE_AWAITING_STATUSES = frozenset({"outcome_unknown", "refund_failed"})
 TRANSFER_STATUSES = frozenset({"pending", "held", "completed", "declined", "failed"})
 TRANSFER_FINAL_STATUSES = frozenset({"completed", "declined", "failed"})
 CHECKOUT_STATUSES = frozenset({"open", "paid", "expired", "cancelled"})

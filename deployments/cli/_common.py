@@ -182,6 +182,24 @@ def validation_message(exc: Exception) -> str:
 
 REPORTS_DEFAULT = "default: PAYOPS_REPORT_URL, else the reports folder under the payops home"
 
+COLUMN = typer.Option(
+    None,
+    "--column",
+    help='Which column holds a field when payops does not know its header: "Full Name=payee_name" '
+    "(repeat for several; fields: reference, amount, currency, provider, destination_type, destination, "
+    "payee_name, note)",
+)
+
+
+def column_map(entries: list[str] | None) -> dict[str, str]:
+    """The ``--column`` options as one ``{header: field}`` mapping; a bad entry exits 2 naming it."""
+    from tasks.intake.columns import ColumnMapError, parse_column_map
+
+    try:
+        return parse_column_map("\n".join(entries or []))
+    except ColumnMapError as exc:
+        fail(f"--column: {exc}", EXIT_INVALID)
+
 
 def default_report_dir() -> str:
     """`tasks.reports.default_report_dir`, imported when a command runs (its writers are heavy to import)."""

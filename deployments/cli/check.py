@@ -7,7 +7,14 @@ import sys
 
 import typer
 
-from deployments.cli._common import EXIT_INVALID, REPORTS_DEFAULT, default_report_dir, fail
+from deployments.cli._common import (
+    COLUMN,
+    EXIT_INVALID,
+    REPORTS_DEFAULT,
+    column_map,
+    default_report_dir,
+    fail,
+)
 from flows.summaries import SheetCheckSummary
 
 
@@ -15,14 +22,17 @@ def check(
     file: str = typer.Argument(..., help="Payout sheet: .xlsx/.xlsm/.csv path or fsspec URL"),
     label: str | None = typer.Option(None, help="Run label (default: fingerprint of the sheet's content)"),
     report_dir: str | None = typer.Option(None, help=f"Where LABEL-validation.xlsx goes ({REPORTS_DEFAULT})"),
+    column: list[str] | None = COLUMN,
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Check a payout sheet as `payops payouts` would, at once; nothing is started or sent. Exit 0 valid."""
+    from tasks.intake import IntakeOptions
     from tasks.reports import ReportWouldOverwriteSource
     from tasks.sheet_check import check_sheet
 
+    options = IntakeOptions(column_map=column_map(column))
     try:
-        summary = check_sheet(file, report_dir or default_report_dir(), label)
+        summary = check_sheet(file, report_dir or default_report_dir(), label, options)
     except ReportWouldOverwriteSource as exc:
         fail(str(exc), EXIT_INVALID)
     except OSError as exc:

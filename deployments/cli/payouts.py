@@ -13,8 +13,10 @@ import typer
 from typer.core import TyperGroup
 
 from deployments.cli._common import (
+    COLUMN,
     EXIT_INVALID,
     REPORTS_DEFAULT,
+    column_map,
     default_report_dir,
     fail,
     quiet_prefect,
@@ -102,6 +104,9 @@ REQUIRE_APPROVAL = typer.Option(False, "--require-approval", help="Pause for app
 APPROVAL_THRESHOLD = typer.Option(None, help="Require approval when the total is at least this")
 APPROVAL_TIMEOUT = typer.Option(3600, help="Seconds to wait for approval before rejecting")
 POLL_DEADLINE = typer.Option(900, help="Seconds to poll for final statuses")
+SETTLE_WINDOW = typer.Option(
+    60, help="Seconds a payout in review or held is waited for before the run ends (it is followed later)"
+)
 CREDENTIALS_BLOCK = typer.Option(None, help="PaymentsCredentials block (default: env vars)")
 NO_NAME_CHECK = typer.Option(False, "--no-name-check", help="Skip the payee name lookups")
 JSON_OUT = typer.Option(False, "--json", help="Print only the JSON summary on stdout")
@@ -123,6 +128,8 @@ def payouts(
     poll_deadline: float = POLL_DEADLINE,
     credentials_block: str | None = CREDENTIALS_BLOCK,
     no_name_check: bool = NO_NAME_CHECK,
+    column: list[str] | None = COLUMN,
+    settle_window: float = SETTLE_WINDOW,
     user: str | None = USER,
     json_out: bool = JSON_OUT,
 ) -> None:
@@ -130,6 +137,9 @@ def payouts(
 
     Runs as a named payops user (--user, or PAYOPS_API_TOKEN): the approval policy applies, and that user
     cannot approve the run."""
+    from tasks.intake.columns import format_column_map
+
+    mapping = format_column_map(column_map(column))  # a bad --column exits 2 before anything starts
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     who = _who(user, dry_run, "payops payouts")
     _run_payouts(
@@ -146,6 +156,8 @@ def payouts(
         report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
         check_names=not no_name_check,
+        column_map=mapping,
+        settle_window_s=settle_window,
     )
 
 
@@ -161,6 +173,7 @@ def retry_failed(
     poll_deadline: float = POLL_DEADLINE,
     credentials_block: str | None = CREDENTIALS_BLOCK,
     no_name_check: bool = NO_NAME_CHECK,
+    settle_window: float = SETTLE_WINDOW,
     user: str | None = USER,
     json_out: bool = JSON_OUT,
 ) -> None:
@@ -192,6 +205,33 @@ def retry_failed(
         report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
         check_names=not no_name_check,
+        column_map=sheet.column_map,  # the retry sheet keeps the run's headers: read it the same way
+        settle_window_s=settle_window,
+    )
+
+
+@app.command("followup")
+def followup(
+    label: str = typer.Argument(..., help="The run whose payouts in review or held to read again"),
+    report_dir: str | None = typer.Option(None, help=f"Where that run's reports are ({REPORTS_DEFAULT})"),
+    credentials_block: str | None = CREDENTIALS_BLOCK,
+    json_out: bool = JSON_OUT,
+) -> None:
+    """Read again the payouts run LABEL left waiting (in review, held); update its JSON summary and run record
+    with what moved. The `payout-followup` deployment does this on payment webhooks and hourly."""
+    from flows.summaries import FollowupSummary
+
+    with quiet_prefect(json_out):
+        from flows.followup import FollowupParams, payout_followup
+
+    params = FollowupParams(
+        label=label, report_dir=report_dir or default_report_dir(), credentials_block=credentials_block
+    )
+    run_flow(
+        lambda: payout_followup(params, return_state=True),
+        json_out,
+        FollowupSummary,
+        "run it again: it only reads",
     )
 
 

@@ -27,7 +27,7 @@ PHASES = {
 
 
 class PlainLines:
-    """One line per change (phase, batch, payouts final), for logs and pipes."""
+    """One line per change (phase, batch, payouts final, each payout failing), for logs and pipes."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
@@ -49,6 +49,9 @@ class PlainLines:
         if (final, total, awaiting_review) != self.last_payouts:
             self.last_payouts = (final, total, awaiting_review)
             self._line(f"payouts final: {final}/{total}, awaiting review: {awaiting_review}")
+
+    def failed(self, reference: str, status: str, reason: str | None) -> None:
+        self._line(failure_line(reference, status, reason))
 
 
 class TerminalBars:
@@ -90,6 +93,14 @@ class TerminalBars:
     def payouts(self, final: int, total: int, awaiting_review: int) -> None:
         extra = f"awaiting review: {awaiting_review}" if awaiting_review else ""
         self.bars.update(self.payout_bar, completed=final, total=total, visible=True, extra=extra)
+
+    def failed(self, reference: str, status: str, reason: str | None) -> None:
+        self.bars.console.print(failure_line(reference, status, reason), markup=False, highlight=False)
+
+
+def failure_line(reference: str, status: str, reason: str | None) -> str:
+    """The line a payout failing mid-run prints (before the run ends: its retry can be prepared)."""
+    return f"payout {reference} {status}" + (f": {reason}" if reason else "")
 
 
 def is_terminal(out: TextIO) -> bool:

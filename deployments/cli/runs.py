@@ -93,9 +93,11 @@ def show(
         who = f" by {record.approved_by}" if record.approved_by else ""
         lines.append(f"  approval: {'approved' if record.approved else 'rejected'}{who}")
     for a in attention[:20]:
+        where = f"row {a['row']}" if a.get("row") is not None else "sheet"
+        state = f" [{a['status']}, paid: {a['paid']}]" if a.get("paid") else ""
         lines.append(
-            f"  row {a['row']} {a['kind']}: {a.get('payee') or '-'} {a.get('amount') or ''} "
-            f"{a.get('currency') or ''} - {a['reason']}"
+            f"  {where} {a['kind']}: {a.get('payee') or '-'} {a.get('amount') or ''} "
+            f"{a.get('currency') or ''} - {a['reason']}{state}"
         )
     if len(attention) > 20:
         lines.append(f"  ... and {len(attention) - 20} more rows needing a person (see the report)")

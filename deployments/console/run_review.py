@@ -7,26 +7,39 @@ JSON summary, the retry goes through the same preview and submit as any upload.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.payments.models import (
+    PAYOUT_AWAITING_REVIEW_STATUSES,
+    PAYOUT_FAILED_STATUSES,
+    PAYOUT_FINAL_STATUSES,
+    REFERENCE_PATTERN,
+)
 from tasks.attention import KINDS
+from tasks.intake import IntakeResult
 
 PAGE_SIZE = 50
 KIND_TITLES = {
     "failed": "Failed",
     "refused": "Refused by the service",
+    "invalid": "Invalid in the sheet",
     "awaiting_review": "Awaiting review",
     "name_mismatch": "Payee name mismatch",
+    "name_partial": "Payee name partly matches",
+    "name_unverified": "Payee name not verified",
+    "no_name_column": "No payee name column",
 }
-# Chart segments in a fixed order; anything else (dispatching, accepted...) is counted as "not final".
+# Chart segments in a fixed order (the statuses from the connector's sets); anything else (dispatching,
+# accepted...) is counted as "not final".
 CHART = [
-    ("delivered", "ok"),
-    ("failed", "bad"),
-    ("refunded", "bad"),
+    *((s, "ok") for s in sorted(PAYOUT_FINAL_STATUSES - PAYOUT_FAILED_STATUSES)),
+    *((s, "bad") for s in sorted(PAYOUT_FAILED_STATUSES)),
     ("refused", "bad"),
-    ("in_review", "wait"),
-    ("held", "wait"),
+    *((s, "wait") for s in sorted(PAYOUT_AWAITING_REVIEW_STATUSES)),
     ("invalid", "muted"),
     ("not final", "muted"),
 ]
@@ -90,3 +103,51 @@ def review_context(summary: dict[str, Any] | None, page: str | None) -> dict[str
         "chart": outcome_chart(summary),
         "chart_width": CHART_WIDTH,
     }
+
+
+# -- the retry's preview: what it will pay, row by row, and the rows the operator drops --
+
+MAX_RETRY_ROWS = 1000
+"""Most rows a retry preview lists (and references its form may drop); a longer retry is listed in part."""
+_REFERENCE = re.compile(REFERENCE_PATTERN)
+
+
+@dataclass(frozen=True)
+class RetryUpload:
+    """A retry sheet in preview: the run it retries, its column mapping, the references dropped so far."""
+
+    run_id: str
+    column_map: str = ""
+    dropped: frozenset[str] = field(default_factory=frozenset)
+
+
+def dropped_rows(values: Iterable[Any]) -> frozenset[str]:
+    """The references a retry form asks to drop (anything that is not a reference is ignored)."""
+    return frozenset(
+        v for v in list(values)[:MAX_RETRY_ROWS] if isinstance(v, str) and _REFERENCE.match(v)
+    )
+
+
+def sheet_rows(result: IntakeResult) -> list[dict[str, Any]]:
+    """Every row of a retry sheet as the preview lists it: row, reference, payee, amount, destination and
+    its problems (none: it will be paid)."""
+    mapped = result.mapped
+    problems: dict[int, list[str]] = {}
+    for e in result.errors:
+        problems.setdefault(e.row, []).append(f"{e.column}: {e.message}")
+    rows = []
+    for rec in result.table[:MAX_RETRY_ROWS]:
+        number = int(rec["__row__"])
+        rows.append(
+            {
+                "row": number,
+                "reference": rec.get(mapped.get("reference", ""), ""),
+                "payee": rec.get(mapped.get("payee_name", ""), ""),
+                "amount": " ".join(
+                    rec.get(mapped.get(f, ""), "") for f in ("currency", "amount") if f in mapped
+                ),
+                "destination": rec.get(mapped.get("destination", ""), ""),
+                "problems": "; ".join(problems.get(number, [])),
+            }
+        )
+    return rows

@@ -69,6 +69,8 @@ class Upload:
     uploaded_by: str = ""
     total: str = ""
     totals: dict[str, str] | None = None  # per currency; what the approval policy is applied to
+    column_map: str = ""  # a retry: the original run's explicit column mapping, read with the sheet
+    retry_of: str = ""  # a retry: the flow run id whose failed rows this sheet pays again
 
 
 class UploadStore:

@@ -96,6 +96,10 @@ class IntakeResult:
     columns: list[str] = field(default_factory=list)
     table: Sequence[dict[str, str]] = field(default_factory=list)
     """The data rows as read (see :class:`RowTable`), for reports."""
+    mapped: dict[str, str] = field(default_factory=dict)
+    """Each field's header text (``{"reference": "Payment Reference", ...}``): what a report writes back."""
+    ignored: list[str] = field(default_factory=list)
+    """Headers mapped to no field, in sheet order: kept in reports, never paid from."""
 
     @property
     def rows_invalid(self) -> int:

@@ -35,6 +35,8 @@ class IntakeOptions(BaseModel):
     known_currencies: frozenset[str] = frozenset({"GHS"})
     """Currencies accepted; an empty set accepts any ``^[A-Z]{3}$`` code."""
     default_currency: str | None = Field(default=None, pattern=r"^[A-Z]{3}$")
+    column_map: dict[str, str] = Field(default_factory=dict)
+    """Explicit ``{header: field}`` mapping, before the header aliases (`tasks.intake.columns`)."""
     max_uncompressed_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
     """Sum of the xlsx zip members' uncompressed sizes (zip bomb guard)."""
     max_compression_ratio: float = Field(default=200.0, gt=1)

@@ -128,7 +128,9 @@ def _locate(ref: str, raw: RawSheet | None) -> Located:
 
 def _read(name: str, options: IntakeOptions) -> IntakeResult:
     raw, digest = _read_cells(name, options)
-    cmap = map_columns(raw.columns, currency_defaulted=options.default_currency is not None)
+    cmap = map_columns(
+        raw.columns, currency_defaulted=options.default_currency is not None, explicit=options.column_map
+    )
     checked = validate_sheet(raw, cmap, options)
     return IntakeResult(
         source=name,
@@ -140,4 +142,6 @@ def _read(name: str, options: IntakeOptions) -> IntakeResult:
         rows_total=len(raw.row_numbers),
         columns=raw.columns,
         table=RowTable(raw.columns, raw.data, raw.row_numbers),
+        mapped=cmap.headers(raw.columns),
+        ignored=cmap.ignored(raw.columns),
     )

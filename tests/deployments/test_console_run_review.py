@@ -122,3 +122,40 @@ def test_attention_is_paged_and_the_chart_adds_up() -> None:
         ("not final", 2),
     ]
     assert round(sum(b["width"] for b in bars)) == 400
+
+
+def test_the_retry_shows_what_it_pays_and_a_row_can_be_dropped(
+    client: httpx.Client, emulator: SandboxServer, tmp_path: Path
+) -> None:
+    token = _login(client)
+    rows = payroll_rows(5, prefix="DRP", specials={0: "0001", 2: "0002", 4: "0001"})  # rows 2, 4, 6 fail
+    sheet = write_sheet(tmp_path / "may.xlsx", rows)
+    with sheet.open("rb") as fh:
+        preview = client.post("/upload", data={"csrf_token": token}, files={"sheet": ("may.xlsx", fh)})
+    run_path = _submit(client, token, preview)
+    _final_page(client, run_path)
+
+    retry = client.post(f"{run_path}/retry", data={"csrf_token": token})
+    assert retry.status_code == 200, retry.text[-2000:]
+    listed = re.findall(r'name="drop" value="([^"]+)"', retry.text)
+    assert listed == ["DRP-00000-rs1", "DRP-00002-rs1", "DRP-00004-rs1"]
+    assert "This retry pays 3 rows" in retry.text and "Pay 3 rows" in retry.text
+
+    # The operator leaves one row out (e.g. a number to check with the payee first): the sheet is built again.
+    dropped = client.post(f"{run_path}/retry", data={"csrf_token": token, "drop": "DRP-00002-rs1"})
+    assert dropped.status_code == 200, dropped.text[-2000:]
+    assert "This retry pays 2 rows" in dropped.text and "Left out: <code>DRP-00002-rs1</code>" in dropped.text
+    assert re.findall(r'type="checkbox" name="drop" value="([^"]+)"', dropped.text) == [
+        "DRP-00000-rs1",
+        "DRP-00004-rs1",
+    ]
+    nothing_left = client.post(
+        f"{run_path}/retry",
+        data={"csrf_token": token, "drop": ["DRP-00000-rs1", "DRP-00002-rs1", "DRP-00004-rs1"]},
+    )
+    assert nothing_left.status_code == 409 and "no rows left after dropping" in nothing_left.text
+
+    paid = _payouts(emulator)
+    retry_page = _final_page(client, _submit(client, token, dropped))
+    assert "failed 2" in retry_page
+    assert _payouts(emulator) == paid + 2  # exactly the rows kept

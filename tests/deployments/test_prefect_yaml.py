@@ -32,6 +32,7 @@ def test_the_expected_deployments_are_declared() -> None:
         "events-catch-up",
         "daily-transactions-report",
         "wallet-watch",
+        "payout-followup",
     }
 
 
@@ -185,3 +186,11 @@ def test_receiver_event_starts_the_retry_deployment_with_the_reference(prefect_h
     params = found[0].parameters["params"]
     assert params["run_reference"] == "SET-42"
     assert params["since_days"] == 7
+
+
+def test_the_followup_trigger_matches_the_final_payout_statuses() -> None:
+    from connectors.payments.models import PAYOUT_FINAL_STATUSES
+
+    (trigger,) = SPECS["payout-followup"]["triggers"]
+    assert set(trigger["match"]["payments.status"]) == PAYOUT_FINAL_STATUSES
+    assert trigger["within"] >= 60  # debounced: a storm of payout events is one follow-up run a minute

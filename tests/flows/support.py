@@ -13,6 +13,7 @@ __all__ = [
     "REPO",
     "cli_env",
     "emulator_stats",
+    "in_emulator_env",
     "payroll_rows",
     "run_payops",
     "serve_in_thread",
@@ -26,6 +27,13 @@ def emulator_stats(base_url: str) -> dict:
 
     data = httpx.get(f"{base_url}/_sandbox/stats", timeout=10).json()
     return {**data["businesses"]["demo"]["test"], "requests": data["requests"]}
+
+
+def in_emulator_env(server, monkeypatch):
+    """Point this test's in-process flows at the emulator ``server`` (its client settings as PAYOPS_* env)."""
+    for k, v in server.env.items():
+        monkeypatch.setenv(k, v)
+    return server
 
 
 @contextmanager

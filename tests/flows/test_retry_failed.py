@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from openpyxl import load_workbook
 
 from sandbox import SandboxConfig, SandboxServer
 from tasks.retry_sheet import retry_label
@@ -58,8 +58,9 @@ def test_retry_failed_pays_the_failed_rows_exactly_once(
     assert retried["label"] == "march-retry1" and retried["rows_total"] == 2
     assert retried["payouts_by_status"] == {"failed": 2}  # same destinations: they fail again, paid once
     assert emulator_stats(server.base_url)["payouts"] == paid_before + 2
-    with open(Path(reports) / "march-retry1-sheet.csv", encoding="utf-8") as fh:
-        retry_refs = [r["reference"] for r in csv.DictReader(fh)]
+    book = load_workbook(Path(reports) / "march-retry1-sheet.xlsx", read_only=True)
+    header, *cells = book["payouts"].iter_rows(values_only=True)
+    retry_refs = [dict(zip(header, r, strict=True))["reference"] for r in cells]
     assert retry_refs == ["RTY-00001-rs1", "RTY-00003-rs1"]
 
     again = payops(["payouts", "retry-failed", "march", *common], server)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 
 from openpyxl import load_workbook
 
@@ -48,7 +49,12 @@ def test_write_reports_results_summary_resubmit(tmp_path) -> None:
     assert results[3][5] == "invalid"
     resubmit = list(wb["resubmit"].iter_rows(values_only=True))
     assert resubmit[0] == ("reference", "name", "amount", "destination")
-    assert resubmit[1:] == [("run-r2-rs1", "'=cmd", "10.00", "233240000001")]
+    # Read back by payops (tasks.xlsx.READ_BACK_RULE): the sheet's own text, no guard, as an inline string
+    # that no spreadsheet evaluates (no <f> element, t="inlineStr").
+    assert resubmit[1:] == [("run-r2-rs1", "=cmd", "10.00", "233240000001")]
+    with zipfile.ZipFile(paths["xlsx"]) as z:
+        part = z.read("xl/worksheets/sheet3.xml").decode()
+    assert "<f>" not in part and '<c r="B2" t="inlineStr"><is><t>=cmd</t></is></c>' in part
     data = json.loads(open(paths["json"]).read())
     assert data["report_files"]["csv"].endswith("run.csv")
     assert open(paths["csv"]).read().splitlines()[1].startswith("'=cmd,10.00")

@@ -18,12 +18,15 @@ from store.users import PERMISSIONS, Account
 from tasks.approval_gate import totals_by_currency
 from tasks.approvals import sign_start
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
+from tasks.intake.columns import parse_column_map
 from tasks.money import money
 from tasks.reports import report_paths
-from tasks.retry_sheet import RetryRefused, resubmission_csv, retry_label
+from tasks.retry_sheet import RetryRefused, resubmission_sheet, retry_label, run_column_map
+from tasks.sheet_check import no_name_column
 
-from ..deps import ConsoleDep, Form, Operator, Viewer, checked_form, parse_run_id, size_within_limit
+from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit
 from ..errors import ConsoleError
+from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, sheet_rows
 from ..runs import read_run
 from ..state import Console
 from ..storage import StorageError, Upload
@@ -33,6 +36,7 @@ router = APIRouter()
 PREVIEW_ERRORS = 200
 UploadForm = Annotated[FormData, Depends(checked_form(max_fields=5, max_files=1))]
 SubmitForm = Annotated[FormData, Depends(checked_form(max_fields=10))]
+RetryForm = Annotated[FormData, Depends(checked_form(max_fields=MAX_RETRY_ROWS + 5))]
 
 
 def _preview(result: IntakeResult) -> dict[str, Any]:
@@ -45,6 +49,8 @@ def _preview(result: IntakeResult) -> dict[str, Any]:
         "errors_total": len(result.errors),
         "warnings": [asdict(w) for w in result.warnings[:PREVIEW_ERRORS]],
         "totals": {c: money(v) for c, v in totals.items()},
+        "ignored_columns": list(result.ignored),
+        "no_name_column": no_name_column(result),
         "sample": [
             r.model_dump(
                 include={"row", "reference", "amount", "currency", "provider", "destination", "payee_name"}
@@ -80,9 +86,16 @@ async def upload(request: Request, console: ConsoleDep, account: Operator, form:
 
 
 async def check_and_preview(
-    request: Request, console: Console, account: Account, filename: str, data: bytes, label: str | None = None
+    request: Request,
+    console: Console,
+    account: Account,
+    filename: str,
+    data: bytes,
+    label: str | None = None,
+    retry: RetryUpload | None = None,
 ) -> Response:
-    """Store a sheet as an upload, check it as the flow will, show the preview (the submit form)."""
+    """Store a sheet as an upload, check it as the flow will, show the preview (the submit form); a retry
+    sheet is read with its run's column mapping and listed row by row (the operator may drop rows)."""
     settings = console.settings
     try:
         saved = await asyncio.to_thread(console.store.save, filename, data)
@@ -90,16 +103,21 @@ async def check_and_preview(
         raise ConsoleError(400, str(exc)) from None
     saved.label = label
     saved.uploaded_by = account.name
+    if retry is not None:
+        saved.column_map, saved.retry_of = retry.column_map, retry.run_id
     preview: dict[str, Any] | None = None
+    retry_rows: list[dict[str, Any]] | None = None
     totals: dict[str, Decimal] = {}
+    options = IntakeOptions(
+        max_bytes=settings.max_upload_bytes, column_map=parse_column_map(saved.column_map)
+    )
     try:
-        result = await asyncio.to_thread(
-            read_payout_sheet, saved.source, IntakeOptions(max_bytes=settings.max_upload_bytes)
-        )
+        result = await asyncio.to_thread(read_payout_sheet, saved.source, options)
     except IntakeError as exc:
         saved.refused = str(exc)
     else:
         preview = _preview(result)
+        retry_rows = sheet_rows(result) if retry is not None else None
         totals = totals_by_currency(result.rows)
         saved.rows_total, saved.rows_invalid, saved.errors = (
             result.rows_total,
@@ -137,6 +155,8 @@ async def check_and_preview(
         "can_submit": can_submit,
         "required": policy.required(totals),
         "policy": policy.describe(),
+        "retry": retry,
+        "retry_rows": retry_rows,
     }
     return await console.render(request, "preview.html", context, status=status)
 
@@ -171,6 +191,7 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
         report_dir=console.store.report_dir(upload.id),
         require_approval=require_approval,
         block_on_name_mismatch=form.get("block_on_name_mismatch") == "on",
+        column_map=upload.column_map,
         start=start,
         dry_run=form.get("dry_run") == "on",
         credentials_block=console.settings.credentials_block,
@@ -193,10 +214,13 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
 
 @router.post("/runs/{run_id}/retry", response_class=HTMLResponse)
 async def retry_failed_rows(
-    request: Request, run_id: str, console: ConsoleDep, account: Operator, form: Form
+    request: Request, run_id: str, console: ConsoleDep, account: Operator, form: RetryForm
 ) -> Response:
     """Retry failed rows: the resubmission sheet becomes a new upload labelled LABEL-retryN, checked and
-    submitted like any upload. A retry already started (or finished) is refused: nothing is paid twice."""
+    submitted like any upload, its rows listed; the operator may drop rows (the form posts their numbers
+    as ``drop``) and the sheet is rebuilt without them. A retry already started (or finished) is refused:
+    nothing is paid twice."""
+    drop = dropped_rows(form.getlist("drop"))
     view = await read_run(parse_run_id(run_id), console.store.upload_id_of_report_dir)
     if view is None or not view.upload_id or not view.final:
         raise ConsoleError(409, "Only a finished run started from this console can be retried.")
@@ -209,12 +233,24 @@ async def retry_failed_rows(
         raise ConsoleError(
             409, f"A retry of this run already exists (run {retry}); nothing was sent again. See Runs."
         )
-    report_xlsx = report_paths(console.store.report_dir(view.upload_id), label)["xlsx"]
+    report_dir = console.store.report_dir(view.upload_id)
+    mapping = await asyncio.to_thread(run_column_map, report_dir, label)
     try:
-        data, count = await asyncio.to_thread(resubmission_csv, report_xlsx)
+        data, count = await asyncio.to_thread(
+            resubmission_sheet, report_paths(report_dir, label)["xlsx"], drop, mapping
+        )
     except RetryRefused as exc:
         raise ConsoleError(409, str(exc)) from None
     if not count:
-        raise ConsoleError(409, "This run has no failed or refused rows to retry.")
-    log.info("run %s: retry of %d row(s) prepared as %s", run_id, count, retry)
-    return await check_and_preview(request, console, account, f"{retry}.csv", data, label=retry)
+        what = "rows left after dropping" if drop else "failed or refused rows"
+        raise ConsoleError(409, f"This run has no {what} to retry.")
+    log.info("run %s: retry of %d row(s) prepared as %s (%d dropped)", run_id, count, retry, len(drop))
+    return await check_and_preview(
+        request,
+        console,
+        account,
+        f"{retry}.xlsx",
+        data,
+        label=retry,
+        retry=RetryUpload(run_id, mapping, drop),
+    )

@@ -39,6 +39,8 @@ def test_public_surface() -> None:
         "rows_total",
         "columns",
         "table",
+        "mapped",
+        "ignored",
     }
     assert list(intake.RowIssue.__dataclass_fields__) == ["row", "column", "value", "message"]
 

@@ -1,0 +1,42 @@
+"""The checker behind test_status_sets: payout or purchase status sets spelled out outside the connector.
+
+Final, failed and awaiting-review statuses live in `connectors/payments/models.py` and are imported
+(docs/architecture.md, "Where each rule lives"). A set, list or tuple literal in tasks/, flows/ or
+deployments/ holding two or more of those statuses restates one of them; this finds every such literal.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from connectors.payments.models import PAYOUT_STATUSES, UTILITY_PURCHASE_STATUSES
+
+ROOT = Path(__file__).resolve().parents[2]
+ROOMS = ("tasks", "flows", "deployments")
+STATUSES = PAYOUT_STATUSES | UTILITY_PURCHASE_STATUSES
+
+
+def restated_sets(source: str, filename: str = "<source>") -> list[str]:
+    """``file:line: literal`` for every collection literal naming two or more payout/purchase statuses."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if not isinstance(node, ast.Set | ast.List | ast.Tuple):
+            continue
+        named = {
+            e.value
+            for e in node.elts
+            if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in STATUSES
+        }
+        if len(named) >= 2:
+            found.append(f"{filename}:{node.lineno}: {sorted(named)}")
+    return found
+
+
+def tree_restatements() -> list[str]:
+    """Every restated status set in the rooms that must import them."""
+    found = []
+    for room in ROOMS:
+        for path in sorted((ROOT / room).rglob("*.py")):
+            found += restated_sets(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    return found
