@@ -41,7 +41,8 @@ from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
-from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
+from tasks.reports import RowOutcome, ensure_reports_spare_source, row_facts, write_reports
+from tasks.run_approvals import with_decisions
 from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
@@ -282,7 +283,7 @@ async def _not_approved(
     decision: Decision | None,
 ) -> dict[str, Any]:
     """The end of a run that needed approval and got none: the summary's ``approval`` says why."""
-    summary["approval"] = {"approved": False, "comment": comment}
+    summary["approval"] = await with_decisions({"approved": False, "comment": comment})
     return await _refused(finish("not_approved"), decision)
 
 
@@ -398,7 +399,8 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         if not answer.approved:
             logger.warning("run %s not approved: nothing sent", label)
             return await _not_approved(summary, finish, answer.comment, answer.refusal)
-        summary["approval"] = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
+        approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
+        summary["approval"] = await with_decisions(approval)
 
     # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
     # field of them looking for futures, twice per task run: ~0.1 s per 100-row batch (profiled).
@@ -505,6 +507,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
         outcomes,
         summary,
         reference_column,
+        row_facts(intake.rows, names),
     )
     meter.phase("report")
     summary["duration_s"] = meter.elapsed

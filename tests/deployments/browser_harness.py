@@ -27,15 +27,18 @@ ARGS = [
 def local_console(
     tmp_path: Path, emulator: SandboxServer, monkeypatch: Any, **overrides: Any
 ) -> tuple[Any, Any]:
-    """A console app in local single-process mode (its own database under ``tmp_path``) paying against
-    ``emulator`` with a test approval key; returns (app, launcher)."""
+    """A console app in local single-process mode (its own database under ``tmp_path``, which the flows it
+    starts share, as console and workers share one in production) paying against ``emulator`` with a test
+    approval key; returns (app, launcher)."""
     from deployments.console import ConsoleSettings, LocalLauncher, create_app
 
     for key, value in emulator.env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
+    database_url = f"sqlite:///{tmp_path / 'payops.sqlite3'}"
+    monkeypatch.setenv("PAYOPS_DATABASE_URL", database_url)
     settings = ConsoleSettings(
-        database_url=f"sqlite:///{tmp_path / 'payops.sqlite3'}",
+        database_url=database_url,
         upload_url=str(tmp_path / "uploads"),
         report_url=str(tmp_path / "reports"),
         **overrides,
