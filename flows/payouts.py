@@ -41,6 +41,7 @@ from tasks.polling import AWAITING_REVIEW, PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
+from tasks.reconciliation import reconcile_at_run_end, record_approved_payouts
 from tasks.reports import RowOutcome, ensure_reports_spare_source, row_facts, write_reports
 from tasks.run_approvals import with_decisions
 from tasks.sheet_check import intake_summary, refusal_summary, refuses, run_label
@@ -407,6 +408,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     # Each batch is built when its turn comes (build_batch is pure: a retry or re-run builds the same).
     batches = batch_count(intake.rows)
     summary["batches"] = batches
+    await record_approved_payouts(label, intake.rows, pf.fees_by_row)
     names = pf.release_row_detail()
     sem = asyncio.Semaphore(params.max_concurrent_batches)
     sent = 0
@@ -477,6 +479,7 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     awaiting_review = sorted(r for r, s in states.items() if s.status in AWAITING_REVIEW)
     not_final = sorted(r for r, s in states.items() if not s.final)
     outcomes = _outcomes(intake, results, states)
+    summary["reconciliation"] = await reconcile_at_run_end(settings, label, outcomes, params.rate_limit_per_s)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
     summary.update(

@@ -15,7 +15,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Engine, ForeignKey, Integer, String, Text, delete, insert, select, update
+from sqlalchemy import (
+    DateTime,
+    Engine,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from store.database import Base
@@ -197,6 +209,17 @@ class ReconciliationStore:
                         for p in payouts
                     ],
                 )
+
+    def forget(self, label: str, references: set[str]) -> None:
+        """Drop payouts the service refused from what run ``label`` pays (they never left)."""
+        refs = sorted(references)
+        with self.engine.begin() as db:
+            for part in _chunks(refs):
+                db.execute(
+                    delete(ReconRunRow).where(ReconRunRow.label == label, ReconRunRow.reference.in_(part))
+                )
+            left = db.scalar(select(func.count()).select_from(ReconRunRow).where(ReconRunRow.label == label))
+            db.execute(update(ReconRun).where(ReconRun.label == label).values(rows=left or 0))
 
     def mark_ended(self, label: str, at: datetime) -> None:
         with self.engine.begin() as db:

@@ -60,6 +60,7 @@ __all__ = [
     "UTILITY_PURCHASE_FINAL_STATUSES",
     "TRANSFER_STATUSES",
     "TRANSFER_FINAL_STATUSES",
+    "SETTLEMENT_PAYMENT_FINAL_STATUSES",
     "CHECKOUT_STATUSES",
     "SETTLEMENT_STATUSES",
     "SETTLEMENT_OUTCOMES",
@@ -174,6 +175,8 @@ UTILITY_PURCHASE_STATUSES = frozenset(
 UTILITY_PURCHASE_FINAL_STATUSES = frozenset({"delivered", "failed", "refunded"})
 TRANSFER_STATUSES = frozenset({"pending", "held", "completed", "declined", "failed"})
 TRANSFER_FINAL_STATUSES = frozenset({"completed", "declined", "failed"})
+#: Statuses of a settlement run's payments (transaction kind ``settlement``) after which they do not move.
+SETTLEMENT_PAYMENT_FINAL_STATUSES = frozenset({"settled", "failed"})
 CHECKOUT_STATUSES = frozenset({"open", "paid", "expired", "cancelled"})
 SETTLEMENT_STATUSES = frozenset({"running", "completed"})
 SETTLEMENT_OUTCOMES = frozenset({"settled", "failed_partial", "failed_all"})

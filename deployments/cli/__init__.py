@@ -17,6 +17,7 @@ from deployments.cli import (
     operations,
     payouts,
     purchases,
+    reconcile,
     runs,
     settlements,
     transactions,
@@ -43,6 +44,7 @@ app.add_typer(users.audit_app, name="audit")
 app.add_typer(alerts.app, name="alerts")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(cache.app, name="cache")
+app.add_typer(reconcile.app, name="reconcile")
 
 
 def main() -> None:

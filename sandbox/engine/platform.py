@@ -6,8 +6,8 @@
   direction ``in``, reference ``rvr-<reference>``, the prefix the spec keeps for reversals) whose ``parent``
   links the payout; the payout turns ``refunded`` with a ``compensation`` link to it, and the payer amount
   returns to the wallet. A ``payout.status_changed`` event is recorded.
-* ``adjust_fee``: the platform records another fee on a payout (the provider charged more or less); the
-  wallet moves by the difference (reserved while the payout is in progress, available once delivered).
+* ``adjust``: the platform records another fee or amount on a payout (the provider charged more or less,
+  delivered part); the wallet moves by the difference (reserved while in progress, available once delivered).
 * ``outside_movement``: a movement made outside the API's caller (for example in the service's dashboard):
   a payout that leaves at once, or a collection that settles at once, with its transaction line.
 """
@@ -72,14 +72,18 @@ def reverse_payout(env: EnvState, reference: str, at: datetime) -> Movement:
     return reversal
 
 
-def adjust_fee(env: EnvState, reference: str, fee: Decimal, at: datetime) -> Movement:
-    """Record ``fee`` on a payout; the wallet follows the difference in what the payer pays."""
+def adjust(
+    env: EnvState, reference: str, at: datetime, *, fee: Decimal | None = None, amount: Decimal | None = None
+) -> Movement:
+    """Record another ``fee`` and/or ``amount`` on a payout; the wallet follows the payer amount."""
     payout = _payout(env, reference)
     if payout.status == "failed":
         raise ApiError(409, "payout_failed", f"payout {reference} failed: nothing was charged")
-    fee = q(fee)
-    difference = fee - (payout.fee or Decimal(0))
-    tag = f"{reference}:fee-adjustment"
+    new_fee = q(fee) if fee is not None else payout.fee or Decimal(0)
+    new_amount = q(amount) if amount is not None else payout.amount
+    old_total = payout.payer_amount if payout.payer_amount is not None else payout.amount
+    difference = q(new_amount + new_fee) - old_total
+    tag = f"{reference}:adjustment"
     try:
         if payout.status not in PAYOUT_FINAL_STATUSES:  # still reserved: the reservation follows
             if difference > 0:
@@ -91,9 +95,9 @@ def adjust_fee(env: EnvState, reference: str, fee: Decimal, at: datetime) -> Mov
         elif difference < 0:
             env.wallet.credit(payout.currency, -difference, at, tag)
     except InsufficientFunds:
-        raise ApiError(409, "insufficient_balance", "the wallet cannot cover the higher fee") from None
-    payout.fee = fee
-    payout.payer_amount = q(payout.amount + fee)
+        raise ApiError(409, "insufficient_balance", "the wallet cannot cover the difference") from None
+    payout.fee, payout.amount = new_fee, new_amount
+    payout.payer_amount, payout.recipient_amount = q(new_amount + new_fee), new_amount
     return payout
 
 

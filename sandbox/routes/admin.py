@@ -230,20 +230,21 @@ async def refund_payout(request: Request, business: str, environment: str, refer
     return json_response(200, reversal.to_transaction())
 
 
-class FeeUpdate(BaseModel):
-    fee: Decimal = Field(ge=0, decimal_places=2)
+class PayoutAdjustment(BaseModel):
+    fee: Decimal | None = Field(default=None, ge=0, decimal_places=2)
+    amount: Decimal | None = Field(default=None, gt=0, decimal_places=2)
 
 
-@router.post("/businesses/{business}/{environment}/payouts/{reference}/fee")
-async def adjust_payout_fee(
-    request: Request, business: str, environment: str, reference: str, body: FeeUpdate
+@router.post("/businesses/{business}/{environment}/payouts/{reference}/adjust")
+async def adjust_payout(
+    request: Request, business: str, environment: str, reference: str, body: PayoutAdjustment
 ) -> Response:
-    """The platform records another fee on a payout; the wallet follows the difference."""
+    """The platform records another fee and/or amount on a payout; the wallet follows the difference."""
     sandbox = get_sandbox(request)
     env = _env(sandbox, business, environment)
     with sandbox.state.lock:
         sandbox.state.advance(env)
-        payout = platform.adjust_fee(env, reference, body.fee, sandbox.clock.now())
+        payout = platform.adjust(env, reference, sandbox.clock.now(), fee=body.fee, amount=body.amount)
     return json_response(200, payout.to_wire())
 
 

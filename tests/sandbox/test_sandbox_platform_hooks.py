@@ -55,12 +55,15 @@ async def test_late_refund_records_a_reversal_with_lineage(api, client, clock, d
     assert again.status_code == 409 and again.json()["error"]["code"] == "not_delivered"
 
 
-async def test_fee_re_recorded_moves_the_wallet_by_the_difference(api, client, clock, demo) -> None:
+async def test_fee_or_amount_re_recorded_moves_the_wallet_by_the_difference(api, client, clock, demo) -> None:
     sent = await _delivered(api, clock, "pf-fee-1")
     before = _total(demo)
-    r = await client.post(f"{ADMIN}/payouts/pf-fee-1/fee", json={"fee": "3.00"})
+    r = await client.post(f"{ADMIN}/payouts/pf-fee-1/adjust", json={"fee": "3.00"})
     assert r.status_code == 200 and r.json()["fee"] == "3.00" and r.json()["payerAmount"] == "103.00"
     assert before - _total(demo) == Decimal("3.00") - Decimal(sent["fee"]) and demo.wallet.balanced()
+    r = await client.post(f"{ADMIN}/payouts/pf-fee-1/adjust", json={"amount": "90.00"})
+    assert r.json()["amount"] == "90.00" and r.json()["payerAmount"] == "93.00"
+    assert before - _total(demo) == Decimal("93.00") - Decimal(sent["payerAmount"]) and demo.wallet.balanced()
 
 
 async def test_outside_movements_have_transaction_lines(api, client, demo) -> None:
