@@ -164,7 +164,8 @@ def test_reconcile_trigger_matches_payouts_refunded_or_failed_after_the_run() ->
     assert template == "{{ event.payload.reference | string }}"
     for status, expected in [("refunded", True), ("failed", True), ("delivered", False), ("accepted", False)]:
         data = {"reference": "P-1", "status": status}
-        envelope = WebhookEnvelope.model_validate({"id": f"e-{status}", "type": "payout.status_changed", "data": data})
+        body = {"id": f"e-{status}", "type": "payout.status_changed", "data": data}
+        envelope = WebhookEnvelope.model_validate(body)
         event = prefect_event(envelope)
         assert event["event"] in trigger.expect
         assert trigger.match.matches(Resource.model_validate(event["resource"])) is expected
