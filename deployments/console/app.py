@@ -34,6 +34,7 @@ from tasks.retry_sheet import RetryRefused, resubmission_csv, retry_label
 
 from .admin import register_admin
 from .errors import ConsoleError, LoginNeeded
+from .reconciliation_view import reconciliation_context
 from .run_review import review_context
 from .runs import DeploymentLauncher, LocalLauncher, RunLauncher, read_run, recent_runs
 from .security import CsrfTokens, LoginThrottle, SecurityHeaders, client_address, new_nonce, parse_networks
@@ -451,6 +452,7 @@ def create_app(
         waiting = await pending(console.engine, flow_run_id) if view.paused else None
         record = await asyncio.to_thread(console.approvals.run, str(flow_run_id))
         decisions = await asyncio.to_thread(console.approvals.decisions, str(flow_run_id))
+        reconciliation = await asyncio.to_thread(reconciliation_context, console.engine, summary)
         return await console.render(
             request,
             "run.html",
@@ -464,6 +466,7 @@ def create_app(
                 "record": record,
                 "decisions": decisions,
                 **review_context(summary, request.query_params.get("page")),
+                **reconciliation,
             },
         )
 
