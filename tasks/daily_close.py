@@ -204,7 +204,7 @@ def close_day(
     frame = records_frame(by_id.values())
     booked = {i["transaction_id"]: cents(Decimal(i["booked"])) for i in carried}
     if len(frame):
-        after = frame["completed_at"].map(lambda t: t is not None and not pd.isna(t) and t > as_of)
+        after = frame["completed_at"] > as_of
         frame["effect_c"] = frame["effect_c"].where(~after, 0)
         frame["delta_c"] = frame["effect_c"] - frame["id"].map(booked).fillna(0).astype("int64")
         slugs = {label_slug(label): label for label in run_labels}
@@ -229,9 +229,7 @@ def close_day(
         stale = (
             (frame["recon"] == "unchecked")
             & frame["final"].astype(bool)
-            & frame["completed_at"].map(
-                lambda t: t is not None and not pd.isna(t) and t <= as_of - unchecked_after
-            )
+            & (frame["completed_at"] <= as_of - unchecked_after)
         )
         add("unchecked_too_long", frame[stale], "{r.kind} unchecked since {r.completed_at}")
         reversals = frame[frame["parent"].notna() & (frame["label"] != OUTSIDE)]

@@ -212,6 +212,8 @@ def records_frame(records: Iterable[Any]) -> pd.DataFrame:
     ]  # fmt: skip
     frame = pd.DataFrame.from_records(rows, columns=columns)
     frame["fee_c"] = frame["fee_c"].astype("Int64")
+    for column in ("completed_at", "created_at"):  # compared as whole columns (NaT compares False)
+        frame[column] = pd.to_datetime(frame[column], utc=True)
     return frame
 
 
@@ -285,7 +287,7 @@ def match_run(
     stale = both[
         (both["recon"] == "unchecked")
         & both["final"].astype(bool)
-        & both["completed_at"].map(lambda t: t is not None and not pd.isna(t) and t <= now - unchecked_after)
+        & (both["completed_at"] <= now - unchecked_after)
     ]
     add("unchecked_too_long", stale, None, "status", "row {r.row}: unchecked since {r.completed_at}")
     reversed_ = both[(both["status"] == "refunded") | both["compensation"].notna()]
