@@ -103,9 +103,7 @@ async def _reconcile_run(params: ReconcileRunParams) -> dict[str, Any]:
         "scope": "run",
         **s,
         "check_id": check.check_id,
-        "differences_list": [
-            vars(d) if hasattr(d, "__dict__") else _as_dict(d) for d in check.differences[:500]
-        ],
+        "differences_list": [d.as_dict() for d in check.differences[:500]],
         "api_calls": dict(sorted(check.api_calls.items())),
         "duration_s": round(time.perf_counter() - t0, 3),
     }
@@ -130,12 +128,6 @@ async def _reconcile_run(params: ReconcileRunParams) -> dict[str, Any]:
         description=f"Reconciliation of {label}",
     )
     return summary
-
-
-def _as_dict(d: Any) -> dict[str, Any]:
-    return {
-        k: getattr(d, k) for k in ("kind", "reference", "label", "currency", "expected", "actual", "detail")
-    }
 
 
 class ReconcileDayParams(BaseModel):
@@ -199,7 +191,7 @@ async def _reconcile_day(params: ReconcileDayParams) -> dict[str, Any]:
         "scope": "day",
         **result.summary(),
         "check_id": close.check_id,
-        "differences_list": [_as_dict(d) for d in result.differences[:500]],
+        "differences_list": [d.as_dict() for d in result.differences[:500]],
         "api_calls": dict(sorted(close.api_calls.items())),
     }
     summary["report_files"] = await asyncio.to_thread(

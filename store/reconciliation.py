@@ -140,6 +140,10 @@ class Difference:
     actual: str | None = None
     detail: str = ""
 
+    def as_dict(self) -> dict[str, str | None]:
+        """For JSON (summaries, `payops reconcile history --json`)."""
+        return {k: getattr(self, k) for k in self.__slots__}
+
 
 @dataclass(frozen=True)
 class Check:

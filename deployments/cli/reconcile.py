@@ -108,7 +108,7 @@ def history(
                 "trigger": c.trigger,
                 "status": c.status,
                 "summary": c.summary,
-                "differences": [vars_of(d) for d in c.differences],
+                "differences": [d.as_dict() for d in c.differences],
                 "snapshot": {cur: {"balance": b, "reserved": r} for cur, (b, r) in c.snapshots.items()},
             }
             for c in checks
@@ -127,7 +127,3 @@ def history(
         for cur, (b, r) in c.snapshots.items():
             typer.echo(f"    {cur}: balance {b}, reserved {r}")
 
-
-def vars_of(d: object) -> dict[str, object]:
-    fields = ("kind", "reference", "label", "currency", "expected", "actual", "detail")
-    return {k: getattr(d, k) for k in fields}
