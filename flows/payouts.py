@@ -59,8 +59,10 @@ from tasks.polling import PayoutState, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
+from tasks.reconciliation import reconcile_at_run_end, record_approved_payouts
 from tasks.references import row_reference
-from tasks.reports import RowOutcome, ensure_reports_spare_source, write_reports
+from tasks.reports import RowOutcome, ensure_reports_spare_source, row_facts, write_reports
+from tasks.run_approvals import with_decisions
 from tasks.sheet_check import intake_summary, no_name_column, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
@@ -332,7 +334,7 @@ async def _not_approved(
     decision: Decision | None,
 ) -> dict[str, Any]:
     """The end of a run that needed approval and got none: the summary's ``approval`` says why."""
-    summary["approval"] = {"approved": False, "comment": comment}
+    summary["approval"] = await with_decisions({"approved": False, "comment": comment})
     return await _refused(finish("not_approved"), decision)
 
 
@@ -450,13 +452,15 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
         if not answer.approved:
             logger.warning("run %s not approved: nothing sent", label)
             return await _not_approved(summary, finish, answer.comment, answer.refusal)
-        summary["approval"] = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
+        approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
+        summary["approval"] = await with_decisions(approval)
 
     # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
     # field of them looking for futures, twice per task run: ~0.1 s per 100-row batch (profiled).
     # Each batch is built when its turn comes (build_batch is pure: a retry or re-run builds the same).
     batches = batch_count(intake.rows)
     summary["batches"] = batches
+    await record_approved_payouts(label, intake.rows, pf.fees_by_row)
     names = pf.release_row_detail()
     sem = asyncio.Semaphore(params.max_concurrent_batches)
     sent = 0
@@ -537,6 +541,7 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
     not_final = sorted(r for r, s in states.items() if not s.final)
     waiting_statuses = {r: states[r].status for r in not_final}  # issue 30: for tasks.followup
     outcomes = _outcomes(intake, results, states)
+    summary["reconciliation"] = await reconcile_at_run_end(settings, label, outcomes, params.rate_limit_per_s)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
     summary.update(
@@ -571,6 +576,7 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
         outcomes,
         summary,
         reference_column,
+        row_facts(intake.rows, names),
     )
     meter.phase("report")
     summary["duration_s"] = meter.elapsed

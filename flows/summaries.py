@@ -324,3 +324,28 @@ class FollowupSummary(RunSummary):
             for ref, (before, now) in changes.items():
                 lines.append(f"  {label}: payout {ref} {before} -> {now}")
         return lines + self.closing_lines()
+
+
+class ReconciliationSummary(RunSummary):
+    """``reconcile-run`` and ``reconcile-day``."""
+
+    scope: str = "run"
+    status: str | None = None
+    differences: int = 0
+    by_kind: dict[str, int] = Field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        what = f"run {self.label}" if self.scope == "run" else f"day {getattr(self, 'day', self.label)}"
+        lines = [f"reconciliation of {what}: {self.status}"]
+        balances = getattr(self, "balances", None) or {}
+        for currency, b in balances.items():
+            if b.get("change") is not None:
+                lines.append(
+                    f"  {currency}: balance {b['balance']}, reserved {b['reserved']}; change {b['change']}, "
+                    f"movements {b['movements']}, unexplained {b['unexplained']}"
+                )
+        if self.differences:
+            lines.append("  differences: " + ", ".join(f"{k} {v}" for k, v in self.by_kind.items()))
+        for d in (getattr(self, "differences_list", None) or [])[:20]:
+            lines.append(f"    {d['kind']}: {d.get('reference') or d.get('currency')} ({d.get('detail')})")
+        return lines + self.closing_lines()

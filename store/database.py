@@ -14,7 +14,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest revision of every branch in ``migrations/versions`` (a test checks it against Alembic's own
 #: reading of that folder). A database that records exactly these needs no migration, so a command skips
 #: Alembic's import and script parsing (about 0.2 s per process) when nothing is to be done.
-SCHEMA_HEADS = frozenset({"0005_approval_policy"})
+SCHEMA_HEADS = frozenset({"0006_reconciliation"})
 
 
 class Base(DeclarativeBase):

@@ -17,11 +17,14 @@ event                                      when
 ``payops.settlement.retry-failed``         a settlement retry failed again, or the policy blocks retries
 ``payops.wallet.low-balance``              a currency crossed below its threshold (``wallet-watch``)
 ``payops.events.lagging``                  the events catch-up processed events older than its limit
+``payops.reconciliation.difference``       a run or daily reconciliation found differences (label
+                                           ``payops.scope``: ``run`` or ``day``)
 =========================================  =========================================================
 
-Resources are ``payops.payout-run.<label>``, ``payops.settlement.<run id>``, ``payops.wallet.<currency>`` and
-``payops.events.feed``; emitted inside a flow run, an event is related to that run, so templates can link it
-with ``{{ flow_run|ui_url }}``. Payloads carry ``flow_run_id`` for the console's run page.
+Resources are ``payops.payout-run.<label>``, ``payops.settlement.<run id>``, ``payops.wallet.<currency>``,
+``payops.events.feed`` and ``payops.reconciliation.<run|day>.<label or date>``; emitted inside a flow run,
+an event is related to that run, so templates can link it with ``{{ flow_run|ui_url }}``. Payloads carry
+``flow_run_id`` for the console's run page.
 
 "Once per crossing" (low balance, lagging feed, settlement policy): `Crossings` keeps which alerts are on in a
 Prefect Variable; an alert is emitted when its condition turns on, not on every run while it stays on.
@@ -53,6 +56,7 @@ PAYOUT_FAILED = f"{PAYOUT_RUN}.failed"
 SETTLEMENT_RETRY_FAILED = "payops.settlement.retry-failed"
 WALLET_LOW_BALANCE = "payops.wallet.low-balance"
 EVENTS_LAGGING = "payops.events.lagging"
+RECONCILIATION_DIFFERENCE = "payops.reconciliation.difference"
 ALERTS_TEST = "payops.alerts.test"
 EVENT_NAMES = (
     PAYOUT_COMPLETED,
@@ -63,6 +67,7 @@ EVENT_NAMES = (
     SETTLEMENT_RETRY_FAILED,
     WALLET_LOW_BALANCE,
     EVENTS_LAGGING,
+    RECONCILIATION_DIFFERENCE,
 )
 
 FAILED_OUTCOMES = {"invalid_input", "preflight_failed"}
@@ -412,3 +417,32 @@ async def events_catch_up_hook(flow: Any, flow_run: Any, state: Any) -> None:
         summary = summary.as_json()
     if isinstance(summary, Mapping):
         await emit_events_lag(summary)
+
+
+# -- reconciliation ---------------------------------------------------------------------------------------
+def emit_reconciliation_difference(
+    scope: str,
+    key: str,
+    status: str,
+    by_kind: Mapping[str, int],
+    report_files: Mapping[str, Any] | None = None,
+    emitter: Emitter | None = None,
+) -> Any:
+    """A run (``scope`` run, ``key`` its label) or a day (``day``, ``YYYY-MM-DD``) reconciled with
+    differences: counts by kind and report file names, never the references involved."""
+    payload = {
+        "scope": scope,
+        "key": _text(key),
+        "status": status,
+        "differences": sum(int(v) for v in by_kind.values()),
+        "by_kind": {str(k): int(v) for k, v in by_kind.items()},
+        "report_files": _file_names(report_files),
+    }
+    return emit_alert(
+        RECONCILIATION_DIFFERENCE,
+        f"payops.reconciliation.{scope}.{key}",
+        str(key),
+        payload,
+        {"payops.scope": scope},
+        emitter,
+    )

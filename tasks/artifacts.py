@@ -88,6 +88,10 @@ def summary_markdown(summary: Mapping[str, Any], why: str | None = None) -> str:
         lines += ["", f"## Sheet errors (first {min(len(errors), 20)} of {len(errors)})", ""]
         rows = [[e.get("row"), e.get("column"), e.get("message")] for e in errors[:20]]
         lines.append(markdown_table(["row", "column", "problem"], rows))
+    recon = summary.get("reconciliation") or {}
+    if recon:
+        kinds = ", ".join(f"{k} {v}" for k, v in (recon.get("by_kind") or {}).items())
+        lines += ["", f"**Reconciliation:** {recon.get('status')}" + (f" ({kinds})" if kinds else "")]
     problems = (summary.get("preflight") or {}).get("problems") or []
     if problems:
         lines += ["", "## Pre-flight problems", ""] + [f"- {p}" for p in problems]
@@ -144,6 +148,7 @@ def run_record(summary: Mapping[str, Any]) -> dict[str, Any]:
         "approved_by": ", ".join(approval.get("approvers") or []) or approval.get("by"),
         "approval_comment": approval.get("comment"),
         "report_files": json.dumps(summary.get("report_files") or {}, sort_keys=True),
+        "reconciliation": (summary.get("reconciliation") or {}).get("status"),
     }
 
 

@@ -95,9 +95,8 @@ class Preflight:
         }
 
     def release_row_detail(self) -> list[NameCheck]:
-        """Drop what the run no longer needs once the pre-flight is reported (fees by row, names that
-        matched: ~50 MB on 100,000 rows); returns the name checks kept, those that did not match."""
-        self.names = [n for n in self.names if n.verdict != "match"]
+        """Drop what the run no longer needs once the pre-flight is reported and its approved fees recorded
+        (fees by row); returns every name check, for the report's holder name and name-check columns."""
         self.fees_by_row = {}
         return self.names
 

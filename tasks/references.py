@@ -63,6 +63,21 @@ def row_reference(label: str, sheet_row: int) -> str:
     return ref
 
 
+_ROW_REFERENCE = re.compile(r"(?P<slug>[A-Za-z0-9][A-Za-z0-9_-]*?)-r(?P<row>[0-9]+)")
+
+
+def row_reference_slug(reference: str) -> str | None:
+    """The label slug of a reference shaped like `row_reference` (``<slug>-r<row>``), else None: what
+    reconciliation uses to tie a payout it did not send to the run whose references it carries."""
+    m = _ROW_REFERENCE.fullmatch(reference)
+    return m.group("slug") if m else None
+
+
+def is_settlement_reference(reference: str) -> bool:
+    """A settlement run payops started (retry or settle-now), or one of its payments (``<run ref>-<n>``)."""
+    return reference.startswith((RETRY_PREFIX, SETTLE_NOW_PREFIX))
+
+
 def batch_reference(label: str, index: int) -> str:
     """Batch reference: one per label and batch position."""
     return f"{label_slug(label)}-b{index:04d}"

@@ -7,6 +7,8 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -14,6 +16,7 @@ from urllib.parse import quote
 import fsspec
 
 from tasks.attention import needs_retry, outcome_kind
+from tasks.money import money
 from tasks.table_workbook import table_workbook
 from tasks.xlsx import neutralise, write_csv
 
@@ -22,12 +25,18 @@ RESULT_COLUMNS = [
     "Batch",
     "Submission",
     "Payout status",
+    "Amount",
+    "Currency",
     "Fee",
+    "Holder name",
+    "Name check",
     "Failure reason",
     "Error code",
     "Error message",
-    "Completed at",
+    "Completed at (UTC)",
 ]
+"""The outcome columns after the sheet's own. In the xlsx, Amount and Fee are numbers (two-decimal currency
+format) and Completed at an Excel date-time in UTC; in the csv they are the plain wire text."""
 RESUBMIT_SHEET = "resubmit"
 """The report's sheet of rows to pay again, read back by `tasks.retry_sheet`."""
 _RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
@@ -54,18 +63,66 @@ class RowOutcome:
         """Whether the resubmit sheet carries the row (`tasks.attention.needs_retry`)."""
         return needs_retry(self.submission, self.status)
 
-    def cells(self) -> list[str | None]:
-        return [
-            self.reference,
-            self.batch,
-            self.submission,
-            self.status,
-            self.fee,
-            self.failure_reason,
-            self.error_code,
-            self.error_message,
-            self.completed_at,
-        ]
+
+@dataclass(frozen=True, slots=True)
+class RowFacts:
+    """What the run knows of a valid row besides its outcome: amount sent, pre-flight's name check."""
+
+    amount: Decimal | None = None
+    currency: str | None = None
+    holder_name: str | None = None
+    name_check: str | None = None
+
+
+_NO_FACTS = RowFacts()
+
+
+def row_facts(rows: Iterable[Any], names: Iterable[Any] = ()) -> dict[int, RowFacts]:
+    """Per sheet row: the validated amount and currency (``PayoutRow``) and the holder name and verdict of the
+    pre-flight's name check (``NameCheck``; rows without one were not checked)."""
+    checks = {n.row: n for n in names}
+    facts = {}
+    for r in rows:
+        n = checks.get(r.row)
+        facts[r.row] = RowFacts(
+            r.amount, r.currency, n.holder_name if n else None, n.verdict if n else None
+        )
+    return facts
+
+
+def _outcome_cells(o: RowOutcome, f: RowFacts, typed: bool) -> list[Any]:
+    """The outcome columns of one row: Decimal and datetime values for the xlsx (``typed``), text for csv."""
+    fee: Any = o.fee
+    completed: Any = o.completed_at
+    amount: Any = f.amount
+    if typed:
+        fee = Decimal(fee) if fee else None
+        completed = _utc(completed) if completed else None
+    elif amount is not None:
+        amount = money(amount)
+    return [
+        o.reference,
+        o.batch,
+        o.submission,
+        o.status,
+        amount,
+        f.currency,
+        fee,
+        f.holder_name,
+        f.name_check,
+        o.failure_reason,
+        o.error_code,
+        o.error_message,
+        completed,
+    ]
+
+
+def _utc(moment: str) -> datetime:
+    """An ISO date-time as a naive UTC datetime (an Excel cell has no zone; the header says UTC)."""
+    parsed = datetime.fromisoformat(moment)
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC)
+    return parsed.replace(tzinfo=None)
 
 
 REPORT_ROOT_ENV = "PAYOPS_REPORT_URL"
@@ -158,13 +215,20 @@ def _result_headers(columns: Sequence[str]) -> list[str]:
 
 
 def results_rows(
-    columns: Sequence[str], table: Iterable[Mapping[str, str]], outcomes: Mapping[int, RowOutcome]
+    columns: Sequence[str],
+    table: Iterable[Mapping[str, str]],
+    outcomes: Mapping[int, RowOutcome],
+    facts: Mapping[int, RowFacts] | None = None,
+    *,
+    typed: bool = False,
 ) -> Iterator[list[Any]]:
-    """The results sheet's rows, one at a time: the sheet's cells then the outcome's (the writers neutralise
-    every cell)."""
+    """The results sheet's rows, one at a time: the sheet's cells as read, then the outcome's (money and times
+    typed for the xlsx when ``typed``; the writers neutralise every cell)."""
+    facts = facts or {}
     for rec in table:
-        o = outcomes.get(int(rec["__row__"])) or RowOutcome(int(rec["__row__"]))
-        yield [rec.get(c, "") for c in columns] + o.cells()
+        row = int(rec["__row__"])
+        o = outcomes.get(row) or RowOutcome(row)
+        yield [rec.get(c, "") for c in columns] + _outcome_cells(o, facts.get(row, _NO_FACTS), typed)
 
 
 def resubmit_rows(
@@ -190,11 +254,24 @@ def resubmit_rows(
     return headers, rows
 
 
+def _decision_pairs(decisions: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """One summary line per approver: who, what, when and what they wrote."""
+    return [
+        [f"approval.{d.get('decision')} by {d.get('by')}", f"{d.get('at')}: {d.get('comment') or ''}"]
+        for d in decisions
+    ]
+
+
 def summary_pairs(summary: Mapping[str, Any]) -> list[list[Any]]:
     pairs: list[list[Any]] = []
     for key, value in summary.items():
         if key in {"errors", "warnings", "row_outcomes", "attention_rows"}:
             pairs.append([key, len(value)])
+        elif key == "approval" and isinstance(value, dict):
+            rest = {k: v for k, v in value.items() if k != "decisions"}
+            for k, v in rest.items():
+                pairs.append([f"approval.{k}", ", ".join(map(str, v)) if isinstance(v, list) else v])
+            pairs += _decision_pairs(value.get("decisions") or [])
         elif isinstance(value, dict):
             for k, v in value.items():
                 pairs.append([f"{key}.{k}", json.dumps(v) if isinstance(v, dict | list) else v])
@@ -213,8 +290,10 @@ def write_reports(
     outcomes: Mapping[int, RowOutcome],
     summary: dict[str, Any],
     reference_column: str | None,
+    facts: Mapping[int, RowFacts] | None = None,
 ) -> dict[str, str]:
-    """Write LABEL.xlsx, LABEL.csv and LABEL.json under `report_dir` (a folder or an fsspec URL)."""
+    """Write LABEL.xlsx, LABEL.csv and LABEL.json under `report_dir` (a folder or an fsspec URL); ``facts``
+    (`row_facts`) fill the amount, currency and name-check columns."""
     paths = {k: v for k, v in report_paths(report_dir, label).items() if k != "validation"}
     fs, root = fsspec.core.url_to_fs(report_root(report_dir))
     fs.makedirs(root, exist_ok=True)
@@ -229,12 +308,13 @@ def write_reports(
         return outcome_kind(r[sub_col], r[status_col]) is not None
 
     with table_workbook(paths["xlsx"]) as wb:
-        wb.add_sheet("results", headers, results_rows(columns, table, outcomes), highlight=attention)
+        rows = results_rows(columns, table, outcomes, facts, typed=True)
+        wb.add_sheet("results", headers, rows, highlight=attention)
         wb.add_sheet("summary", ["field", "value"], summary_pairs(summary))
         rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
         wb.add_sheet(RESUBMIT_SHEET, rh, rr, read_back=True)
 
-    write_csv(paths["csv"], headers, results_rows(columns, table, outcomes))
+    write_csv(paths["csv"], headers, results_rows(columns, table, outcomes, facts))
     with fsspec.open(paths["json"], "w", encoding="utf-8") as fh:
         json.dump(summary, fh, indent=2, default=str)
     return paths

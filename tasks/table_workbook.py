@@ -9,7 +9,11 @@ per cell), streamed as rows come, so neither the rows nor the sheet are held in 
 in openpyxl and calamine the same as XlsxWriter's (tests/tasks/test_table_workbook.py compares them).
 
 Cells go through :func:`tasks.xlsx.neutralise` (formula injection) like every report cell; text is written as
-inline strings and never interpreted as a formula, number or link.
+inline strings and never interpreted as a formula, number or link (a signed number such as a phone number
+``+233 24 123 4567`` keeps its text with Excel's quote-prefix style instead of an apostrophe,
+:func:`tasks.xlsx.quote_prefixed`). A ``Decimal`` is written as a number in a two-decimal currency format
+(``#,##0.00``) and a ``datetime`` as an Excel date-time (UTC, ``yyyy-mm-dd hh:mm:ss``), so SUM, pivot tables
+and date filters work on them; the header of such a column says the zone.
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import IO, Any
 
 import fsspec
 
 from tasks.intake.parsing import column_letter
-from tasks.xlsx import HIGHLIGHT, neutralise, safe_cell
+from tasks.xlsx import HIGHLIGHT, neutralise, quote_prefixed, safe_cell
 
 __all__ = ["TableWorkbook", "table_workbook"]
 
@@ -46,6 +52,11 @@ _BOLD = ' s="1"'
 _PKG_NS = "http://schemas.openxmlformats.org/package/2006"
 _PKG_CT = "application/vnd.openxmlformats-package"
 _HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+MONEY_FORMAT = "#,##0.00"
+DATETIME_FORMAT = "yyyy-mm-dd hh:mm:ss"
+_NUMBER_FORMATS = {MONEY_FORMAT: 164, DATETIME_FORMAT: 165}
+"""Custom number formats (ids from 164 up, as Excel numbers its own)."""
+_EXCEL_EPOCH = datetime(1899, 12, 30)
 
 
 def _relationships(*targets: tuple[str, str]) -> str:
@@ -64,9 +75,14 @@ def _escape_controls(text: str) -> str:
     )
 
 
-def _text_cell(ref: str, text: str, style: str, guard: bool = True) -> str:
+def _text_cell(ref: str, text: str, style: str, guard: bool = True, quoted: str | None = None) -> str:
+    """An inline string, through the formula guard unless ``guard`` is off (read-back sheets); ``quoted`` is
+    the style to use instead of an apostrophe for a signed number (a cell people open)."""
     if guard:
-        text = neutralise(text)
+        if quoted is not None and quote_prefixed(text):
+            style = quoted
+        else:
+            text = neutralise(text)
     if len(text) > _MAX_TEXT:
         text = text[:_MAX_TEXT]
     if "&" in text:
@@ -81,12 +97,29 @@ def _text_cell(ref: str, text: str, style: str, guard: bool = True) -> str:
     return f'<c r="{ref}"{style} t="inlineStr"><is><t{space}>{text}</t></is></c>'
 
 
-def _cell(ref: str, value: Any, style: str, guard: bool = True) -> str:
+def _excel_time(moment: datetime) -> str:
+    """A date-time as Excel's serial number (days since 1899-12-30), in UTC when it carries a zone."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return f"{(moment - _EXCEL_EPOCH).total_seconds() / 86400:.16G}"
+
+
+def _cell(
+    ref: str, value: Any, style: str, typed: Callable[[str], str] | None = None, guard: bool = True
+) -> str:
     """One ``<c>`` element; None and "" are blank, written only to carry a style (as in XlsxWriter).
-    ``guard``: text goes through the formula guard (`tasks.xlsx.neutralise`), off for read-back sheets."""
+
+    ``typed(kind)`` gives the style of a money, date-time or quote-prefixed cell in this row (kind ``money``,
+    ``datetime`` or ``quoted``); without it such values are written as text. ``guard``: text goes through
+    the formula guard (`tasks.xlsx.neutralise`), off for read-back sheets."""
     kind = type(value)
     if kind is str and value:
-        return _text_cell(ref, value, style, guard)
+        return _text_cell(ref, value, style, guard, typed("quoted") if typed else None)
+    if typed is not None:
+        if kind is Decimal and value.is_finite():
+            return f'<c r="{ref}"{typed("money")}><v>{value:f}</v></c>'
+        if kind is datetime:
+            return f'<c r="{ref}"{typed("datetime")}><v>{_excel_time(value)}</v></c>'
     if value is None or value == "":
         return f'<c r="{ref}"{style}/>' if style else ""
     if kind is bool:
@@ -123,13 +156,34 @@ class TableWorkbook:
         self._zip = zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED, compresslevel=1)
         self._titles: list[str] = []
         self._fills: list[str] = []
+        # Formats after the default (0) and the bold header (1): (number format id, fill id, quote prefix)
+        self._xfs: list[tuple[int, int, bool]] = []
 
-    def _style_of_fill(self, fill: str) -> str:
-        """The ``s`` attribute of a solid ``fill`` (``#RRGGBB``); style 1 is the bold header."""
+    def _xf(self, number_format: int, fill_id: int, quote: bool = False) -> str:
+        """The ``s`` attribute of a cell format (fill id 0: none; fills of `_style_of_fill` from 2)."""
+        key = (number_format, fill_id, quote)
+        if key not in self._xfs:
+            self._xfs.append(key)
+        return f' s="{2 + self._xfs.index(key)}"'
+
+    def _fill_id(self, fill: str) -> int:
         colour = fill.lstrip("#").upper()
         if colour not in self._fills:
             self._fills.append(colour)
-        return f' s="{2 + self._fills.index(colour)}"'
+        return 2 + self._fills.index(colour)
+
+    def _style_of_fill(self, fill: str) -> str:
+        """The ``s`` attribute of a solid ``fill`` (``#RRGGBB``); style 1 is the bold header."""
+        return self._xf(0, self._fill_id(fill))
+
+    def _typed(self, fill_id: int) -> Callable[[str], str]:
+        """Styles of the typed cells of a row with fill ``fill_id`` (0: none), by kind (see `_cell`)."""
+        styles = {
+            "money": self._xf(_NUMBER_FORMATS[MONEY_FORMAT], fill_id),
+            "datetime": self._xf(_NUMBER_FORMATS[DATETIME_FORMAT], fill_id),
+            "quoted": self._xf(0, fill_id, True),
+        }
+        return styles.__getitem__
 
     def add_sheet(
         self,
@@ -151,6 +205,7 @@ class TableWorkbook:
             raise ValueError(f"invalid or repeated sheet title {title!r}")
         self._titles.append(title)
         shaded = self._style_of_fill(fill)
+        typed_plain, typed_shaded = self._typed(0), self._typed(self._fill_id(fill))
         flagged: Callable[[int, Sequence[Any]], bool]
         if highlight is None:
             flagged = lambda i, row: False  # noqa: E731
@@ -172,13 +227,16 @@ class TableWorkbook:
                 if len(row) > len(letters):
                     letters += [column_letter(i) for i in range(len(letters), len(row))]
                 widest = max(widest, len(row))
-                style = shaded if flagged(count - 1, row) else ""
+                if flagged(count - 1, row):
+                    style, typed = shaded, typed_shaded
+                else:
+                    style, typed = "", typed_plain
                 r = count + 1
                 cells = "".join(
                     [
                         f'<c r="{c}{r}"{style} t="inlineStr"><is><t>{v}</t></is></c>'
                         if type(v) is str and _PLAIN(v)
-                        else _cell(f"{c}{r}", v, style, guard)
+                        else _cell(f"{c}{r}", v, style, typed, guard)
                         for c, v in zip(letters, row, strict=False)
                     ]
                 )
@@ -189,7 +247,7 @@ class TableWorkbook:
             body.write("".join(chunk).encode())
             body.seek(0)
             header = "".join(
-                _cell(f"{c}1", h, _BOLD, guard) for c, h in zip(letters, headers, strict=False)
+                _cell(f"{c}1", h, _BOLD, guard=guard) for c, h in zip(letters, headers, strict=False)
             )
             with self._zip.open(f"xl/worksheets/sheet{len(self._titles)}.xml", "w", force_zip64=True) as out:
                 out.write(
@@ -248,22 +306,30 @@ class TableWorkbook:
             "</patternFill></fill>"
             for c in self._fills
         )
-        shaded_xfs = "".join(
-            f'<xf numFmtId="0" fontId="0" fillId="{2 + i}" borderId="0" xfId="0" applyFill="1"/>'
-            for i in range(len(self._fills))
+        xfs = "".join(
+            f'<xf numFmtId="{fmt}" fontId="0" fillId="{fill}" borderId="0" xfId="0"'
+            + (' applyNumberFormat="1"' if fmt else "")
+            + (' applyFill="1"' if fill else "")
+            + (' quotePrefix="1"' if quote else "")
+            + "/>"
+            for fmt, fill, quote in self._xfs
+        )
+        formats = "".join(
+            f'<numFmt numFmtId="{i}" formatCode="{code}"/>' for code, i in _NUMBER_FORMATS.items()
         )
         self._zip.writestr(
             "xl/styles.xml",
-            f'{_HEAD}<styleSheet {_NS}><fonts count="2">'
+            f'{_HEAD}<styleSheet {_NS}><numFmts count="{len(_NUMBER_FORMATS)}">{formats}</numFmts>'
+            '<fonts count="2">'
             '<font><sz val="11"/><color theme="1"/><name val="Calibri"/><family val="2"/></font>'
             '<font><b/><sz val="11"/><color theme="1"/><name val="Calibri"/><family val="2"/></font></fonts>'
             f'<fills count="{2 + len(self._fills)}"><fill><patternFill patternType="none"/></fill>'
             f'<fill><patternFill patternType="gray125"/></fill>{fills}</fills>'
             '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
             '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
-            f'<cellXfs count="{2 + len(self._fills)}">'
+            f'<cellXfs count="{2 + len(self._xfs)}">'
             '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
-            f'<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>{shaded_xfs}'
+            f'<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>{xfs}'
             '</cellXfs><cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
             "</styleSheet>",
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,6 +26,8 @@ HIGHLIGHT = "#FFF2CC"
 """Fill of rows that need attention (failed, refused, invalid)."""
 _RISKY = frozenset("=+-@\t\r")
 """First characters a spreadsheet may run as a formula."""
+_SIGNED_NUMBER = re.compile(r"[+-][0-9][0-9 ().-]*").fullmatch
+"""Text that starts like a formula but holds only a sign, digits, spaces and number punctuation."""
 _OPTIONS = {
     # Cells are data, never formulas, links or numbers guessed from text.
     "strings_to_formulas": False,
@@ -57,6 +60,15 @@ def neutralise(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in _RISKY:  # str subclasses (enums)
         return "'" + str(value)
     return value
+
+
+def quote_prefixed(text: str) -> bool:
+    """Whether an xlsx text cell keeps ``text`` as it is, with Excel's quote-prefix style, instead of a
+    leading apostrophe: a phone number ``+233 24 123 4567`` or ``-5`` (a sign, then digits, spaces and number
+    punctuation only) cannot call a function or reach outside the sheet, and finance copies it without a stray
+    apostrophe. Everything else that starts like a formula is neutralised (:func:`neutralise`); csv reports
+    neutralise every such cell (a csv has no quote prefix)."""
+    return _SIGNED_NUMBER(text) is not None
 
 
 def safe_cell(value: Any) -> Any:

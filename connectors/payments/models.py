@@ -64,6 +64,7 @@ __all__ = [
     "UTILITY_PURCHASE_FAILED_STATUSES",
     "TRANSFER_STATUSES",
     "TRANSFER_FINAL_STATUSES",
+    "SETTLEMENT_PAYMENT_FINAL_STATUSES",
     "CHECKOUT_STATUSES",
     "SETTLEMENT_STATUSES",
     "SETTLEMENT_OUTCOMES",
@@ -187,6 +188,8 @@ UTILITY_PURCHASE_FAILED_STATUSES = frozenset({"failed", "refunded"})
 UTILITY_PURCHASE_AWAITING_STATUSES = frozenset({"outcome_unknown", "refund_failed"})
 TRANSFER_STATUSES = frozenset({"pending", "held", "completed", "declined", "failed"})
 TRANSFER_FINAL_STATUSES = frozenset({"completed", "declined", "failed"})
+#: Statuses of a settlement run's payments (transaction kind ``settlement``) after which they do not move.
+SETTLEMENT_PAYMENT_FINAL_STATUSES = frozenset({"settled", "failed"})
 CHECKOUT_STATUSES = frozenset({"open", "paid", "expired", "cancelled"})
 SETTLEMENT_STATUSES = frozenset({"running", "completed"})
 SETTLEMENT_OUTCOMES = frozenset({"settled", "failed_partial", "failed_all"})

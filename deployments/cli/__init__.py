@@ -17,6 +17,7 @@ from deployments.cli import (
     operations,
     payouts,
     purchases,
+    reconcile,
     runs,
     settlements,
     transactions,
@@ -44,6 +45,7 @@ app.add_typer(users.approvals_app, name="approvals")
 app.add_typer(alerts.app, name="alerts")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(cache.app, name="cache")
+app.add_typer(reconcile.app, name="reconcile")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from ..auth import mint_token
 from ..clock import ManualClock, iso
+from ..engine import platform
 from ..engine.settlements import run_scheduled
 from ..errors import ApiError, not_found
 from ..idempotency import json_response
@@ -199,3 +200,71 @@ async def mint(request: Request, body: Annotated[TokenRequest, Body()]) -> Respo
         ttl_s=body.ttl_s,
     )
     return json_response(200, {"access_token": token, "token_type": "Bearer", "expires_in": ttl})
+
+
+class ReconciliationUpdate(BaseModel):
+    status: Literal["unchecked", "matched", "mismatched"]
+
+
+@router.post("/businesses/{business}/{environment}/payouts/{reference}/reconciliation")
+async def set_payout_reconciliation(
+    request: Request, business: str, environment: str, reference: str, body: ReconciliationUpdate
+) -> Response:
+    """The platform's reconciliation result on a payout (``mismatched``, or ``unchecked`` again)."""
+    sandbox = get_sandbox(request)
+    env = _env(sandbox, business, environment)
+    with sandbox.state.lock:
+        sandbox.state.advance(env)
+        payout = platform.set_reconciliation(env, reference, body.status, sandbox.clock.now())
+    return json_response(200, payout.to_wire())
+
+
+@router.post("/businesses/{business}/{environment}/payouts/{reference}/refund")
+async def refund_payout(request: Request, business: str, environment: str, reference: str) -> Response:
+    """A late refund of a delivered payout: a reversal movement with ``parent``/``compensation`` lineage."""
+    sandbox = get_sandbox(request)
+    env = _env(sandbox, business, environment)
+    with sandbox.state.lock:
+        sandbox.state.advance(env)
+        reversal = platform.reverse_payout(env, reference, sandbox.clock.now())
+    return json_response(200, reversal.to_transaction())
+
+
+class PayoutAdjustment(BaseModel):
+    fee: Decimal | None = Field(default=None, ge=0, decimal_places=2)
+    amount: Decimal | None = Field(default=None, gt=0, decimal_places=2)
+
+
+@router.post("/businesses/{business}/{environment}/payouts/{reference}/adjust")
+async def adjust_payout(
+    request: Request, business: str, environment: str, reference: str, body: PayoutAdjustment
+) -> Response:
+    """The platform records another fee and/or amount on a payout; the wallet follows the difference."""
+    sandbox = get_sandbox(request)
+    env = _env(sandbox, business, environment)
+    with sandbox.state.lock:
+        sandbox.state.advance(env)
+        payout = platform.adjust(env, reference, sandbox.clock.now(), fee=body.fee, amount=body.amount)
+    return json_response(200, payout.to_wire())
+
+
+class OutsideMovement(BaseModel):
+    kind: Literal["payout", "collection"]
+    reference: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+    amount: Decimal = Field(gt=0, decimal_places=2)
+    currency: str = "GHS"
+
+
+@router.post("/businesses/{business}/{environment}/movements")
+async def record_outside_movement(
+    request: Request, business: str, environment: str, body: OutsideMovement
+) -> Response:
+    """A payout or collection made outside the API (the service's dashboard), final at once."""
+    sandbox = get_sandbox(request)
+    env = _env(sandbox, business, environment)
+    with sandbox.state.lock:
+        sandbox.state.advance(env)
+        movement = platform.outside_movement(
+            env, body.kind, body.reference, body.amount, body.currency, sandbox.clock.now()
+        )
+    return json_response(200, movement.to_transaction())

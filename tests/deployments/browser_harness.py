@@ -35,10 +35,10 @@ def local_console(
     for key, value in emulator.env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
-    database = f"sqlite:///{tmp_path / 'payops.sqlite3'}"
-    monkeypatch.setenv("PAYOPS_DATABASE_URL", database)  # the flows the console runs share its database
+    database_url = f"sqlite:///{tmp_path / 'payops.sqlite3'}"
+    monkeypatch.setenv("PAYOPS_DATABASE_URL", database_url)
     settings = ConsoleSettings(
-        database_url=database,
+        database_url=database_url,
         upload_url=str(tmp_path / "uploads"),
         report_url=str(tmp_path / "reports"),
         **overrides,

@@ -127,6 +127,14 @@ def test_two_approvers_needed_operator_cannot_approve_audit_lists_every_step(con
             reload_until(cat, "#outcome", 120)
             assert cat.inner_text("#outcome") == "completed"
             assert "by bea, cat" in cat.inner_text("#approval-result")
+            # The run's JSON summary keeps what each approver wrote, not only the combined comment.
+            links = [a.get_attribute("href") for a in cat.query_selector_all("#reports a")]
+            summary_link = next(h for h in links if h and h.endswith(".json"))
+            decisions = cat.request.get(url + summary_link).json()["approval"]["decisions"]
+            assert [(d["by"], d["decision"], d["comment"]) for d in decisions] == [
+                ("bea", "approved", "amounts match the payroll"),
+                ("cat", "approved", ""),
+            ]
             assert payouts_at(emulator) == before + 6
             cat.screenshot(path=str(SHOTS / "13-paid.png"), full_page=True)
 

@@ -85,6 +85,11 @@ def test_run_page_shows_failed_rows_first_and_retry_pays_them_once(
     assert "<svg" in chart and "delivered 4" in chart and "failed 2" in chart
     assert "<script" not in page and "style=" not in page
     assert 'id="retry"' in page and "Retry failed rows (2)" in page
+    # Reconciled when the run ended: failed payouts moved no money, every row matches the service.
+    assert '<span id="reconciliation-status">clean</span>' in page
+    start = page.index('id="reconciliation"')
+    recon = page[start : page.index("</table>", start)]
+    assert "run-end" in recon and "clean" in recon
 
     paid = _payouts(emulator)
     retry_path = f"{run_path}/retry"

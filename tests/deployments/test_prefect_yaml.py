@@ -20,7 +20,10 @@ from deployments.serve import ROOT, entrypoint_path, load_specs, resolve_templat
 SPECS = {spec["name"]: spec for spec in load_specs()}
 CREDENTIALS = "{{ prefect.variables.payops_credentials_block }}"
 SECRET_WORDS = ("secret", "password", "token", "client_id")
-OPERATOR_FILLS = {"payout-spreadsheet": {"source": "/srv/payroll/2026-11.xlsx"}}
+OPERATOR_FILLS = {
+    "payout-spreadsheet": {"source": "/srv/payroll/2026-11.xlsx"},
+    "reconcile-run": {"label": "payroll-2026-11"},
+}
 DEVELOPER_PHRASES = ("prefect ui", "rendered as a form", "fsspec", "tasks/", ".py", "do not edit", "env vars")
 
 
@@ -33,6 +36,8 @@ def test_the_expected_deployments_are_declared() -> None:
         "daily-transactions-report",
         "wallet-watch",
         "payout-followup",
+        "reconcile-day",
+        "reconcile-run",
     }
 
 
@@ -84,6 +89,7 @@ def test_schedules() -> None:
     assert SPECS["daily-transactions-report"]["schedules"][0]["cron"].endswith("* * *")
     assert SPECS["wallet-watch"]["schedules"][0]["interval"] <= 3600
     assert SPECS["payout-spreadsheet"]["schedules"] == [] and SPECS["settle-now"]["schedules"] == []
+    assert SPECS["reconcile-day"]["schedules"] == [{"cron": "10 0 * * *", "timezone": "Africa/Accra"}]
 
 
 def test_every_schedule_names_its_timezone() -> None:
@@ -109,7 +115,7 @@ def _params_schema(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_run_forms_describe_every_field_for_an_operator(name: str) -> None:
     schema, model = _params_schema(name)
-    if name != "payout-spreadsheet":
+    if name not in OPERATOR_FILLS:
         assert "params" not in schema.get("required", []), f"{name}: params need a default"
     for field, prop in model["properties"].items():
         text = (prop.get("description") or "").strip()
@@ -150,6 +156,21 @@ def test_settlement_trigger_matches_failed_outcomes_of_receiver_events() -> None
         event = _settlement_event(outcome)
         assert event["event"] in trigger.expect
         assert trigger.match.matches(Resource.model_validate(event["resource"])) is expected
+
+
+def test_reconcile_trigger_matches_payouts_refunded_or_failed_after_the_run() -> None:
+    """The webhook receiver and the events catch-up emit the same event (`tasks.payment_events`)."""
+    (trigger,) = triggers_of(SPECS["reconcile-run"])
+    template = SPECS["reconcile-run"]["triggers"][0]["parameters"]["params"]["reference"]
+    assert template == "{{ event.payload.reference | string }}"
+    for status, expected in [("refunded", True), ("failed", True), ("delivered", False), ("accepted", False)]:
+        data = {"reference": "P-1", "status": status}
+        body = {"id": f"e-{status}", "type": "payout.status_changed", "data": data}
+        envelope = WebhookEnvelope.model_validate(body)
+        event = prefect_event(envelope)
+        assert event["event"] in trigger.expect
+        assert trigger.match.matches(Resource.model_validate(event["resource"])) is expected
+        assert event["payload"]["reference"] == "P-1"
 
 
 @pytest.mark.e2e

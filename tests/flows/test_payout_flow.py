@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -69,8 +70,9 @@ def test_1050_rows_go_out_in_11_batches_and_all_reach_final(prefect_harness, env
     first, failed, review = res[1], res[7], res[8]
     assert first[col["reference"]] == "B-00000" and first[col["Reference (sent)"]] == "B-00000"
     assert first[col["Batch"]] == "big-1050-b0000" and first[col["Submission"]] == "accepted"
-    assert first[col["Payout status"]] == "delivered" and first[col["Fee"]] == "0.50"
-    assert first[col["Completed at"]]
+    assert first[col["Payout status"]] == "delivered" and first[col["Fee"]] == 0.5
+    assert isinstance(first[col["Completed at (UTC)"]], datetime)
+    assert first[col["Amount"]] == 10.5 and first[col["Currency"]] == "GHS"
     assert failed[col["destination"]].endswith("0002") and failed[col["Payout status"]] == "failed"
     assert failed[col["Failure reason"]] == "account_not_found"
     assert review[col["Payout status"]] == "delivered"  # passed through in_review

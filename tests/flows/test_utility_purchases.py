@@ -94,7 +94,7 @@ def test_mixed_sheet_reaches_final_and_a_rerun_buys_nothing_twice(
     col = {h: i for i, h in enumerate(rows[0])}
     by_msisdn = {r[col["msisdn"]]: r for r in rows[1:]}
     assert by_msisdn["0245550011"][col["Amount (sent)"]] == "10.00"
-    assert by_msisdn["'+233 24 555 0012"][col["Product"]] == "mtn-data-5gb"  # defused: not a formula
+    assert by_msisdn["+233 24 555 0012"][col["Product"]] == "mtn-data-5gb"  # text (quote prefix), no formula
     assert by_msisdn["0245550004"][col["Purchase status"]] == "outcome_unknown"
     assert by_msisdn["0245550005"][col["Purchase status"]] == "refund_failed"
     assert by_msisdn["0245550010"][col["Fee"]] == "0.10" and by_msisdn["0245550010"][col["Gross"]] == "5.10"

@@ -229,6 +229,11 @@ def _payload(event: str) -> dict[str, Any]:
         asyncio.run(emit_settlement_alerts("lbl", [fresh], {"xlsx": "x.xlsx"}, Crossings(memory={}), rec))
     elif event == "payops.wallet.low-balance":
         emit_low_balance(assess(rooms, {"GHS": Decimal("120.00")}, Decimal("0"))[0], 24, 2, rec)
+    elif event == "payops.reconciliation.difference":
+        from tasks.alerts import emit_reconciliation_difference
+
+        counts = {"balance_unexplained": 1, "reversed_after_delivery": 2}
+        emit_reconciliation_difference("day", "2026-11-22", "differences", counts, {"xlsx": "/r/x.xlsx"}, rec)
     elif event == "payops.events.lagging":
         now = datetime.now(UTC)
         lag = {"oldest_emitted_at": (now - timedelta(hours=1)).isoformat(), "events_emitted": 4}

@@ -12,7 +12,7 @@ import xlsxwriter
 from openpyxl import load_workbook
 
 from tasks.table_workbook import table_workbook
-from tasks.xlsx import HIGHLIGHT, safe_row
+from tasks.xlsx import HIGHLIGHT, quote_prefixed, safe_row
 
 HEADERS = ["reference", "payee", "amount", "=HYPERLINK(1)", "count", "ok", "note"]
 ROWS = [
@@ -40,12 +40,20 @@ def _xlsxwriter_reference(path: Path) -> None:
         sheet = book.add_worksheet(title)
         bold = book.add_format({"bold": True})
         shaded = book.add_format({"bg_color": HIGHLIGHT, "pattern": 1})
+        quoted = {
+            False: book.add_format({"quote_prefix": True}),
+            True: book.add_format({"quote_prefix": True, "bg_color": HIGHLIGHT, "pattern": 1}),
+        }
         for i, h in enumerate(headers):
             sheet.set_column(i, i, min(40, max(10, len(str(h)) + 2)))
         sheet.freeze_panes(1, 0)
         sheet.write_row(0, 0, safe_row(headers), bold)
         for r, row in enumerate(rows, start=1):
-            sheet.write_row(r, 0, safe_row(row), shaded if flags and flags[r - 1] else None)
+            flagged = bool(flags and flags[r - 1])
+            sheet.write_row(r, 0, safe_row(row), shaded if flagged else None)
+            for c, v in enumerate(row):  # a signed number stays text by Excel's quote prefix, no apostrophe
+                if isinstance(v, str) and quote_prefixed(v):
+                    sheet.write_string(r, c, v, quoted[flagged])
     book.close()
 
 
@@ -74,7 +82,11 @@ def test_values_read_back_as_xlsxwriter_wrote_them(tmp_path: Path, read_only: bo
             assert all(_same(x, y) for x, y in zip(g, w, strict=True)), (g, w)
     rows = list(new["results"].iter_rows(values_only=True))
     assert rows[0][3] == "'=HYPERLINK(1)"  # headers are defused too
-    assert rows[2][1] == "'=cmd|' /C calc'!A0" and rows[2][2] == "'-5" and rows[3][2] == "'+1"
+    assert rows[2][1] == "'=cmd|' /C calc'!A0" and rows[2][2] == "-5" and rows[3][2] == "+1"
+    if not read_only:
+        results = new["results"]
+        assert results["C3"].quotePrefix and results["C4"].quotePrefix and not results["B3"].quotePrefix
+        assert results["C3"].data_type == "s"  # text, not the number -5
     assert rows[3][3] == "ctrl_x0001_char"  # a control character in Excel's escape, as XlsxWriter writes it
     assert len(rows[4][6]) == 32_767  # Excel's cell limit, as XlsxWriter truncates
 
@@ -126,3 +138,22 @@ def test_a_failed_report_leaves_no_file(tmp_path: Path) -> None:
 def test_bad_sheet_titles_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sheet title"), table_workbook(str(tmp_path / "r.xlsx")) as book:
         book.add_sheet("a/b", ["h"], [])
+
+
+def test_money_and_times_are_numbers_and_date_times(tmp_path: Path) -> None:
+    """Decimals are numbers in a two-decimal currency format, datetimes Excel date-times (UTC), shaded too."""
+    from datetime import UTC, datetime, timedelta, timezone
+    from decimal import Decimal
+
+    when = datetime(2026, 11, 22, 10, 30, 15, tzinfo=timezone(timedelta(hours=1)))
+    rows = [[Decimal("1234.50"), when, "+233 24 123 4567"], [Decimal("0.01"), None, "0244000001"]]
+    with table_workbook(str(tmp_path / "t.xlsx")) as book:
+        book.add_sheet("results", ["amount", "completed at (UTC)", "number"], rows, highlight=[True, False])
+    sheet = load_workbook(tmp_path / "t.xlsx")["results"]
+    assert sheet["A2"].value == 1234.5 and sheet["A2"].number_format == "#,##0.00"
+    assert sheet["A2"].fill.fgColor.rgb.endswith("FFF2CC") and sheet["A3"].fill.fgColor.rgb == "00000000"
+    assert sheet["B2"].value == datetime(2026, 11, 22, 9, 30, 15) and sheet["B2"].is_date
+    assert when.astimezone(UTC).replace(tzinfo=None) == sheet["B2"].value
+    assert sheet["C2"].value == "+233 24 123 4567" and sheet["C2"].quotePrefix
+    assert sheet["C3"].value == "0244000001" and sheet["C3"].data_type == "s"
+    assert sum(Decimal(str(sheet.cell(r, 1).value)) for r in (2, 3)) == Decimal("1234.51")

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from ..deps import ConsoleDep, Viewer, parse_run_id
 from ..errors import ConsoleError
+from ..reconciliation_view import reconciliation_context
 from ..run_review import review_context
 from ..runs import read_run, recent_runs
 from ..storage import StorageError
@@ -61,6 +62,7 @@ async def run_page(request: Request, run_id: str, console: ConsoleDep, account: 
         if view.final:
             summary = await asyncio.to_thread(console.store.summary, view.upload_id)
     decisions = await asyncio.to_thread(console.approvals.decisions, str(flow_run_id))
+    reconciliation = await asyncio.to_thread(reconciliation_context, console.engine, summary)
     return await console.render(
         request,
         "run.html",
@@ -72,6 +74,7 @@ async def run_page(request: Request, run_id: str, console: ConsoleDep, account: 
             "decisions": decisions,
             **await approval_context(console, flow_run_id, account, request.query_params),
             **review_context(summary, request.query_params.get("page")),
+            **reconciliation,
         },
     )
 

@@ -1,0 +1,210 @@
+"""Benchmark: the daily close of N transactions (paged at 100 from the emulator) against its naive per-row
+alternative, in the same run; print JSON.
+
+One emulator (`payops sandbox`, its own process) holds the day: N payouts sent in batches of 100 (amounts with
+cents, one in 50 failing), after a first close took the baseline snapshot. Each variant then runs in a fresh
+payops process against that same day, so each has its own peak RSS and CPU:
+
+* ``paging``: only reading every page of the window (the floor the API's paging sets);
+* ``close``: the daily close as `reconcile-day` runs it (`tasks.daily_close.run_close`: pages of 100,
+  pandas over integer cents, attribution by the payops database, the store written), without Prefect;
+* ``naive``: per row, as a script would: every page to learn the references, then a GET per payout, a
+  database look-up per reference and Decimal sums row by row. It runs on ``--naive-rows`` transactions (a
+  full run would take hours) and its per-row time is reported with the figure it extrapolates to.
+
+"Bounded by paging" holds when the close's wall time is close to ``paging``'s and its CPU is a fraction of it.
+
+Usage: python benchmarks/reconcile.py [--transactions 100000] [--naive-rows 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
+from tasks.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
+
+
+def _cpu() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return me.ru_utime + me.ru_stime
+
+
+def _peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+async def _client():
+    from connectors.payments import PaymentsClient, PaymentsSettings
+
+    return PaymentsClient(PaymentsSettings())
+
+
+async def seed(n: int) -> dict:
+    """Fund the wallet, take the baseline close, send n payouts in batches of 100, wait for them final."""
+    import httpx
+
+    from store import migrate, open_engine
+    from store.reconciliation import ReconciliationStore
+    from tasks.daily_close import run_close
+
+    base = os.environ["PAYOPS_BASE_URL"]
+    httpx.post(f"{base}/_sandbox/businesses/demo/test/wallet/fund", json={"amount": str(n * 40)}, timeout=30)
+    limits = {"GHS": {"perTransaction": "100000.00", "daily": str(n * 100), "monthly": str(n * 100)}}
+    httpx.put(f"{base}/_sandbox/businesses/demo/test/limits", json={"limits": limits}, timeout=30)
+    engine = open_engine()
+    migrate(engine)
+    store = ReconciliationStore(engine)
+    t0 = time.perf_counter()
+    async with await _client() as client:
+        baseline = await run_close(client, store, "bench-0", "benchmark")
+        sem = asyncio.Semaphore(8)
+
+        async def batch(b: int) -> None:
+            items = [
+                {
+                    "reference": f"bench-r{b * 100 + i}",
+                    "amount": f"{10 + (b * 100 + i) % 23}.{(b + i) % 100:02d}",
+                    "currency": "GHS",
+                    "provider": "mtn",
+                    "destination": {
+                        "type": "msisdn",
+                        "value": f"23324{b * 100 + i:07d}"[:-4] + ("0002" if i % 50 == 7 else "9999"),
+                    },
+                }
+                for i in range(min(100, n - b * 100))
+            ]
+            async with sem:
+                await client.payout_batches.create(reference=f"bench-b{b}", items=items)
+
+        await asyncio.gather(*(batch(b) for b in range((n + 99) // 100)))
+    sent = time.perf_counter() - t0
+    await asyncio.sleep(3)  # every payout final (delivery delay 0.2 s)
+    engine.dispose()
+    return {"seed_s": round(sent, 1), "baseline_status": baseline.result.status}
+
+
+async def variant(name: str, naive_rows: int) -> dict:
+    from store import migrate, open_engine
+    from store.reconciliation import ReconciliationStore
+    from tasks.daily_close import run_close
+    from tasks.reconciliation import cents, wallet_effect
+
+    engine = open_engine()
+    migrate(engine)
+    store = ReconciliationStore(engine)
+    since = store.checks("day", "bench-0", 1)[0].taken_at  # the baseline close (the close variant adds one)
+    rss_before = _peak_rss_mb()
+    cpu0, t0 = _cpu(), time.perf_counter()
+    out: dict = {"variant": name}
+    async with await _client() as client:
+        if name == "paging":
+            count = 0
+            async for _tx in client.transactions.iterate(from_=since, limit=100):
+                count += 1
+            out["transactions"] = count
+        elif name == "close":
+            done = await run_close(client, store, "bench-1", "benchmark")
+            out |= {
+                "transactions": len(done.result.transactions),
+                "status": done.result.status,
+                "differences": len(done.result.differences),
+                "unexplained": {c: b.get("unexplained") for c, b in done.result.balances.items()},
+            }
+        else:
+            refs = []
+            async for tx in client.transactions.iterate(from_=since, limit=100):
+                refs.append(tx.reference)
+            listed = time.perf_counter() - t0
+            total, labels = Decimal(0), Counter()
+            for ref in refs[:naive_rows]:
+                payout = await client.payouts.get(ref)
+                total += Decimal(cents_to_text(cents(payout.payer_amount))) if wallet_effect(payout) else 0
+                labels[store.labels_of([ref]).get(ref, "outside payops")] += 1
+            per_row = (time.perf_counter() - t0 - listed) / max(1, min(naive_rows, len(refs)))
+            out |= {
+                "transactions": len(refs),
+                "rows_processed": min(naive_rows, len(refs)),
+                "per_row_ms": round(per_row * 1000, 3),
+                "extrapolated_wall_s": round(listed + per_row * len(refs), 1),
+            }
+        out["api_calls"] = dict(sorted(client.api_calls.items()))
+    out["wall_s"] = round(time.perf_counter() - t0, 3)
+    out["cpu_s"] = round(_cpu() - cpu0, 3)
+    out["peak_rss_mb"] = _peak_rss_mb()
+    out["rss_before_mb"] = rss_before
+    engine.dispose()
+    return out
+
+
+def cents_to_text(value: int) -> str:
+    return f"{Decimal(value).scaleb(-2):.2f}"
+
+
+def run_variant(name: str, naive_rows: int) -> dict:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--variant", name, "--naive-rows", str(naive_rows)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        check=True,
+        preexec_fn=preexec_own_group_dying_with_parent(),  # noqa: PLW1509 - setsid + pdeathsig only
+    )
+    return json.loads(proc.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--transactions", type=int, default=100_000)
+    ap.add_argument("--naive-rows", type=int, default=2_000)
+    ap.add_argument("--variant", choices=["paging", "close", "naive"])
+    args = ap.parse_args()
+    if args.variant:
+        print(json.dumps(asyncio.run(variant(args.variant, args.naive_rows))))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["PAYOPS_HOME"] = tmp
+        os.environ["PAYOPS_DATABASE_URL"] = f"sqlite:///{Path(tmp) / 'payops.sqlite3'}"
+        env_file = Path(tmp) / "env"
+        proc = start_sandbox(free_port(), env_file, 0, "--delivery-delay", "0.2", start_timeout_s=120)
+        try:
+            os.environ.update(read_env_file(env_file))
+            seeded = asyncio.run(seed(args.transactions))
+            # The naive variant, then paging and the close, then paging again (a warm and a late floor).
+            results = [run_variant(v, args.naive_rows) for v in ("paging", "close", "naive", "paging")]
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    paging = min(r["wall_s"] for r in results if r["variant"] == "paging")
+    close = next(r for r in results if r["variant"] == "close")
+    naive = next(r for r in results if r["variant"] == "naive")
+    print(
+        json.dumps(
+            {
+                "transactions": args.transactions,
+                **seeded,
+                "results": results,
+                "close_over_paging": round(close["wall_s"] / paging, 2),
+                "close_cpu_share_of_wall": round(close["cpu_s"] / close["wall_s"], 2),
+                "naive_over_close_extrapolated": round(naive["extrapolated_wall_s"] / close["wall_s"], 1),
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

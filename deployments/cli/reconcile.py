@@ -1,0 +1,129 @@
+"""`payops reconcile`: the daily close (`--date D`), one run (`--run LABEL`), and `history`."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import typer
+
+from deployments.cli._common import (
+    EXIT_INVALID,
+    REPORTS_DEFAULT,
+    default_report_dir,
+    fail,
+    quiet_prefect,
+    run_flow,
+    validation_message,
+)
+from flows.summaries import ReconciliationSummary
+
+app = typer.Typer(
+    invoke_without_command=True,
+    help="Reconciliation: the daily close of the wallet, a run against the service's ledger, their history.",
+)
+
+
+@app.callback()
+def reconcile(
+    ctx: typer.Context,
+    day: str | None = typer.Option(
+        None, "--date", help="Close this business day (YYYY-MM-DD, Africa/Accra; default: the day just ended)"
+    ),
+    run: str | None = typer.Option(None, "--run", help="Reconcile this payout run (its label) instead"),
+    unchecked_after_hours: float = typer.Option(
+        24, help="A final transaction the platform has not checked after this many hours is a difference"
+    ),
+    report_dir: str | None = typer.Option(None, help=f"Where the close's reports go ({REPORTS_DEFAULT})"),
+    credentials_block: str | None = typer.Option(None, help="PaymentsCredentials block (default: env vars)"),
+    json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
+) -> None:
+    """Close a day (wallet snapshot, movements, attribution) or reconcile one run; `history` lists checks."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if day and run:
+        fail("give --date or --run, not both", EXIT_INVALID)
+    if day is not None:
+        try:
+            date.fromisoformat(day)
+        except ValueError:
+            fail(f"--date: {day!r} is not a date; use YYYY-MM-DD", EXIT_INVALID)
+    with quiet_prefect(json_out):
+        from pydantic import ValidationError
+
+        from flows.reconcile import ReconcileDayParams, ReconcileRunParams, reconcile_day, reconcile_run
+
+    try:
+        if run is not None:
+            run_params = ReconcileRunParams(
+                label=run, unchecked_after_hours=unchecked_after_hours, credentials_block=credentials_block
+            )
+        else:
+            day_params = ReconcileDayParams.model_validate(
+                {
+                    "date": day,
+                    "unchecked_after_hours": unchecked_after_hours,
+                    "report_dir": report_dir or default_report_dir(),
+                    "credentials_block": credentials_block,
+                }
+            )
+    except ValidationError as exc:
+        fail(validation_message(exc), EXIT_INVALID)
+    if run is not None:
+        call = lambda: reconcile_run(run_params, return_state=True)  # noqa: E731
+    else:
+        call = lambda: reconcile_day(day_params, return_state=True)  # noqa: E731
+    run_flow(call, json_out, ReconciliationSummary, "run it again; reconciliation only reads the service")
+
+
+@app.command("history")
+def history(
+    run: str | None = typer.Option(None, "--run", help="Only this payout run's checks"),
+    day: str | None = typer.Option(None, "--date", help="Only this day's closes (YYYY-MM-DD)"),
+    limit: int = typer.Option(20, min=1, max=1000, help="Newest checks shown"),
+    json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON"),
+) -> None:
+    """Checks of runs and closes from the payops database, newest first, with their differences."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from store import migrate, open_engine
+    from store.reconciliation import ReconciliationStore
+
+    scope, key = ("run", run) if run else (("day", day) if day else (None, None))
+    engine = open_engine()
+    try:
+        migrate(engine)
+        checks = ReconciliationStore(engine).checks(scope, key, limit)
+    except SQLAlchemyError as exc:
+        fail(f"payops database: {type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        engine.dispose()
+    if json_out:
+        rows = [
+            {
+                "id": c.id,
+                "scope": c.scope,
+                "key": c.key,
+                "checked_at": c.checked_at.isoformat(),
+                "trigger": c.trigger,
+                "status": c.status,
+                "summary": c.summary,
+                "differences": [d.as_dict() for d in c.differences],
+                "snapshot": {cur: {"balance": b, "reserved": r} for cur, (b, r) in c.snapshots.items()},
+            }
+            for c in checks
+        ]
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if not checks:
+        typer.echo("no reconciliation yet (runs reconcile when they end; `payops reconcile` closes a day)")
+        return
+    for c in checks:
+        kinds = ", ".join(f"{k} {v}" for k, v in (c.summary.get("by_kind") or {}).items())
+        typer.echo(
+            f"{c.checked_at:%Y-%m-%d %H:%M:%S} UTC  {c.scope:3}  {c.key:30}  {c.status:11}  {c.trigger:9}"
+            + (f"  {kinds}" if kinds else "")
+        )
+        for cur, (b, r) in c.snapshots.items():
+            typer.echo(f"    {cur}: balance {b}, reserved {r}")
+

@@ -1,0 +1,235 @@
+"""Flows `reconcile-run` and `reconcile-day`: a payout run, or the day's wallet, matched to the service.
+
+`reconcile-run` checks one run (by label, or by the reference of a payout that changed: the deployment's
+trigger on ``payments.payout.status_changed`` events from the webhook inbox or the events catch-up); the
+payout flow runs the same check when it ends (`tasks.reconciliation.reconcile_at_run_end`). `reconcile-day`
+is the daily close (`tasks.daily_close`), scheduled at 00:10 Africa/Accra for the day just ended. Both store
+the check in the payops database (`payops reconcile history` lists them), emit
+``payops.reconciliation.difference`` when they find differences, and publish a Prefect artifact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact
+from prefect.states import State
+from pydantic import BaseModel, Field, model_validator
+
+from flows.outcomes import end_run
+from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
+from flows.summaries import ReconciliationSummary
+from tasks.alerts import emit_reconciliation_difference
+from tasks.artifacts import artifact_key, markdown_table, report_lines
+from tasks.clients import open_clients
+from tasks.credentials import load_settings
+from tasks.daily_close import LOOKBACK, business_day, run_close_task, write_close_reports
+from tasks.reconciliation import KINDS, _open_store, label_for_reference, reconcile_run_task
+
+
+class ReconcileRunParams(BaseModel):
+    """Parameters of `reconcile-run`."""
+
+    model_config = FORM_CONFIG
+
+    label: Text = Field("", description="The payout run's label. Leave empty to give a payout reference.")
+    reference: Text = Field(
+        "",
+        description="A payout reference of the run (the webhook trigger gives it). Empty with a label.",
+    )
+    unchecked_after_hours: float = Field(
+        24,
+        ge=0,
+        description="A final payout the platform has not checked after this many hours is a difference.",
+    )
+    credentials_block: CredentialsBlock = ""
+    rate_limit_per_s: RateLimit = 50
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ReconcileRunParams:
+        if not self.label and not self.reference:
+            raise ValueError("give the run's label or one of its payout references")
+        return self
+
+
+def _differences_table(differences: list[Any], limit: int = 200) -> str:
+    rows = [
+        [d.kind, d.reference, d.label, d.currency, d.expected, d.actual, d.detail]
+        for d in differences[:limit]
+    ]
+    return markdown_table(["kind", "reference", "run", "currency", "expected", "actual", "detail"], rows)
+
+
+@flow(name="reconcile-run", log_prints=False)
+async def reconcile_run(params: ReconcileRunParams) -> State:
+    """Match one payout run with the service's payouts and transactions now; store and report the check.
+
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
+    async with open_clients():
+        summary = await _reconcile_run(params)
+    return end_run(ReconciliationSummary.model_validate(summary))
+
+
+async def _reconcile_run(params: ReconcileRunParams) -> dict[str, Any]:
+    logger = get_run_logger()
+    label = params.label
+    trigger = "cli" if label else "event"
+    if not label:
+        store = await asyncio.to_thread(_open_store)
+        try:
+            label = await label_for_reference(store, params.reference) or ""
+            run = await asyncio.to_thread(store.run, label) if label else None
+        finally:
+            store.engine.dispose()
+        if not label:
+            logger.info("payout %s belongs to no recorded payops run: nothing to reconcile", params.reference)
+            return {"label": None, "outcome": "completed", "scope": "run", "status": "not_a_payops_run"}
+        if run is not None and run.ended_at is None:
+            logger.info("run %s is still sending: its own end reconciles it", label)
+            return {"label": label, "outcome": "completed", "scope": "run", "status": "in_progress"}
+    settings = load_settings(params.credentials_block)
+    t0 = time.perf_counter()
+    check = await reconcile_run_task(
+        settings, label, trigger, params.unchecked_after_hours * 3600, params.rate_limit_per_s
+    )
+    s = check.summary
+    summary: dict[str, Any] = {
+        "label": label,
+        "outcome": "completed",
+        "scope": "run",
+        **s,
+        "check_id": check.check_id,
+        "differences_list": [d.as_dict() for d in check.differences[:500]],
+        "api_calls": dict(sorted(check.api_calls.items())),
+        "duration_s": round(time.perf_counter() - t0, 3),
+    }
+    lines = [f"# Reconciliation of run `{label}`", "", f"**Status:** {s['status']} ({s['trigger']})", ""]
+    lines.append(
+        markdown_table(
+            ["rows", "matched", "open", "differences"],
+            [[s["rows"], s["matched"], s["open"], s["differences"]]],
+        )
+    )
+    if check.differences:
+        lines += ["", "## Differences", "", _differences_table(check.differences)]
+        emit_reconciliation_difference("run", label, s["status"], s["by_kind"])
+        logger.warning(
+            "run %s reconciled with %d difference(s): %s", label, len(check.differences), s["by_kind"]
+        )
+    else:
+        logger.info("run %s reconciled: %s", label, s["status"])
+    await acreate_markdown_artifact(
+        key=artifact_key(label, "reconciliation"),
+        markdown="\n".join(lines),
+        description=f"Reconciliation of {label}",
+    )
+    return summary
+
+
+class ReconcileDayParams(BaseModel):
+    """Parameters of `reconcile-day`."""
+
+    model_config = FORM_CONFIG | {"populate_by_name": True}
+
+    day: date | None = Field(
+        None,
+        alias="date",
+        description="The business day closed (Africa/Accra). Leave empty for the day just ended.",
+    )
+    unchecked_after_hours: float = Field(
+        24,
+        ge=0,
+        description="A final transaction the platform has not checked after this many hours is a difference.",
+    )
+    lookback_days: float = Field(
+        LOOKBACK.days,
+        gt=0,
+        le=90,
+        description="How far back late refunds, mismatches and a first close look.",
+    )
+    report_dir: ReportDir = ""
+    credentials_block: CredentialsBlock = ""
+    rate_limit_per_s: RateLimit = 50
+
+
+@flow(name="reconcile-day", log_prints=False)
+async def reconcile_day(params: ReconcileDayParams = ReconcileDayParams()) -> State:
+    """The daily close: snapshot, match, attribute, store, report (xlsx/csv/JSON, an artifact), alert.
+
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
+    async with open_clients():
+        summary = await _reconcile_day(params)
+    return end_run(ReconciliationSummary.model_validate(summary))
+
+
+async def _reconcile_day(params: ReconcileDayParams) -> dict[str, Any]:
+    logger = get_run_logger()
+    t0 = time.perf_counter()
+    now = datetime.now(UTC)
+    day = params.day or business_day(now) - timedelta(days=1)
+    if day > business_day(now):
+        raise ValueError(f"date {day} is in the future (today in Accra is {business_day(now)})")
+    settings = load_settings(params.credentials_block)
+    close = await run_close_task(
+        settings,
+        day.isoformat(),
+        "schedule" if params.day is None else "cli",
+        params.unchecked_after_hours * 3600,
+        params.lookback_days * 86400,
+        params.rate_limit_per_s,
+    )
+    fetched = time.perf_counter()
+    result = close.result
+    label = f"reconciliation-{day.isoformat()}"
+    summary: dict[str, Any] = {
+        "label": label,
+        "outcome": "completed",
+        "scope": "day",
+        **result.summary(),
+        "check_id": close.check_id,
+        "differences_list": [d.as_dict() for d in result.differences[:500]],
+        "api_calls": dict(sorted(close.api_calls.items())),
+    }
+    summary["report_files"] = await asyncio.to_thread(
+        write_close_reports, params.report_dir, label, result, summary
+    )
+    summary["phase_durations_s"] = {
+        "close": round(fetched - t0, 3),
+        "report": round(time.perf_counter() - fetched, 3),
+    }
+    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    by_kind = summary["by_kind"]
+    lines = [f"# Daily close {day.isoformat()}", "", f"**Status:** {result.status}", ""]
+    lines.append(
+        markdown_table(
+            ["currency", "balance", "reserved", "change", "movements", "unexplained"],
+            [
+                [c, v["balance"], v["reserved"], v.get("change"), v.get("movements"), v.get("unexplained")]
+                for c, v in result.balances.items()
+            ],
+        )
+    )
+    lines += [
+        "",
+        f"{summary['transactions']} transaction(s) since {summary['from']}; "
+        f"{summary['outside_payops']} outside payops.",
+    ]
+    if result.differences:
+        lines += ["", "## Differences", "", _differences_table(result.differences)]
+        emit_reconciliation_difference(
+            "day", day.isoformat(), result.status, by_kind, summary["report_files"]
+        )
+        logger.warning("close %s: %d difference(s): %s", day, len(result.differences), by_kind)
+    lines += report_lines(summary["report_files"])
+    await acreate_markdown_artifact(
+        key=f"reconciliation-{day.isoformat()}", markdown="\n".join(lines), description=label
+    )
+    logger.info("close %s: %s, %d transactions", day, result.status, summary["transactions"])
+    return summary
+
+
+__all__ = ["KINDS", "ReconcileDayParams", "ReconcileRunParams", "reconcile_day", "reconcile_run"]

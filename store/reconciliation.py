@@ -1,0 +1,388 @@
+"""Reconciliation records: what each payout run was approved to pay, every check of a run or a day with its
+differences, and the wallet snapshots and open items of each daily close.
+
+The Payments Service stays the source of truth for money: these tables hold payops' own side of the match
+(what it meant to pay, and what it found when it looked), never a payment's state. The API has no historical
+balance, so a close snapshots ``balances`` and ``reserved``; the next close checks the change against the
+movements in between. Amounts are decimal strings (exact on SQLite and PostgreSQL alike).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    DateTime,
+    Engine,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from store.database import Base
+
+IN_CHUNK = 500
+"""References per ``IN (...)`` query (well under SQLite's parameter limit)."""
+
+
+class ReconRun(Base):
+    """A payout run reconciliation knows: when it started sending and ended, its latest status."""
+
+    __tablename__ = "recon_runs"
+
+    label: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sent_from: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    rows: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))  # pending, clean, differences
+    checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ReconRunRow(Base):
+    """One approved payout of a run: the amount sent and the pre-flight's fee bound for it."""
+
+    __tablename__ = "recon_run_rows"
+
+    label: Mapped[str] = mapped_column(String(200), primary_key=True)
+    reference: Mapped[str] = mapped_column(String(64), primary_key=True)
+    row: Mapped[int] = mapped_column(Integer)
+    amount: Mapped[str] = mapped_column(String(32))
+    currency: Mapped[str] = mapped_column(String(3))
+    fee_low: Mapped[str | None] = mapped_column(String(32))
+    fee_high: Mapped[str | None] = mapped_column(String(32))
+
+
+class ReconCheck(Base):
+    """One reconciliation of a run (scope ``run``, key = label) or a day (scope ``day``, key = YYYY-MM-DD)."""
+
+    __tablename__ = "recon_checks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    scope: Mapped[str] = mapped_column(String(8))
+    key: Mapped[str] = mapped_column(String(200), index=True)
+    checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    trigger: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16))  # clean, differences, open (items still moving)
+    summary: Mapped[str] = mapped_column(Text)
+
+
+class ReconDifference(Base):
+    """One difference found by a check."""
+
+    __tablename__ = "recon_differences"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    check_id: Mapped[int] = mapped_column(ForeignKey("recon_checks.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    reference: Mapped[str | None] = mapped_column(String(64), index=True)
+    label: Mapped[str | None] = mapped_column(String(200))
+    currency: Mapped[str | None] = mapped_column(String(3))
+    expected: Mapped[str | None] = mapped_column(String(64))
+    actual: Mapped[str | None] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text)
+
+
+class WalletSnapshot(Base):
+    """A currency's wallet balance and reserved amount at a daily close."""
+
+    __tablename__ = "recon_wallet_snapshots"
+
+    check_id: Mapped[int] = mapped_column(ForeignKey("recon_checks.id", ondelete="CASCADE"), primary_key=True)
+    currency: Mapped[str] = mapped_column(String(3), primary_key=True)
+    taken_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    balance: Mapped[str] = mapped_column(String(32))
+    reserved: Mapped[str] = mapped_column(String(32))
+
+
+class OpenItem(Base):
+    """A transaction still moving (or unchecked by the platform) at a close: re-read by the next one.
+
+    ``booked`` is the wallet effect the close counted for it so far."""
+
+    __tablename__ = "recon_open_items"
+
+    check_id: Mapped[int] = mapped_column(ForeignKey("recon_checks.id", ondelete="CASCADE"), primary_key=True)
+    transaction_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    reference: Mapped[str] = mapped_column(String(64))
+    currency: Mapped[str] = mapped_column(String(3))
+    status: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    booked: Mapped[str] = mapped_column(String(32))
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # SQLite returns naive datetimes
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """A difference as a check found it (``expected``/``actual`` are amounts or statuses as text)."""
+
+    kind: str
+    reference: str | None = None
+    label: str | None = None
+    currency: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, str | None]:
+        """For JSON (summaries, `payops reconcile history --json`)."""
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(frozen=True)
+class Check:
+    """A stored check with its differences (snapshots and open items for a day)."""
+
+    id: int
+    scope: str
+    key: str
+    checked_at: datetime
+    trigger: str
+    status: str
+    summary: dict[str, Any]
+    differences: list[Difference] = field(default_factory=list)
+    snapshots: dict[str, tuple[str, str]] = field(default_factory=dict)  # currency -> (balance, reserved)
+    taken_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IntendedPayout:
+    """A row of ``recon_run_rows``."""
+
+    reference: str
+    row: int
+    amount: str
+    currency: str
+    fee_low: str | None
+    fee_high: str | None
+
+
+def _chunks(items: Sequence[str], n: int = IN_CHUNK) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), n):
+        yield items[start : start + n]
+
+
+class ReconciliationStore:
+    """Reads and writes the reconciliation tables (the caller migrates the database and owns the engine)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- runs ----------------------------------------------------------------------------------------
+    def record_intent(
+        self, label: str, sent_from: datetime, payouts: Sequence[IntendedPayout]
+    ) -> None:
+        """What run ``label`` was approved to pay (replaces an earlier attempt's record of the same label)."""
+        with self.engine.begin() as db:
+            db.execute(delete(ReconRunRow).where(ReconRunRow.label == label))
+            db.execute(delete(ReconRun).where(ReconRun.label == label))
+            db.execute(
+                insert(ReconRun).values(
+                    label=label, sent_from=sent_from, ended_at=None, rows=len(payouts), status="pending"
+                )
+            )
+            if payouts:
+                db.execute(
+                    insert(ReconRunRow),
+                    [
+                        {
+                            "label": label,
+                            "reference": p.reference,
+                            "row": p.row,
+                            "amount": p.amount,
+                            "currency": p.currency,
+                            "fee_low": p.fee_low,
+                            "fee_high": p.fee_high,
+                        }
+                        for p in payouts
+                    ],
+                )
+
+    def forget(self, label: str, references: set[str]) -> None:
+        """Drop payouts the service refused from what run ``label`` pays (they never left)."""
+        refs = sorted(references)
+        with self.engine.begin() as db:
+            for part in _chunks(refs):
+                db.execute(
+                    delete(ReconRunRow).where(ReconRunRow.label == label, ReconRunRow.reference.in_(part))
+                )
+            left = db.scalar(select(func.count()).select_from(ReconRunRow).where(ReconRunRow.label == label))
+            db.execute(update(ReconRun).where(ReconRun.label == label).values(rows=left or 0))
+
+    def mark_ended(self, label: str, at: datetime) -> None:
+        with self.engine.begin() as db:
+            db.execute(update(ReconRun).where(ReconRun.label == label).values(ended_at=at))
+
+    def run(self, label: str) -> ReconRun | None:
+        with Session(self.engine) as db:
+            found = db.get(ReconRun, label)
+            if found is not None:
+                db.expunge(found)
+                found.sent_from = _aware(found.sent_from)  # type: ignore[assignment]
+                found.ended_at = _aware(found.ended_at)
+                found.checked_at = _aware(found.checked_at)
+            return found
+
+    def intended(self, label: str) -> list[IntendedPayout]:
+        with self.engine.connect() as db:
+            rows = db.execute(
+                select(
+                    ReconRunRow.reference,
+                    ReconRunRow.row,
+                    ReconRunRow.amount,
+                    ReconRunRow.currency,
+                    ReconRunRow.fee_low,
+                    ReconRunRow.fee_high,
+                ).where(ReconRunRow.label == label)
+            )
+            return [IntendedPayout(*r) for r in rows]
+
+    def labels_of(self, references: Iterable[str]) -> dict[str, str]:
+        """The run label of each reference some run was approved to pay."""
+        refs = sorted(set(references))
+        found: dict[str, str] = {}
+        with self.engine.connect() as db:
+            for part in _chunks(refs):
+                q = select(ReconRunRow.reference, ReconRunRow.label).where(ReconRunRow.reference.in_(part))
+                found.update({ref: label for ref, label in db.execute(q)})
+        return found
+
+    def run_labels(self) -> list[str]:
+        with self.engine.connect() as db:
+            return list(db.scalars(select(ReconRun.label).order_by(ReconRun.label)))
+
+    # -- checks --------------------------------------------------------------------------------------
+    def save_check(
+        self,
+        scope: str,
+        key: str,
+        trigger: str,
+        status: str,
+        summary: dict[str, Any],
+        differences: Sequence[Difference],
+        *,
+        checked_at: datetime,
+        snapshots: dict[str, tuple[str, str]] | None = None,
+        open_items: Sequence[dict[str, Any]] = (),
+    ) -> int:
+        """Store one check with its differences (and a close's snapshots and open items); returns its id."""
+        with self.engine.begin() as db:
+            check_id = db.execute(
+                insert(ReconCheck).values(
+                    scope=scope,
+                    key=key,
+                    checked_at=checked_at,
+                    trigger=trigger,
+                    status=status,
+                    summary=json.dumps(summary, default=str),
+                )
+            ).inserted_primary_key[0]
+            if differences:
+                db.execute(
+                    insert(ReconDifference),
+                    [{"check_id": check_id, **_difference_row(d)} for d in differences],
+                )
+            if snapshots:
+                db.execute(
+                    insert(WalletSnapshot),
+                    [
+                        dict(check_id=check_id, currency=c, taken_at=checked_at, balance=b, reserved=r)
+                        for c, (b, r) in snapshots.items()
+                    ],
+                )
+            if open_items:
+                db.execute(insert(OpenItem), [{"check_id": check_id, **item} for item in open_items])
+            if scope == "run":
+                db.execute(
+                    update(ReconRun).where(ReconRun.label == key).values(status=status, checked_at=checked_at)
+                )
+        return int(check_id)
+
+    def checks(self, scope: str | None = None, key: str | None = None, limit: int = 50) -> list[Check]:
+        """Newest first, with their differences."""
+        q = select(ReconCheck).order_by(ReconCheck.checked_at.desc(), ReconCheck.id.desc()).limit(limit)
+        if scope:
+            q = q.where(ReconCheck.scope == scope)
+        if key:
+            q = q.where(ReconCheck.key == key)
+        with Session(self.engine) as db:
+            found = list(db.scalars(q))
+            ids = [c.id for c in found]
+            diffs: dict[int, list[Difference]] = {i: [] for i in ids}
+            snaps: dict[int, dict[str, tuple[str, str]]] = {i: {} for i in ids}
+            taken: dict[int, datetime] = {}
+            if ids:
+                for d in db.scalars(
+                    select(ReconDifference).where(ReconDifference.check_id.in_(ids)).order_by(ReconDifference.id)
+                ):
+                    diffs[d.check_id].append(
+                        Difference(d.kind, d.reference, d.label, d.currency, d.expected, d.actual, d.detail)
+                    )
+                for s in db.scalars(select(WalletSnapshot).where(WalletSnapshot.check_id.in_(ids))):
+                    snaps[s.check_id][s.currency] = (s.balance, s.reserved)
+                    taken[s.check_id] = _aware(s.taken_at)  # type: ignore[assignment]
+            return [
+                Check(
+                    c.id,
+                    c.scope,
+                    c.key,
+                    _aware(c.checked_at),  # type: ignore[arg-type]
+                    c.trigger,
+                    c.status,
+                    json.loads(c.summary),
+                    diffs[c.id],
+                    snaps[c.id],
+                    taken.get(c.id),
+                )
+                for c in found
+            ]
+
+    def last_close(self) -> Check | None:
+        """The newest daily close that took a wallet snapshot."""
+        with self.engine.connect() as db:
+            check_id = db.scalar(
+                select(ReconCheck.id)
+                .join(WalletSnapshot, WalletSnapshot.check_id == ReconCheck.id)
+                .where(ReconCheck.scope == "day")
+                .order_by(ReconCheck.checked_at.desc(), ReconCheck.id.desc())
+                .limit(1)
+            )
+        if check_id is None:
+            return None
+        return next(c for c in self.checks("day", limit=1_000) if c.id == check_id)
+
+    def open_items(self, check_id: int) -> list[dict[str, Any]]:
+        with self.engine.connect() as db:
+            rows = db.execute(select(OpenItem).where(OpenItem.check_id == check_id)).mappings()
+            return [
+                {k: (_aware(v) if k == "created_at" else v) for k, v in dict(r).items() if k != "check_id"}
+                for r in rows
+            ]
+
+
+def _difference_row(d: Difference) -> dict[str, Any]:
+    return {
+        "kind": d.kind,
+        "reference": d.reference,
+        "label": d.label,
+        "currency": d.currency,
+        "expected": d.expected,
+        "actual": d.actual,
+        "detail": d.detail[:2000],
+    }
