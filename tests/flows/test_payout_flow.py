@@ -208,12 +208,16 @@ def test_approval_gates_sending(prefect_harness, env, tmp_path: Path, approve: b
     flow = payout_spreadsheet.with_options(flow_run_name=params.label)
     _, _, state = run_paused(lambda: flow(params, return_state=True), params.label, decide)
     s = run_summary(state)
+    approval = dict(s["approval"])
+    [decision] = approval.pop("decisions")  # each approver's own decision and words, for the reports
+    assert (decision["by"], decision["comment"]) == ("ann", "checked")
     if approve:
         assert s["outcome"] == "completed" and payout_count(env) == before + 3
-        assert s["approval"] == {"approved": True, "comment": "ann: checked", "approvers": ["ann"]}
+        assert approval == {"approved": True, "comment": "ann: checked", "approvers": ["ann"]}
+        assert decision["decision"] == "approved"
     else:
         assert s["outcome"] == "not_approved" and payout_count(env) == before
-        assert s["approval"] == {"approved": False, "comment": "checked"}
+        assert approval == {"approved": False, "comment": "checked"} and decision["decision"] == "rejected"
 
 
 def test_threshold_requires_approval_and_a_timeout_rejects(prefect_harness, env, tmp_path: Path) -> None:

@@ -21,8 +21,10 @@ from flows.payouts import PayoutRunParams, payout_spreadsheet
 from flows.reconcile import ReconcileDayParams, ReconcileRunParams, reconcile_day, reconcile_run
 from sandbox import SandboxConfig, SandboxServer, create_app
 from store import migrate, open_engine
+from store.approvals import state_policy
 from store.reconciliation import ReconciliationStore
 from tasks.daily_close import business_day
+from tests.flows.approval_support import payops_db
 from tests.flows.support import payroll_rows, serve_in_thread, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -39,6 +41,8 @@ def _use(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], tmp_path: Path) -
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("PAYOPS_DATABASE_URL", f"sqlite:///{tmp_path / 'payops.sqlite3'}")
+    with payops_db() as engine:
+        state_policy(engine, "none")  # these runs are not about approval: their database says so
 
 
 @pytest.fixture
