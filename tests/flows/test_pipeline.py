@@ -44,7 +44,9 @@ def test_parts_go_out_bounded_in_order_and_counted(caplog: pytest.LogCaptureFixt
     logger = logging.getLogger("pipeline-test")
     with caplog.at_level(logging.INFO, "pipeline-test"), watching(watcher):
         results = asyncio.run(
-            send_parts(12, send_one, max_concurrent=3, said=lambda d, t, r: f"part {d}/{t}: {r}", logger=logger)
+            send_parts(
+                12, send_one, max_concurrent=3, said=lambda d, t, r: f"part {d}/{t}: {r}", logger=logger
+            )
         )
     assert results == [i * 10 for i in range(12)]  # in index order, whatever order they finished in
     assert most == 3
