@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
@@ -18,9 +18,11 @@ from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field, field_validator
 from sqlalchemy import Engine
 
+from connectors.payments import PaymentsSettings
 from flows.approval import Answer, Ask, ask_approval, resume_description
 from flows.outcomes import end_run, state_message
-from flows.run_params import SheetRunParams, Text, sheet_run_name, start_sheet_run, tag_run
+from flows.pipeline import RunEnded, SheetRun, send_parts
+from flows.run_params import SheetRunParams, Text, sheet_run_name, tag_run
 from flows.summaries import Decision, PayoutRunSummary
 from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
 from tasks.approval_gate import (
@@ -55,7 +57,7 @@ from tasks.intake.columns import ColumnMapError, parse_column_map
 from tasks.lookup_cache import CachePolicy
 from tasks.memory import release_freed_memory
 from tasks.money import money
-from tasks.polling import PayoutState, poll_payouts_task
+from tasks.polling import PayoutState, PollResult, poll_payouts_task
 from tasks.preflight import Preflight, PreflightOptions, preflight_task
 from tasks.progress import progress
 from tasks.ratelimit import LimiterStats
@@ -66,6 +68,9 @@ from tasks.run_approvals import with_decisions
 from tasks.sheet_check import intake_summary, no_name_column, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
 from tasks.submission import BatchResult, submit_batch_task
+
+if TYPE_CHECKING:
+    from store.approvals import ApprovalPolicy
 
 
 class PayoutRunParams(SheetRunParams):
@@ -149,7 +154,7 @@ class PayoutRunParams(SheetRunParams):
     )
     column_map: Text = Field(
         "",
-        description='Which sheet column holds which field, when its header is not one payops knows: '
+        description="Which sheet column holds which field, when its header is not one payops knows: "
         '"Full Name=payee_name; Staff Mobile=destination". Part of the run\'s fingerprint.',
     )
 
@@ -327,56 +332,99 @@ async def _refused(summary: dict[str, Any], decision: Decision | None = None) ->
     return summary
 
 
-async def _not_approved(
-    summary: dict[str, Any],
-    finish: Callable[[str], dict[str, Any]],
-    comment: str,
-    decision: Decision | None,
-) -> dict[str, Any]:
-    """The end of a run that needed approval and got none: the summary's ``approval`` says why."""
-    summary["approval"] = await with_decisions({"approved": False, "comment": comment})
-    return await _refused(finish("not_approved"), decision)
+async def _not_approved(run: SheetRun, store: Any, comment: str, decision: Decision | None) -> NoReturn:
+    """End a run that needed approval and got none: the summary's ``approval`` says why."""
+    run.summary["approval"] = await with_decisions({"approved": False, "comment": comment}, store)
+    run.end(await _refused(run.finish("not_approved"), decision))
 
 
+# -- the phases' results ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sheet:
+    """The read and validated sheet, and the explicit column mapping it was read with."""
+
+    intake: IntakeResult
+    columns: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Who started the run, the approval policy in force, and what it asks of this run."""
+
+    start: Start
+    policy: ApprovalPolicy | None
+    need: Requirement
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The batches' answers, the payouts the service accepted, how many an earlier run had sent."""
+
+    results: list[BatchResult]
+    states: dict[str, PayoutState]
+    replayed: int
+
+
+# -- the pipeline -------------------------------------------------------------------------------------------
 async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dict[str, Any]:
-    run = start_sheet_run(params)
-    logger, meter = run.logger, run.meter
-    columns = params.columns  # issue 30: the explicit column mapping, read by the intake and the label
+    """sheet → pre-flight → approval → send → poll → report; a phase that ends the run returns its summary."""
+    run = SheetRun.begin(params)
+    try:
+        sheet = await _read(run)
+        settings = _settings(run)
+        gate = await _gate(run, sheet, store)
+        pf = await _preflight(run, sheet, gate, settings)
+        await _approval(run, sheet, pf, gate, store)
+        sent = await _send(run, sheet, pf, settings)
+        poll = await _poll(run, sent, settings)
+        return await _report(run, sheet, pf, sent, poll, settings)
+    except RunEnded as ended:
+        return ended.summary
+
+
+async def _read(run: SheetRun) -> Sheet:
+    """Read and validate the sheet, name the run; a sheet refused whole (or for invalid rows) ends it."""
+    params, logger = run.params, run.logger
+    columns = params.columns  # the explicit column mapping, read by the intake and the label
     options = run.options.model_copy(update={"column_map": columns})
     intake = await asyncio.to_thread(read_sheet_task, params.source, options)
-    meter.phase("read_validate")
+    run.meter.phase("read_validate")
     if isinstance(intake, SheetRefused):
         logger.error("sheet read: refused: %s; nothing sent", intake.message)
-        return await _refused(meter.into(refusal_summary(params.source, params.label, intake.errors)))
+        run.end(await _refused(run.meter.into(refusal_summary(params.source, params.label, intake.errors))))
     release_freed_memory(len(intake.rows))  # the parser's frame and the cells validation no longer needs
     logger.info(
         "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
     )
-    label = run_label(params.label, intake, columns)
-    await tag_run(label)
-    ensure_reports_spare_source(params.report_dir, label, params.source)
-    summary = intake_summary(params.source, label, intake, columns)
-
-    def finish(outcome: str) -> dict[str, Any]:
-        return meter.finish(summary, outcome)
-
+    run.label = run_label(params.label, intake, columns)
+    await tag_run(run.label)
+    ensure_reports_spare_source(params.report_dir, run.label, params.source)
+    run.summary = intake_summary(params.source, run.label, intake, columns)
     refused = refuses(intake, params.on_invalid_rows)
     if refused or params.dry_run and not intake.rows:
-        summary["report_files"] = await asyncio.to_thread(
-            write_validation_report_task, intake, params.report_dir, label
+        run.summary["report_files"] = await asyncio.to_thread(
+            write_validation_report_task, intake, params.report_dir, run.label
         )
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
-            return await _refused(finish("invalid_input"))
+            run.end(await _refused(run.finish("invalid_input")))
+    return Sheet(intake, columns)
 
+
+def _settings(run: SheetRun) -> PaymentsSettings | None:
+    """The service's settings; a dry run without them goes on without a pre-flight (and says so)."""
     try:
-        settings = load_settings(params.credentials_block)
+        return load_settings(run.params.credentials_block)
     except CredentialsMissing as exc:
-        if not params.dry_run:
+        if not run.params.dry_run:
             raise
-        settings = None
-        summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
-    totals = totals_by_currency(intake.rows)
+        run.summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
+        return None
+
+
+async def _gate(run: SheetRun, sheet: Sheet, store: Engine | PolicyUnreadable) -> Gate:
+    """Who started the run and what the approval policy asks of it; unreadable, the run ends Not approved."""
+    params = run.params
     try:
         start = await _start(params)
         if isinstance(store, PolicyUnreadable):
@@ -384,26 +432,32 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
         policy = await asyncio.to_thread(read_policy, store)
     except (ApprovalRefused, PolicyUnreadable) as exc:
         if not params.dry_run:
-            logger.error("approval: %s; nothing sent", exc)
+            run.logger.error("approval: %s; nothing sent", exc)
             decision = Decision(kind="not_approved", reason=str(exc))
-            return await _not_approved(summary, finish, f"approval refused: {exc}", decision)
-        summary.setdefault("notes", []).append(f"approval not checked: {exc}")
-        start, policy, need = Start(), None, Requirement(0)
-    else:
-        need = requirement(
-            policy, totals, start, require_approval=params.require_approval, threshold=params.threshold_amount
-        )
-        summary["approvals_required"] = need.required
+            await _not_approved(run, store, f"approval refused: {exc}", decision)
+        run.summary.setdefault("notes", []).append(f"approval not checked: {exc}")
+        return Gate(Start(), None, Requirement(0))
+    totals = totals_by_currency(sheet.intake.rows)
+    need = requirement(
+        policy, totals, start, require_approval=params.require_approval, threshold=params.threshold_amount
+    )
+    run.summary["approvals_required"] = need.required
     if start.initiator:
-        summary["started_by"] = start.initiator
-    needs_approval = need.required > 0
+        run.summary["started_by"] = start.initiator
+    return Gate(start, policy, need)
+
+
+async def _preflight(run: SheetRun, sheet: Sheet, gate: Gate, settings: PaymentsSettings | None) -> Preflight:
+    """Fees, balance, limits and payee names before anything is sent; a dry run ends after it, and so does a
+    run whose pre-flight finds problems (unless they are allowed)."""
+    params, logger, summary, intake = run.params, run.logger, run.summary, sheet.intake
     pf = None
     if intake.rows and settings is not None:
         progress().phase("preflight")
         pf = await preflight_task(
             settings, untraversed(intake.rows), _preflight_options(params), params.rate_limit_per_s
         )
-        meter.api_calls.update(pf.api_calls)
+        run.meter.api_calls.update(pf.api_calls)
         summary["fee_total"] = money(pf.fee_total)
         summary["preflight"] = {
             "problems": pf.problems,
@@ -425,77 +479,76 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
             )
             or "none",
         )
-        await _preflight_artifact(label, pf, intake.rows, APPROVAL_REQUIRED if needs_approval else None)
-        meter.phase("preflight")
+        required = APPROVAL_REQUIRED if gate.need.required else None
+        await _preflight_artifact(run.label, pf, intake.rows, required)
+        run.meter.phase("preflight")
         release_freed_memory(len(intake.rows))  # the lookups and quotes behind the pre-flight's figures
     if params.dry_run:
         if "report_files" not in summary:
             summary["report_files"] = await asyncio.to_thread(
-                write_validation_report_task, intake, params.report_dir, label
+                write_validation_report_task, intake, params.report_dir, run.label
             )
-        logger.info("dry run %s: nothing sent", label)
-        summary = finish("dry_run")
-        await publish_run_artifacts(label, summary, [])
-        return summary
+        logger.info("dry run %s: nothing sent", run.label)
+        ended = run.finish("dry_run")
+        await publish_run_artifacts(run.label, ended, [])
+        run.end(ended)
     if pf is None:
         logger.error("no valid rows: nothing to send")
-        return await _refused(finish("invalid_input"))
+        run.end(await _refused(run.finish("invalid_input")))
     if pf.problems and not params.allow_preflight_problems:
         for p in pf.problems:
             logger.error("pre-flight: %s", p)
-        return await _refused(finish("preflight_failed"))
-    if needs_approval:
-        names_checked = params.check_names and no_name_column(intake) is None
-        answer = await _approve(params, label, intake.rows, pf, start, policy, need, store, names_checked)
-        meter.phase("approval")
-        await _preflight_artifact(label, pf, intake.rows, _decision_line(answer))
-        if not answer.approved:
-            logger.warning("run %s not approved: nothing sent", label)
-            return await _not_approved(summary, finish, answer.comment, answer.refusal)
-        approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
-        summary["approval"] = await with_decisions(approval)
+        run.end(await _refused(run.finish("preflight_failed")))
+    return pf
 
-    # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
-    # field of them looking for futures, twice per task run: ~0.1 s per 100-row batch (profiled).
-    # Each batch is built when its turn comes (build_batch is pure: a retry or re-run builds the same).
-    batches = batch_count(intake.rows)
-    summary["batches"] = batches
-    await record_approved_payouts(label, intake.rows, pf.fees_by_row)
-    names = pf.release_row_detail()
-    sem = asyncio.Semaphore(params.max_concurrent_batches)
-    sent = 0
-    progress().phase("sending")
-    progress().batches(0, batches)
 
-    async def send(index: int) -> BatchResult:
-        nonlocal sent
-        async with sem:
-            batch = build_batch(intake.rows, label, index)
-            result = await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
-        sent += 1
-        progress().batches(sent, batches)
+async def _approval(run: SheetRun, sheet: Sheet, pf: Preflight, gate: Gate, store: Any) -> None:
+    """Wait for the approvals the gate asks (none: go on); anything but enough valid ones ends the run."""
+    if not gate.need.required:
+        return
+    names_checked = run.params.check_names and no_name_column(sheet.intake) is None
+    answer = await _approve(run.params, run.label, sheet.intake.rows, pf, gate, store, names_checked)
+    run.meter.phase("approval")
+    await _preflight_artifact(run.label, pf, sheet.intake.rows, _decision_line(answer))
+    if not answer.approved:
+        run.logger.warning("run %s not approved: nothing sent", run.label)
+        await _not_approved(run, store, answer.comment, answer.refusal)
+    approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
+    run.summary["approval"] = await with_decisions(approval, store)
+
+
+async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSettings) -> Sent:
+    """Batches of up to 100, one task each, bounded concurrency; each built when its turn comes (build_batch
+    is pure: a retry or re-run builds the same bytes)."""
+    params, label, rows = run.params, run.label, sheet.intake.rows
+    batches = batch_count(rows)
+    run.summary["batches"] = batches
+    await record_approved_payouts(label, rows, pf.fees_by_row)
+    pf.release_row_detail()  # the fees by row, now recorded: ~50 MB on 100,000 rows
+
+    async def send_one(index: int) -> BatchResult:
+        # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
+        # field of them looking for futures, twice per task run (profiled: ~0.1 s per 100-row batch).
+        batch = build_batch(rows, label, index)
+        return await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
+
+    def said(done: int, total: int, result: BatchResult) -> str:
         accepted = sum(1 for i in result.items if i.accepted)
-        replayed_now = sum(
+        replayed = sum(
             1 for i in result.items if i.accepted and i.created_at and _before(i.created_at, run.started_wall)
         )
-        logger.info(
-            "batch %d/%d sent: %d payouts, %d accepted (%d replayed), %d refused",
-            sent,
-            batches,
-            len(result.items),
-            accepted,
-            replayed_now,
-            len(result.items) - accepted,
+        return (
+            f"batch {done}/{total} sent: {len(result.items)} payouts, {accepted} accepted ({replayed} "
+            f"replayed), {len(result.items) - accepted} refused"
         )
-        return result
 
-    results: list[BatchResult] = await asyncio.gather(*(send(i) for i in range(batches)))
+    results = await send_parts(
+        batches, send_one, max_concurrent=params.max_concurrent_batches, said=said, logger=run.logger
+    )
     for r in results:
-        meter.api_calls.update(r.api_calls)
-    limiters = [pf.limiter, *(r.limiter for r in results)]
-    meter.phase("submit")
-    release_freed_memory(len(intake.rows))  # the batches' request bodies and answers
-
+        run.meter.api_calls.update(r.api_calls)
+    run.meter.phase("submit")
+    release_freed_memory(len(rows))  # the batches' request bodies and answers
     states: dict[str, PayoutState] = {}
     replayed = 0
     for r in results:
@@ -507,25 +560,29 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
                 )
                 if created is not None and created < run.started_wall:
                     replayed += 1
+    return Sent(results, states, replayed)
+
+
+async def _poll(run: SheetRun, sent: Sent, settings: PaymentsSettings) -> PollResult:
+    """Every accepted payout to its final status, or until it waits for a person past the settle window, or
+    the deadline: an absolute one (a retried poll task does not restart it); tasks.followup follows the
+    payouts still waiting afterwards."""
+    params = run.params
     progress().phase("polling")
-    # issue 30: an absolute deadline (a retried poll task does not restart it) and the settle window
-    # (payouts waiting for a person end the poll after it; tasks.followup follows them afterwards).
     poll = await poll_payouts_task(
         settings,
-        untraversed(states),
+        untraversed(sent.states),
         time.time() + params.poll_deadline_s,
         params.rate_limit_per_s,
-        label,
+        run.label,
         params.settle_window_s,
     )
-    meter.api_calls.update(poll.api_calls)
-    used = [x for x in (*limiters, poll.limiter) if x is not None]
-    summary["rate_limit"] = LimiterStats.combine(used).as_dict()
+    run.meter.api_calls.update(poll.api_calls)
+    run.meter.phase("poll")
+    release_freed_memory(len(sent.states))  # the pages of the payout list
     states = poll.states
-    meter.phase("poll")
-    release_freed_memory(len(intake.rows))  # the pages of the payout list
     final_by_status = Counter(s.status for s in states.values())
-    logger.info(
+    run.logger.info(
         "polling done after %d round(s): %s%s",
         poll.rounds,
         ", ".join(f"{k} {v}" for k, v in sorted(final_by_status.items())) or "no payouts",
@@ -535,12 +592,21 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
         if poll.settle_window_reached
         else "",
     )
+    return poll
 
+
+async def _report(
+    run: SheetRun, sheet: Sheet, pf: Preflight, sent: Sent, poll: PollResult, settings: PaymentsSettings
+) -> dict[str, Any]:
+    """Every row's outcome, the run's reconciliation, the reports and artifacts; the run's final summary."""
+    params, label, intake, summary = run.params, run.label, sheet.intake, run.summary
     progress().phase("reporting")
-    awaiting_review = sorted(poll.awaiting_review)
+    states = poll.states
+    names = pf.names
+    limiters = [pf.limiter, *(r.limiter for r in sent.results), poll.limiter]
+    summary["rate_limit"] = LimiterStats.combine([x for x in limiters if x is not None]).as_dict()
     not_final = sorted(r for r, s in states.items() if not s.final)
-    waiting_statuses = {r: states[r].status for r in not_final}  # issue 30: for tasks.followup
-    outcomes = _outcomes(intake, results, states)
+    outcomes = _outcomes(intake, sent.results, states)
     summary["reconciliation"] = await reconcile_at_run_end(settings, label, outcomes, params.rate_limit_per_s)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
@@ -549,10 +615,10 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
             "payouts_by_status": dict(sorted(by_status.items())),
             "refused_items": len(refused_items),
             "refused_by_code": dict(Counter(o.error_code for o in refused_items)),
-            "replayed_payouts": replayed,
-            "awaiting_review": awaiting_review,
+            "replayed_payouts": sent.replayed,
+            "awaiting_review": sorted(poll.awaiting_review),
             "not_final": not_final,
-            "waiting_statuses": waiting_statuses,
+            "waiting_statuses": {r: states[r].status for r in not_final},  # for tasks.followup
             "deadline_reached": poll.deadline_reached,
             "settle_window_reached": poll.settle_window_reached,
             "poll_rounds": poll.rounds,
@@ -565,8 +631,7 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
     fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]
     if fees:
         summary["fee_total"] = money(sum(fees, Decimal(0)))
-    reference_column = intake.mapped.get("reference")  # issue 30: whatever header the intake mapped
-    finish("completed")
+    run.finish("completed")
     paths = await asyncio.to_thread(
         write_reports,
         params.report_dir,
@@ -575,14 +640,16 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
         intake.table,
         outcomes,
         summary,
-        reference_column,
+        intake.mapped.get("reference"),  # whatever header the intake mapped to the reference
         row_facts(intake.rows, names),
     )
-    meter.phase("report")
-    summary["duration_s"] = meter.elapsed
+    run.meter.phase("report")
+    summary["duration_s"] = run.meter.elapsed
     await publish_run_artifacts(label, summary, attention_table(outcomes))
-    logger.info("reports written for %s: %s", label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items()))
-    logger.info(
+    run.logger.info(
+        "reports written for %s: %s", label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items())
+    )
+    run.logger.info(
         "run %s done: %s; %d refused by the service",
         label,
         ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())) or "no payouts",
@@ -599,9 +666,7 @@ async def _approve(
     label: str,
     rows: list[PayoutRow],
     pf: Preflight,
-    start: Start,
-    policy: Any,
-    need: Requirement,
+    gate: Gate,
     store: Any,
     names_checked: bool,
 ) -> Answer:
@@ -623,6 +688,7 @@ async def _approve(
         totals_by_currency(rows),
         len(rows),
     )
+    start, need = gate.start, gate.need
     ask = Ask(label, subject, need, start, params.approval_timeout_s, params.approval_reminder_s)
     figures = currency_figures(pf)
     found = findings(rows, pf.names, names_checked)
@@ -633,7 +699,7 @@ async def _approve(
         label=label,
         start=start,
         need=need,
-        policy=policy,
+        policy=gate.policy,
         fingerprint_=subject.fingerprint,
         figures=figures,
         findings_=found,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
@@ -19,9 +19,11 @@ from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
+from connectors.payments import PaymentsSettings
 from connectors.payments.models import UTILITY_PURCHASE_AWAITING_STATUSES
 from flows.outcomes import end_run
-from flows.run_params import SheetRunParams, sheet_run_name, start_sheet_run, tag_run
+from flows.pipeline import RunEnded, SheetRun, send_parts
+from flows.run_params import SheetRunParams, sheet_run_name, tag_run
 from flows.summaries import PurchaseRunSummary
 from tasks.artifacts import artifact_key, markdown_table, report_lines
 from tasks.clients import open_clients
@@ -35,6 +37,7 @@ from tasks.tabular_reports import write_table_reports
 from tasks.utility_purchases import (
     CHUNK_SIZE,
     PurchaseOutcome,
+    Quotes,
     UtilitySheet,
     canonical_rows,
     chunks,
@@ -49,6 +52,7 @@ from tasks.utility_purchases import (
     result_rows,
     validate_utility_sheet,
 )
+from tasks.utility_purchases import PollResult as PurchasePollResult
 
 
 class UtilityRunParams(SheetRunParams):
@@ -121,22 +125,42 @@ async def utility_purchases(params: UtilityRunParams) -> State:
 
 
 async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
-    run = start_sheet_run(params)
-    logger, meter, options = run.logger, run.meter, run.options
-    raw = await asyncio.to_thread(read_utility_sheet_task, params.source, options)
-    settings = load_settings(params.credentials_block)
+    """sheet → quotes (the pre-flight) → buy → poll → report, the payout flow's skeleton (flows/pipeline.py);
+    a phase that ends the run returns its summary."""
+    run = SheetRun.begin(params)
+    try:
+        settings = load_settings(params.credentials_block)
+        sheet = await _read(run, settings)
+        quotes = await _quote(run, sheet, settings)
+        outcomes, orders = await _buy(run, sheet, settings)
+        poll, replayed = await _poll(run, outcomes, settings)
+        return await _report(run, sheet, quotes, outcomes, orders, poll, replayed)
+    except RunEnded as ended:
+        return ended.summary
+
+
+async def _end(run: SheetRun, outcome: str) -> NoReturn:
+    summary = run.finish(outcome)
+    await _publish(run.label, summary, {})
+    run.end(summary)
+
+
+async def _read(run: SheetRun, settings: PaymentsSettings) -> UtilitySheet:
+    """Read the sheet and validate it against the products on sale; a sheet with errors ends the run."""
+    params, logger = run.params, run.logger
+    raw = await asyncio.to_thread(read_utility_sheet_task, params.source, run.options)
     products, calls = await products_task(settings, params.rate_limit_per_s)
-    meter.api_calls.update(calls)
-    sheet: UtilitySheet = validate_utility_sheet(raw, params.source, products, options)
-    meter.phase("read_validate")
+    run.meter.api_calls.update(calls)
+    sheet: UtilitySheet = validate_utility_sheet(raw, params.source, products, run.options)
+    run.meter.phase("read_validate")
     logger.info(
         "sheet read: %d rows (%d valid, %d invalid)", sheet.rows_total, len(sheet.rows), sheet.rows_invalid
     )
-    label = params.label or content_label(canonical_rows(sheet.rows))
-    await tag_run(label)
-    ensure_reports_spare_source(params.report_dir, label, params.source)
-    summary: dict[str, Any] = {
-        "label": label,
+    run.label = params.label or content_label(canonical_rows(sheet.rows))
+    await tag_run(run.label)
+    ensure_reports_spare_source(params.report_dir, run.label, params.source)
+    run.summary = {
+        "label": run.label,
         "source": params.source,
         "outcome": "completed",
         "rows_total": sheet.rows_total,
@@ -146,28 +170,28 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
         "warnings": _issues(sheet.warnings),
         "amount_total": money(sum((r.amount for r in sheet.rows), Decimal(0))),
     }
-
-    def finish(outcome: str) -> dict[str, Any]:
-        return meter.finish(summary, outcome)
-
     if sheet.errors or not sheet.rows:
         if not sheet.errors:
-            summary["errors"] = [{"row": 0, "column": "", "message": "the sheet has no purchase rows"}]
-        path = report_paths(params.report_dir, label)["validation"]
-        summary["report_files"] = {
+            run.summary["errors"] = [{"row": 0, "column": "", "message": "the sheet has no purchase rows"}]
+        path = report_paths(params.report_dir, run.label)["validation"]
+        run.summary["report_files"] = {
             "validation": str(
                 await asyncio.to_thread(write_validation_report, sheet.as_intake_result(), path)
             )
         }
         logger.error("sheet refused: %d invalid row(s); nothing bought", sheet.rows_invalid)
-        finish("invalid_input")
-        await _publish(label, summary, {})
-        return summary
+        await _end(run, "invalid_input")
+    return sheet
 
+
+async def _quote(run: SheetRun, sheet: UtilitySheet, settings: PaymentsSettings) -> Quotes:
+    """The pre-flight: a fee quote per distinct product and amount, and the wallet; a refused quote ends the
+    run (nothing bought), and so does a dry run."""
+    params, logger, summary = run.params, run.logger, run.summary
     keys = [(r.product_id, r.amount) for r in sheet.rows]
     progress().phase("quoting")
     quotes = await quotes_task(settings, untraversed(keys), params.rate_limit_per_s)
-    meter.api_calls.update(quotes.api_calls)
+    run.meter.api_calls.update(quotes.api_calls)
     refused_quotes = {k: q for k, q in quotes.by_key.items() if q.error_code}
     gross = [quotes.by_key[k].gross for k in keys if quotes.by_key[k].gross is not None]
     fees = [quotes.by_key[k].fee for k in keys if quotes.by_key[k].fee is not None]
@@ -195,7 +219,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
             f"wallet-funded total {money(wallet_gross)} is above the available "
             f"{money(quotes.wallet_available)} (purchases bought by an earlier run are not bought again)"
         )
-    meter.phase("quote")
+    run.meter.phase("quote")
     logger.info(
         "pre-flight: %d quote(s), amount %s, fees %s, gross %s, %d refused",
         len(quotes.by_key),
@@ -213,51 +237,50 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
                 )
         summary["rows_invalid"] = len({e["row"] for e in summary["errors"]})
         logger.error("the service refused %d fee quote(s): nothing bought", len(refused_quotes))
-        finish("invalid_input")
-        await _publish(label, summary, {})
-        return summary
+        await _end(run, "invalid_input")
     if params.dry_run:
-        logger.info("dry run %s: nothing bought", label)
-        finish("dry_run")
-        await _publish(label, summary, {})
-        return summary
+        logger.info("dry run %s: nothing bought", run.label)
+        await _end(run, "dry_run")
+    return quotes
 
-    orders = purchase_orders(sheet.rows, label)
+
+async def _buy(
+    run: SheetRun, sheet: UtilitySheet, settings: PaymentsSettings
+) -> tuple[dict[int, PurchaseOutcome], list[Any]]:
+    """Purchases in chunks, one task each (bounded concurrency inside), references fixed by label and row."""
+    params = run.params
+    orders = purchase_orders(sheet.rows, run.label)
     parts = chunks(orders, params.chunk_size)
-    summary["chunks"] = len(parts)
-    sem = asyncio.Semaphore(params.max_concurrent_chunks)
+    run.summary["chunks"] = len(parts)
 
-    sent = 0
-    progress().phase("sending")
-    progress().batches(0, len(parts))
+    async def send_one(index: int) -> tuple[list[PurchaseOutcome], Counter[str]]:
+        return await purchase_chunk_task(
+            settings, index, untraversed(parts[index]), params.concurrency, params.rate_limit_per_s
+        )
 
-    async def send(index: int, part: list) -> tuple[list[PurchaseOutcome], Counter[str]]:
-        nonlocal sent
-        async with sem:
-            result = await purchase_chunk_task(
-                settings, index, untraversed(part), params.concurrency, params.rate_limit_per_s
-            )
-        sent += 1
-        progress().batches(sent, len(parts))
+    def said(done: int, total: int, result: tuple[list[PurchaseOutcome], Counter[str]]) -> str:
         items = result[0]
         accepted = sum(1 for o in items if o.submission == "accepted")
-        logger.info(
-            "chunk %d/%d sent: %d purchases, %d accepted, %d refused",
-            sent,
-            len(parts),
-            len(items),
-            accepted,
-            len(items) - accepted,
-        )
-        return result
+        refused = len(items) - accepted
+        return f"chunk {done}/{total} sent: {len(items)} purchases, {accepted} accepted, {refused} refused"
 
-    results = await asyncio.gather(*(send(i, p) for i, p in enumerate(parts)))
+    results = await send_parts(
+        len(parts), send_one, max_concurrent=params.max_concurrent_chunks, said=said, logger=run.logger
+    )
     outcomes: dict[int, PurchaseOutcome] = {}
     for items, calls in results:
-        meter.api_calls.update(calls)
+        run.meter.api_calls.update(calls)
         outcomes.update({o.row: o for o in items})
-    meter.phase("purchase")
+    run.meter.phase("purchase")
+    return outcomes, orders
 
+
+async def _poll(
+    run: SheetRun, outcomes: dict[int, PurchaseOutcome], settings: PaymentsSettings
+) -> tuple[PurchasePollResult, int]:
+    """Every accepted purchase to its final status (or the deadline); also how many an earlier run had
+    bought (created before this run started)."""
+    params = run.params
     accepted = {o.reference: o for o in outcomes.values() if o.submission == "accepted"}
     created = [o.created_at for o in accepted.values() if o.created_at]
     replayed = sum(1 for c in created if c < run.started_wall)
@@ -269,18 +292,31 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
         params.poll_deadline_s,
         params.rate_limit_per_s,
     )
-    meter.api_calls.update(poll.api_calls)
+    run.meter.api_calls.update(poll.api_calls)
     for o in poll.outcomes.values():
         outcomes[o.row] = o
-    meter.phase("poll")
-    logger.info(
+    run.meter.phase("poll")
+    run.logger.info(
         "polling done after %d round(s): %s",
         poll.rounds,
         ", ".join(f"{k} {v}" for k, v in sorted(Counter(o.status for o in poll.outcomes.values()).items()))
         or "no purchases",
     )
-    progress().phase("reporting")
+    return poll, replayed
 
+
+async def _report(
+    run: SheetRun,
+    sheet: UtilitySheet,
+    quotes: Quotes,
+    outcomes: dict[int, PurchaseOutcome],
+    orders: list[Any],
+    poll: PurchasePollResult,
+    replayed: int,
+) -> dict[str, Any]:
+    """Totals by status, the reports and artifacts; the run's final summary."""
+    params, logger, label, summary = run.params, run.logger, run.label, run.summary
+    progress().phase("reporting")
     done = [o for o in outcomes.values() if o.submission == "accepted"]
     refused = [o for o in outcomes.values() if o.submission != "accepted"]
     summary.update(
@@ -296,15 +332,15 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
             "poll_rounds": poll.rounds,
         }
     )
-    finish("completed")
+    run.finish("completed")
     headers = result_headers(sheet.columns)
     rows = result_rows(sheet, outcomes, quotes.by_key)
     highlight = [needs_attention(outcomes.get(int(rec["__row__"]))) for rec in sheet.table]
     summary["report_files"] = await asyncio.to_thread(
         write_table_reports, params.report_dir, label, headers, rows, summary, highlight=highlight
     )
-    meter.phase("report")
-    summary["duration_s"] = meter.elapsed
+    run.meter.phase("report")
+    summary["duration_s"] = run.meter.elapsed
     await _publish(label, summary, outcomes)
     for ref in summary["unresolved"]:
         logger.warning(

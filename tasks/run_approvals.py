@@ -12,40 +12,37 @@ import logging
 from datetime import UTC
 from typing import Any
 
+from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 log = logging.getLogger(__name__)
 
 
-def decisions_of(flow_run_id: str) -> list[dict[str, Any]]:
+def decisions_of(engine: Engine, flow_run_id: str) -> list[dict[str, Any]]:
     """Each approver's decision on the run, oldest first: ``{"by", "decision", "comment", "at"}``."""
-    from store import migrate, open_engine
     from store.approvals import Approvals
 
-    engine = open_engine()
-    try:
-        migrate(engine)
-        return [
-            {
-                "by": d.user,
-                "decision": "approved" if d.decision == "approve" else "rejected",
-                "comment": d.reason or "",
-                "at": d.at.replace(tzinfo=UTC).isoformat(),
-            }
-            for d in Approvals(engine).decisions(flow_run_id)
-        ]
-    finally:
-        engine.dispose()
+    return [
+        {
+            "by": d.user,
+            "decision": "approved" if d.decision == "approve" else "rejected",
+            "comment": d.reason or "",
+            "at": d.at.replace(tzinfo=UTC).isoformat(),
+        }
+        for d in Approvals(engine).decisions(flow_run_id)
+    ]
 
 
-async def with_decisions(approval: dict[str, Any]) -> dict[str, Any]:
-    """The summary's ``approval`` with ``decisions``: `decisions_of` the current flow run, when any was
-    recorded. A payops database that cannot be read leaves them out with a warning: they are a report
-    detail, the payouts do not wait on them."""
+async def with_decisions(approval: dict[str, Any], store: Engine | object) -> dict[str, Any]:
+    """The summary's ``approval`` with ``decisions``: `decisions_of` the current flow run in the run's payops
+    database ``store``, when any was recorded. A database that cannot be read (or was not opened) leaves them
+    out with a warning: they are a report detail, the payouts do not wait on them."""
     from prefect.runtime import flow_run
 
+    if not isinstance(store, Engine):
+        return approval
     try:
-        decisions = await asyncio.to_thread(decisions_of, str(flow_run.id))
+        decisions = await asyncio.to_thread(decisions_of, store, str(flow_run.id))
     except SQLAlchemyError as exc:
         log.warning("approvers' comments not read (%s): the summary keeps the combined comment", exc)
         return approval

@@ -39,6 +39,17 @@ from dataclasses import dataclass
 
 from .models import IntakeError
 
+
+class ColumnsUnmatched(IntakeError):
+    """The sheet's headers do not give every required field one column: ``headers`` (in sheet order) and
+    the ``fields`` left without one, so a person can say which header holds which (the console's mapping
+    step, ``--column``)."""
+
+    def __init__(self, message: str, headers: list[str], fields: list[str]) -> None:
+        super().__init__(message)
+        self.headers = tuple(headers)
+        self.fields = tuple(fields)
+
 FIELDS: tuple[str, ...] = (
     "reference",
     "amount",
@@ -184,8 +195,11 @@ def map_columns(
         index = by_key.get(header_key(header))
         if index is None:
             found = ", ".join(repr(c) for c in columns) or "none"
-            raise IntakeError(
-                f"the column mapping names {header!r}, which is not a header of this sheet (headers: {found})"
+            raise ColumnsUnmatched(
+                f"the column mapping names {header!r}, which is not a header of this sheet "
+                f"(headers: {found})",
+                columns,
+                [name],
             )
         chosen[index] = name
     claimed = set(chosen.values())
@@ -198,9 +212,11 @@ def map_columns(
         if name is None:
             extras.append(index)
         elif name in fields:
-            raise IntakeError(
+            raise ColumnsUnmatched(
                 f"columns {columns[fields[name]]!r} and {header!r} both mean {name.replace('_', ' ')}; "
-                f"keep only one, or {_MAPPING_HINT}"
+                f"keep only one, or {_MAPPING_HINT}",
+                columns,
+                [name],
             )
         else:
             fields[name] = index
@@ -210,8 +226,10 @@ def map_columns(
     missing = [name for name in required if name not in fields]
     if missing:
         found = ", ".join(repr(c) for c in columns) or "none"
-        raise IntakeError(
+        raise ColumnsUnmatched(
             f"missing required column(s): {', '.join(missing)} (headers found: {found}); "
-            f"see docs/intake.md for accepted header names, or {_MAPPING_HINT}"
+            f"see docs/intake.md for accepted header names, or {_MAPPING_HINT}",
+            columns,
+            missing,
         )
     return ColumnMap(fields=fields, extras=extras)

@@ -18,13 +18,19 @@ from store.users import PERMISSIONS, Account
 from tasks.approval_gate import totals_by_currency
 from tasks.approvals import sign_start
 from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
-from tasks.intake.columns import parse_column_map
+from tasks.intake.columns import (
+    FIELDS,
+    ColumnMapError,
+    ColumnsUnmatched,
+    format_column_map,
+    parse_column_map,
+)
 from tasks.money import money
 from tasks.reports import report_paths
 from tasks.retry_sheet import RetryRefused, resubmission_sheet, retry_label, run_column_map
 from tasks.sheet_check import no_name_column
 
-from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit
+from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
 from ..errors import ConsoleError
 from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, sheet_rows
 from ..runs import read_run
@@ -37,6 +43,7 @@ PREVIEW_ERRORS = 200
 UploadForm = Annotated[FormData, Depends(checked_form(max_fields=5, max_files=1))]
 SubmitForm = Annotated[FormData, Depends(checked_form(max_fields=10))]
 RetryForm = Annotated[FormData, Depends(checked_form(max_fields=MAX_RETRY_ROWS + 5))]
+MappingForm = Annotated[FormData, Depends(checked_form(max_fields=len(FIELDS) + 3))]
 
 
 def _preview(result: IntakeResult) -> dict[str, Any]:
@@ -96,7 +103,6 @@ async def check_and_preview(
 ) -> Response:
     """Store a sheet as an upload, check it as the flow will, show the preview (the submit form); a retry
     sheet is read with its run's column mapping and listed row by row (the operator may drop rows)."""
-    settings = console.settings
     try:
         saved = await asyncio.to_thread(console.store.save, filename, data)
     except StorageError as exc:
@@ -105,6 +111,18 @@ async def check_and_preview(
     saved.uploaded_by = account.name
     if retry is not None:
         saved.column_map, saved.retry_of = retry.column_map, retry.run_id
+    return await check_upload(request, console, account, saved, retry)
+
+
+async def check_upload(
+    request: Request, console: Console, account: Account, saved: Upload, retry: RetryUpload | None = None
+) -> Response:
+    """Check a stored upload as the flow will (with its column mapping) and show the preview. Headers that
+    leave a required field (or the payee name) without a column get the mapping step: the sheet's headers,
+    each field to pick one for."""
+    settings = console.settings
+    saved.refused, saved.rows_total, saved.rows_invalid, saved.errors = None, 0, 0, 0
+    mapping: dict[str, Any] | None = None
     preview: dict[str, Any] | None = None
     retry_rows: list[dict[str, Any]] | None = None
     totals: dict[str, Decimal] = {}
@@ -113,10 +131,15 @@ async def check_and_preview(
     )
     try:
         result = await asyncio.to_thread(read_payout_sheet, saved.source, options)
+    except ColumnsUnmatched as exc:
+        saved.refused = str(exc)
+        mapping = _mapping_step(exc.headers, exc.fields, saved.column_map)
     except IntakeError as exc:
         saved.refused = str(exc)
     else:
         preview = _preview(result)
+        if preview["no_name_column"]:
+            mapping = _mapping_step(tuple(result.columns), ("payee_name",), saved.column_map)
         retry_rows = sheet_rows(result) if retry is not None else None
         totals = totals_by_currency(result.rows)
         saved.rows_total, saved.rows_invalid, saved.errors = (
@@ -157,8 +180,44 @@ async def check_and_preview(
         "policy": policy.describe(),
         "retry": retry,
         "retry_rows": retry_rows,
+        "mapping": mapping,
     }
     return await console.render(request, "preview.html", context, status=status)
+
+
+def _mapping_step(headers: tuple[str, ...], fields: tuple[str, ...], current: str) -> dict[str, Any]:
+    """The mapping form: the sheet's headers, and the fields to pick a header for (those missing, and the
+    payee name), with what the upload maps already."""
+    wanted = list(dict.fromkeys([*fields, "payee_name"]))
+    chosen = {field: header for header, field in parse_column_map(current).items()}
+    return {"headers": list(headers), "fields": wanted, "chosen": chosen, "all_fields": FIELDS}
+
+
+@router.post("/uploads/{upload_id}/columns", response_class=HTMLResponse)
+async def map_upload_columns(
+    request: Request, upload_id: str, console: ConsoleDep, account: Operator, form: MappingForm
+) -> Response:
+    """The mapping step: which header holds which field (``map_<field>`` = header; empty: none). The upload
+    keeps the mapping, is checked again with it, and the run it starts reads the sheet the same way (the
+    mapping is part of its fingerprint)."""
+    try:
+        saved: Upload = await asyncio.to_thread(console.store.load, upload_id)
+    except StorageError as exc:
+        raise ConsoleError(404, str(exc)) from None
+    chosen = {f: text(form, f"map_{f}", 200) for f in FIELDS}
+    mapping = {
+        h: f for h, f in parse_column_map(saved.column_map).items() if f not in chosen or not chosen[f]
+    }
+    mapping |= {header: field for field, header in chosen.items() if header}
+    try:
+        saved.column_map = format_column_map(mapping)
+        parse_column_map(saved.column_map)
+    except ColumnMapError as exc:
+        raise ConsoleError(400, str(exc)) from None
+    console.audit(
+        request, account.name, "upload.columns_mapped", f"upload:{upload_id}", mapping=saved.column_map
+    )
+    return await check_upload(request, console, account, saved)
 
 
 @router.post("/runs")

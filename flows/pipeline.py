@@ -1,0 +1,96 @@
+"""The skeleton every sheet-driven flow shares (payouts, utility purchases).
+
+A run is a sequence of named phases (read the sheet, pre-flight, approval, send, poll, report), each an async
+function of the run's context (:class:`SheetRun`) that returns its typed result, or raises :class:`RunEnded`
+with the summary of a run that ends there (a refused sheet, a dry run, no approval). Sending goes in parts
+(batches, chunks) with bounded concurrency and the progress the CLI and the artifacts show
+(:func:`send_parts`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NoReturn, TypeVar
+
+from flows.run_params import SheetRunParams, SheetRunStart, start_sheet_run
+from tasks.intake import IntakeOptions
+from tasks.progress import progress
+from tasks.run_meter import RunMeter
+
+T = TypeVar("T")
+
+
+class RunEnded(Exception):  # noqa: N818 - not an error: the run's regular end before its last phase
+    """A phase ended the run: ``summary`` is its final summary."""
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        super().__init__(summary.get("outcome"))
+        self.summary = summary
+
+
+@dataclass
+class SheetRun:
+    """One run of a sheet-driven flow: its parameters, logger, meter, label and summary as they grow."""
+
+    params: SheetRunParams
+    begun: SheetRunStart
+    label: str = ""
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def begin(cls, params: SheetRunParams) -> SheetRun:
+        return cls(params, start_sheet_run(params))
+
+    @property
+    def logger(self) -> Any:
+        return self.begun.logger
+
+    @property
+    def meter(self) -> RunMeter:
+        return self.begun.meter
+
+    @property
+    def options(self) -> IntakeOptions:
+        return self.begun.options
+
+    @property
+    def started_wall(self) -> datetime:
+        return self.begun.started_wall
+
+    def finish(self, outcome: str) -> dict[str, Any]:
+        """The summary with its outcome and the run's figures (calls, phase durations)."""
+        return self.meter.finish(self.summary, outcome)
+
+    def end(self, summary: dict[str, Any]) -> NoReturn:
+        """End the run here with ``summary``."""
+        raise RunEnded(summary)
+
+
+async def send_parts(
+    count: int,
+    send_one: Callable[[int], Awaitable[T]],
+    *,
+    max_concurrent: int,
+    said: Callable[[int, int, T], str],
+    logger: Any,
+) -> list[T]:
+    """Send parts ``0 .. count-1`` (``send_one(i)``), at most ``max_concurrent`` at once, in order of their
+    index in the result; the progress counts each part done and the log says ``said(done, count, result)``."""
+    sem = asyncio.Semaphore(max_concurrent)
+    done = 0
+    progress().phase("sending")
+    progress().batches(0, count)
+
+    async def one(index: int) -> T:
+        nonlocal done
+        async with sem:
+            result = await send_one(index)
+        done += 1
+        progress().batches(done, count)
+        logger.info(said(done, count, result))
+        return result
+
+    return list(await asyncio.gather(*(one(i) for i in range(count))))
