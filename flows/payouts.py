@@ -606,7 +606,9 @@ async def _report(
     limiters = [pf.limiter, *(r.limiter for r in sent.results), poll.limiter]
     summary["rate_limit"] = LimiterStats.combine([x for x in limiters if x is not None]).as_dict()
     not_final = sorted(r for r, s in states.items() if not s.final)
-    outcomes = _outcomes(intake, sent.results, states)
+    waiting_statuses = {r: states[r].status for r in not_final}  # for tasks.followup
+    awaiting_review = sorted(poll.awaiting_review)  # read from the states, before _outcomes consumes them
+    outcomes = _outcomes(intake, sent.results, states)  # consumes the batches' answers and the states
     summary["reconciliation"] = await reconcile_at_run_end(settings, label, outcomes, params.rate_limit_per_s)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
@@ -616,9 +618,9 @@ async def _report(
             "refused_items": len(refused_items),
             "refused_by_code": dict(Counter(o.error_code for o in refused_items)),
             "replayed_payouts": sent.replayed,
-            "awaiting_review": sorted(poll.awaiting_review),
+            "awaiting_review": awaiting_review,
             "not_final": not_final,
-            "waiting_statuses": {r: states[r].status for r in not_final},  # for tasks.followup
+            "waiting_statuses": waiting_statuses,
             "deadline_reached": poll.deadline_reached,
             "settle_window_reached": poll.settle_window_reached,
             "poll_rounds": poll.rounds,

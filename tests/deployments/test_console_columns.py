@@ -21,7 +21,15 @@ def sheet(path: Path) -> Path:
     ws.append(HEADERS)
     for i in range(3):
         ws.append(
-            [f"MAP-{i}", f"Ama Mensah {i}", f"{10 + i}.50", "GHS", "mtn", "msisdn", f"+233 24 555 000{i + 8}"]
+            [
+                f"MAP-{i}",
+                f"Ama Mensah {i}",
+                f"{10 + i}.50",
+                "GHS",
+                "mtn",
+                "msisdn",
+                f"+233 24 555 {1000 + i:04d}",
+            ]
         )
     book.save(path)
     return path

@@ -285,6 +285,7 @@ ROLE_TABLE = {
     ("POST", "/logout"): {"operator", "approver", "admin"},
     ("POST", "/upload"): {"operator"},
     ("POST", "/runs"): {"operator"},
+    ("POST", "/uploads/{upload_id}/columns"): {"operator"},
     ("GET", "/runs"): {"operator", "approver", "admin"},
     ("GET", "/notices"): {"operator", "approver", "admin"},
     ("GET", "/runs/{run_id}"): {"operator", "approver", "admin"},
