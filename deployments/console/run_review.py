@@ -46,7 +46,8 @@ CHART = [
 CHART_WIDTH = 400
 
 
-def _page_number(text: str | None, pages: int) -> int:
+def page_number(text: str | None, pages: int) -> int:
+    """A page number from a query string, within 1..pages (anything unreadable is page 1)."""
     try:
         number = int(text or 1)
     except ValueError:
@@ -59,7 +60,7 @@ def attention(summary: dict[str, Any] | None, page: str | None) -> dict[str, Any
     rows = (summary or {}).get("attention_rows") or []
     rows = [r for r in rows if isinstance(r, dict) and r.get("kind") in KINDS]
     pages = (len(rows) + PAGE_SIZE - 1) // PAGE_SIZE
-    number = _page_number(page, pages)
+    number = page_number(page, pages)
     counts = Counter(r["kind"] for r in rows)
     return {
         "rows": rows[(number - 1) * PAGE_SIZE : number * PAGE_SIZE],

@@ -147,29 +147,6 @@ def payouts_sent(server: SandboxServer) -> int:
     return emulator_stats(server.base_url)["payouts"]
 
 
-async def _paused(name: str) -> tuple[str, str]:
-    """(flow run id, the Resume dialog's description) once the run named ``name`` pauses."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
-    from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
-
-    async with get_client() as client:
-        for _ in range(240):
-            runs = await client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name]))
-            )
-            state = runs[0].state if runs else None
-            if state and state.is_paused() and state.state_details.run_input_keyset:
-                key = state.state_details.run_input_keyset["description"]
-                try:  # the flow saves its form and description just after pausing
-                    raw = await client.read_flow_run_input(runs[0].id, key)
-                    return str(runs[0].id), json.loads(raw)
-                except (ObjectNotFound, PrefectHTTPStatusError):
-                    pass
-            await asyncio.sleep(0.25)
-    raise AssertionError("the run never paused for approval")
-
-
 def _pause_and_answer(
     params: PayoutRunParams, name: str, answer: dict, first: dict | None = None, rejecter=None
 ):

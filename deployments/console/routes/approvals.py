@@ -22,20 +22,13 @@ from store.users import Account
 from tasks.approval_gate import FINDING_TITLES
 
 from ..deps import Approver, ConsoleDep, checked_form, parse_run_id
+from ..run_review import page_number
 from ..state import Console
 
 log = logging.getLogger("payops.console")
 router = APIRouter()
 ROWS_PAGE = 50
 DecisionForm = Annotated[FormData, Depends(checked_form(max_fields=12))]
-
-
-def _page(text: str | None, pages: int) -> int:
-    try:
-        number = int(text or 1)
-    except ValueError:
-        number = 1
-    return min(max(number, 1), max(pages, 1))
 
 
 async def approval_context(console: Console, run_id: UUID, account: Account, query: Any) -> dict[str, Any]:
@@ -47,7 +40,7 @@ async def approval_context(console: Console, run_id: UUID, account: Account, que
     look_only = query.get("rows") == "look"
     total = await asyncio.to_thread(console.requests.count_rows, str(run_id), look_only=look_only)
     pages = (total + ROWS_PAGE - 1) // ROWS_PAGE
-    number = _page(query.get("rpage"), pages)
+    number = page_number(query.get("rpage"), pages)
     rows = await asyncio.to_thread(
         console.requests.rows,
         str(run_id),
