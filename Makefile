@@ -24,8 +24,14 @@ $(DEV_STAMP): $(STAMP)
 demo: $(STAMP)
 	@$(PY) -m deployments.demo
 
+# Every test passes alone and in any order: these run shuffled (the modules, and the tests in each), the rest
+# in file order. `make test SEED=N` replays the order a run printed.
+SHUFFLED := tests/architecture tests/connectors tests/store tests/tasks tests/deployments/test_alerts_e2e.py
+
 test: $(DEV_STAMP) browser-deps
-	@$(PY) -m pytest -q
+	@seed=$${SEED:-$$RANDOM}; echo "shuffled: $(SHUFFLED) (SEED=$$seed)"; \
+	  $(PY) -m pytest -q --random-order-bucket=module --random-order-seed=$$seed $(SHUFFLED)
+	@$(PY) -m pytest -q $(addprefix --ignore=,$(SHUFFLED))
 
 lint: $(DEV_STAMP)
 	@$(VENV)/bin/ruff check .
