@@ -22,8 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from deployments.demo import free_port
-from deployments.serve import start_child, stop_child, wait_http
+from deployments.processes import free_port, start_child, stop_child, wait_http
 
 SERVE_API_URL = "http://127.0.0.1:4200/api"
 """Where ``payops serve`` runs its Prefect server by default (docs/operations.md)."""

@@ -17,23 +17,19 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from deployments.scaleout.postgres import PrivatePostgres
-from deployments.serve import (
+from deployments.processes import (
     ROOT,
     Supervisor,
+    free_port,
     prefect_cli,
     prefect_server_env,
+    read_env_file,
     wait_http,
 )
+from deployments.scaleout.postgres import PrivatePostgres
 
 POOL = "payops"
 LIMIT_NAME = "payments-api"
-
-
-def free_port() -> int:
-    from deployments.demo import free_port as _free_port
-
-    return _free_port()
 
 
 class LoopbackCluster:
@@ -150,8 +146,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     worker_env: dict[str, str] = {}
     if args.env_file:
-        from deployments.demo import read_env_file
-
         worker_env = read_env_file(args.env_file)
     cluster = LoopbackCluster(workers=args.workers, limit=args.limit, worker_env=worker_env)
     try:

@@ -64,6 +64,40 @@ class AllInOne:
         data = found[0]["data"]
         return data if isinstance(data, str) else json.dumps(data)
 
+    def start_run(self, deployment: str, params: dict[str, Any]) -> str:
+        """A flow run of ``deployment`` (by name) with ``params`` as its ``params`` parameter; its id."""
+        deployment_id = self.deployment_id(deployment)
+        body = {"parameters": {"params": params}}
+        answer = httpx.post(f"{self.api}/deployments/{deployment_id}/create_flow_run", json=body, timeout=30)
+        assert answer.status_code == 201, f"create_flow_run answered {answer.status_code}: {answer.text}"
+        return str(answer.json()["id"])
+
+    def wait_state(self, run_id: str, states: set[str], timeout: float = 120) -> str:
+        """The type of the run's state once it is one of ``states`` (PAUSED, COMPLETED...)."""
+
+        def reached() -> str | None:
+            state = self.flow_run(run_id)["state"]["type"]
+            return state if state in states else None
+
+        return str(self.wait_for(reached, timeout, f"flow run {run_id} in {sorted(states)}"))
+
+    def stop_with(self, sig: int, timeout: float = 60) -> tuple[float, list[psutil.Process]]:
+        """Send ``sig`` to ``payops serve``'s own process (not its group, as a supervisor does); the seconds
+        until it exited and the processes under it still alive 1 s later."""
+        children = psutil.Process(self.proc.pid).children(recursive=True)
+        start = time.monotonic()
+        os.kill(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"payops serve still running {timeout:.0f} s after {signal.Signals(sig).name}:\n"
+                f"{self.log.read_text(errors='replace')[-3000:]}"
+            ) from None
+        took = time.monotonic() - start
+        _, alive = psutil.wait_procs(children, timeout=1)
+        return took, alive
+
     def payouts_posted(self) -> int:
         """Payouts the emulator has accepted so far (every POST of a batch item creates one)."""
         stats = httpx.get(f"{self.sandbox}/_sandbox/stats", timeout=10).json()
@@ -159,6 +193,21 @@ def all_in_one(
         yield served
     finally:
         stop_tree(proc)
+
+
+@contextmanager
+def busy_machine(workers: int | None = None) -> Iterator[None]:
+    """One process spinning on every core (or ``workers``) for the block: the machine as busy as a full test
+    run beside other work makes it."""
+    spin = [sys.executable, "-c", "while True: pass"]
+    burners = [subprocess.Popen(spin) for _ in range(workers or os.cpu_count() or 2)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+        for burner in burners:
+            burner.wait(10)
 
 
 def stop_tree(proc: subprocess.Popen[bytes]) -> None:

@@ -155,7 +155,7 @@ def test_the_demo_emulator_dies_with_its_parent(tmp_path: Path) -> None:
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from deployments.demo import free_port, start_sandbox\n"
+        "from deployments.processes import free_port, start_sandbox\n"
         "proc = start_sandbox(free_port(), Path(sys.argv[1]))\n"
         "print(proc.pid, flush=True)\n"
         "time.sleep(600)\n"
