@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_HOME ?= $(CURDIR)/.prefect-home
+# This checkout's payops home: its database, caches, keys and `payops serve` record (another checkout on
+# this host is another home; set PAYOPS_HOME to share one).
+export PAYOPS_HOME ?= $(CURDIR)/.payops-home
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo test lint bench serve browser-deps clean scaleout-check
@@ -55,4 +58,4 @@ browser-deps:
 	  else echo "chromium missing: sudo apt-get install chromium"; fi; }
 
 clean:
-	rm -rf $(VENV) .prefect-home reports uploads .pytest_cache
+	rm -rf $(VENV) .prefect-home .payops-home reports uploads .pytest_cache

@@ -33,6 +33,7 @@ __all__ = [
     "exit_by_deadline",
     "free_port",
     "kill_descendants",
+    "port_free",
     "prefect_cli",
     "prefect_server_env",
     "read_env_file",
@@ -46,11 +47,23 @@ __all__ = [
 ]
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (the kernel's choice)."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A free TCP port on ``host`` (the kernel's choice)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def port_free(host: str, port: int) -> bool:
+    """True when nothing listens on ``host:port`` (bound as uvicorn binds: SO_REUSEADDR, so a port in
+    TIME_WAIT counts as free)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -175,10 +188,12 @@ def prefect_cli() -> list[str]:
 
 
 def prefect_server_env(host: str, port: int, base: Mapping[str, str]) -> dict[str, str]:
-    """Environment of ``prefect server start`` on ``host:port`` (API and UI on the same port)."""
+    """Environment of ``prefect server start`` on ``host:port`` (API and UI on the same port); the UI build
+    goes under the server's ``PREFECT_HOME`` (Prefect writes it into site-packages otherwise)."""
     from deployments.console.settings import prefect_home
 
     env = dict(base)
+    home = Path(env["PREFECT_HOME"]) if env.get("PREFECT_HOME") else prefect_home()
     env.pop("PREFECT_API_URL", None)
     env.update(
         {
@@ -187,7 +202,7 @@ def prefect_server_env(host: str, port: int, base: Mapping[str, str]) -> dict[st
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_UI_API_URL": f"http://{host}:{port}/api",
             "PREFECT_SERVER_UI_STATIC_DIRECTORY": env.get("PREFECT_SERVER_UI_STATIC_DIRECTORY")
-            or str(prefect_home() / "ui-build"),
+            or str(home / "ui-build"),
         }
     )
     return env

@@ -32,7 +32,9 @@ from deployments.processes import (
     StopRequested,
     Supervisor,
     exit_by_deadline,
+    free_port,
     kill_descendants,
+    port_free,
     prefect_cli,
     prefect_server_env,
     read_env_file,
@@ -313,12 +315,16 @@ def drain_prefect_clients(timeout: float) -> None:
 
 
 def stop_everything(
-    runner: ServedDeployments | None, sup: Supervisor, say: Callable[[str], None]
+    runner: ServedDeployments | None, sup: Supervisor, home: Path, say: Callable[[str], None]
 ) -> None:
-    """The runner first (its flow runs report to the Prefect server), then what this process queues for
-    Prefect, then every child at once, then any process left under this one; within :data:`SHUTDOWN_S`,
-    which :func:`deployments.processes.exit_by_deadline` enforces whatever happens."""
+    """The home's record first (commands stop finding a serve that is leaving), the runner (its flow runs
+    report to the Prefect server), what this process queues for Prefect, every child at once, then any
+    process left under this one; within :data:`SHUTDOWN_S`, which
+    :func:`deployments.processes.exit_by_deadline` enforces whatever happens."""
+    from store.home import clear_serve_record
+
     exit_by_deadline(SHUTDOWN_S - 0.5, say)
+    clear_serve_record(os.getpid(), home)
     if runner is not None and not runner.stop(RUNNER_STOP_S):
         say(f"the deployments' runner did not stop within {RUNNER_STOP_S:g} s; its flow runs are killed")
     try:
@@ -329,39 +335,73 @@ def stop_everything(
     kill_descendants(say)
 
 
+def choose_port(host: str, wanted: int | None, previous: int | None, what: str) -> int:
+    """``wanted`` when given (RuntimeError when something listens there: a health check would reach that
+    other server, maybe another home's); else the port this home's serve used last when it is free (links
+    keep working across restarts); else a free one."""
+    if wanted:
+        if not port_free(host, wanted):
+            raise RuntimeError(f"the {what} port {wanted} is in use on {host}: choose another, or none")
+        return wanted
+    if previous and port_free(host, previous):
+        return previous
+    return free_port(host)
+
+
 def run_all_in_one(
     *,
-    port: int = 4200,
-    console_port: int = 8400,
+    port: int | None = None,
+    console_port: int | None = None,
     sandbox: bool = False,
-    sandbox_port: int = 8800,
+    sandbox_port: int | None = None,
     host: str = "127.0.0.1",
     say: Callable[[str], None] = print,
 ) -> int:
-    """``payops serve``: Prefect server, (emulator), console and every deployment, until Ctrl-C, SIGINT or
-    SIGTERM; then everything stops within :data:`SHUTDOWN_S` (the process ends by then: call this from a
-    command, never from a process that must outlive it)."""
+    """``payops serve``: Prefect server, (emulator), console and every deployment of this payops home, until
+    Ctrl-C, SIGINT or SIGTERM; then everything stops within :data:`SHUTDOWN_S` (the process ends by then:
+    call this from a command, never from a process that must outlive it).
+
+    Ports not given are free ones (the home's previous ones when free); where everything is goes to the
+    home's record (`store.home`), where every command of this home finds it, and is printed."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from deployments.console.settings import prefect_home
-    from store import payops_home
+    from deployments.prefect_server import home_prefect_env
+    from store.home import ServeRecord, payops_home, read_serve_record, write_serve_record
 
     os.chdir(ROOT)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    log_dir = prefect_home() / "payops" / "serve-logs"
+    home = payops_home()
+    running = read_serve_record(home)
+    if running is not None:
+        say(f"error: payops serve already runs for the home {home} (pid {running.pid}):")
+        for line in running.lines():
+            say(f"  {line}")
+        return 1
+    last = read_serve_record(home, running=False)
+    previous = last.ports if last is not None else {}
+    log_dir = home / "serve-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     sup = Supervisor(log_dir, say)
     runner: ServedDeployments | None = None
     code = 0
     with stop_on_signals(), ExitStack() as settings:
         try:
-            if not _api_configured():
-                say(f"starting a Prefect server on http://{host}:{port} (UI and API) ...")
-                env = prefect_server_env(host, port, os.environ)
+            configured = _api_configured()
+            ports = {
+                "console": choose_port(host, console_port, previous.get("console"), "console"),
+            }
+            if not configured:
+                ports["prefect"] = choose_port(host, port, previous.get("prefect"), "Prefect server")
+            if sandbox:
+                ports["sandbox"] = choose_port(host, sandbox_port, previous.get("sandbox"), "emulator")
+            if not configured:
+                prefect = f"http://{host}:{ports['prefect']}"
+                say(f"starting a Prefect server on {prefect} (UI and API) ...")
+                env = prefect_server_env(host, ports["prefect"], home_prefect_env(os.environ, home))
                 proc = sup.start("prefect-server", [*prefect_cli(), "server", "start"], env)
-                wait_http(f"http://{host}:{port}/api/health", proc, 120, "the Prefect server")
-                os.environ["PREFECT_API_URL"] = f"http://{host}:{port}/api"
-                os.environ.setdefault("PAYOPS_PREFECT_UI_URL", f"http://{host}:{port}")
+                wait_http(f"{prefect}/api/health", proc, 120, "the Prefect server")
+                os.environ["PREFECT_API_URL"] = f"{prefect}/api"
+                os.environ.setdefault("PAYOPS_PREFECT_UI_URL", prefect)
                 # Prefect read its settings at import: without this, this process's own client (templates,
                 # the runner) would start a second, hidden temporary server on the same SQLite file.
                 settings.enter_context(
@@ -369,35 +409,46 @@ def run_all_in_one(
                 )
             else:
                 say("using the Prefect server at PREFECT_API_URL")
+            env_file: Path | None = None
+            sandbox_url = f"http://{host}:{ports.get('sandbox')}"
             if sandbox:
-                env_file = log_dir / "sandbox.env"
-                say(f"starting the Payments Service emulator on http://{host}:{sandbox_port} ...")
+                env_file = home / "sandbox.env"
+                say(f"starting the Payments Service emulator on {sandbox_url} ...")
                 # The console's receiver is plain http on 127.0.0.1: the emulator must allow that URL.
-                command = sandbox_command(host, sandbox_port, env_file, "--allow-local-webhooks")
+                command = sandbox_command(host, ports["sandbox"], env_file, "--allow-local-webhooks")
                 proc = sup.start("sandbox", command, os.environ)
-                wait_http(f"http://{host}:{sandbox_port}/openapi.json", proc, 60, "the emulator")
+                wait_http(f"{sandbox_url}/openapi.json", proc, 60, "the emulator")
                 os.environ.update(read_env_file(env_file))
-            home = payops_home()
-            approval_key(os.environ, home)  # this process serves the flows, the console is its child
+            key_file = approval_key(os.environ, home)  # for the flows served here and the console
             ensure_first_admin(home, say)
+            console_url = f"http://{host}:{ports['console']}"
             console_env = dict(os.environ)
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
             if sandbox:
-                receiver = f"http://{host}:{console_port}{WEBHOOK_PATH}"
-                wire_webhooks(f"http://{host}:{sandbox_port}", receiver, console_env, say)
-            proc = sup.start(
-                "console",
-                [sys.executable, "-m", "deployments.console", "--host", host, "--port", str(console_port)],
-                console_env,
-            )
-            wait_http(f"http://{host}:{console_port}/healthz", proc, 60, "the console")
-            say(f"console: http://{host}:{console_port}")
-            os.environ.setdefault("PAYOPS_CONSOLE_URL", f"http://{host}:{console_port}")
+                wire_webhooks(sandbox_url, f"{console_url}{WEBHOOK_PATH}", console_env, say)
+            console = [sys.executable, "-m", "deployments.console", "--host", host]
+            proc = sup.start("console", [*console, "--port", str(ports["console"])], console_env)
+            wait_http(f"{console_url}/healthz", proc, 60, "the console")
+            os.environ.setdefault("PAYOPS_CONSOLE_URL", console_url)
             apply_alerts(say)
             specs = asyncio.run(resolve_templates(load_specs()))
             deployments = runner_deployments(specs, warn=say)
             runner = ServedDeployments(deployments)
             runner.start()
+            record = ServeRecord(
+                pid=os.getpid(),
+                prefect_api_url=os.environ["PREFECT_API_URL"],
+                prefect_ui_url=os.environ.get("PAYOPS_PREFECT_UI_URL"),
+                console_url=console_url,
+                sandbox_url=sandbox_url if sandbox else None,
+                sandbox_env_file=str(env_file) if env_file else None,
+                approval_key_file=key_file,
+                ports=ports,
+            )
+            path = write_serve_record(record, home)
+            say(f"payops home {home} (what runs here: {path})")
+            for line in record.lines():
+                say(f"  {line}")
             say(
                 f"serving {len(deployments)} deployments; logs of the other processes in {log_dir}; "
                 "Ctrl-C stops everything"
@@ -412,6 +463,6 @@ def run_all_in_one(
             say(f"error: {exc} (logs in {log_dir})")
             code = 1
         finally:
-            stop_everything(runner, sup, say)
+            stop_everything(runner, sup, home, say)
     say("stopped")
     return code

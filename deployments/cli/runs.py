@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from deployments.cli._common import fail
+from deployments.cli._common import fail, run_on_server
 
 app = typer.Typer(help="Recent payout runs: state, totals by status, approval, reports.")
 
@@ -24,9 +24,10 @@ def _line(r: Any) -> str:
     return f"{r.start or '-':23}  {r.state:10}  {outcome:16}  {r.label or r.name}  payouts: {_totals(r)}"
 
 
-def _read(call: Any) -> Any:
+def _read(call: Callable[[], Any]) -> Any:
+    """Await ``call()`` on this home's Prefect server (its `payops serve`'s, else a temporary one)."""
     try:
-        return asyncio.run(call)
+        return run_on_server(call)
     except Exception as exc:  # noqa: BLE001 - one clear line for the operator
         fail(f"could not read runs from the Prefect server ({type(exc).__name__}: {exc}); is it running?")
 
@@ -42,7 +43,7 @@ def runs(
         return
     from deployments.run_history import recent_payout_runs
 
-    records = _read(recent_payout_runs(limit))
+    records = _read(lambda: recent_payout_runs(limit))
     if json_out:
         sys.stdout.write(json.dumps([r.as_dict() for r in records], default=str) + "\n")
         return
@@ -72,7 +73,7 @@ def show(
     """One payout run: state, outcome, totals, approval, the rows needing a person, report files."""
     from deployments.run_history import find_payout_run
 
-    record = _read(find_payout_run(run))
+    record = _read(lambda: find_payout_run(run))
     if record is None:
         fail(f"no payout run with label or id {run!r}")
     attention = _attention(record.report_files)

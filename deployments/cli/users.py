@@ -179,41 +179,47 @@ def approve(
     from uuid import UUID
 
     from deployments.approving import DecisionError, decide
+    from deployments.prefect_server import prefect_api
     from store.users import Users
-    from tasks.approvals import ApprovalKeyMissing
+    from tasks.approvals import ApprovalKeyMissing, load_approval_key
 
     try:
         run_id = UUID(flow_run_id)
     except ValueError:
         fail(f"{flow_run_id!r} is not a flow run id", EXIT_INVALID)
-    engine = _engine()
-    auditor = _auditor(engine)
-    account = Users(engine).authenticate(
-        user, getpass.getpass("Password: ") if sys.stdin.isatty() else _password()
-    )
-    if account is None:
-        auditor.record(user, "login.failed", f"user:{user}", "cli")
-        _drain_events()
-        fail("wrong user name or password (or the user is disabled)", EXIT_INVALID)
-    try:
-        message = asyncio.run(
-            decide(
-                engine,
-                auditor,
-                run_id=run_id,
-                user=account.name,
-                role=account.role,
-                approve=not reject,
-                reason=comment,
-                client="cli",
-            )
+    with prefect_api(say=lambda line: typer.echo(line, err=True)):  # the home's serve, else a temporary one
+        try:
+            asyncio.run(load_approval_key())  # before the password: without a key, nothing can be signed
+        except ApprovalKeyMissing as exc:
+            fail(str(exc))
+        engine = _engine()
+        auditor = _auditor(engine)
+        account = Users(engine).authenticate(
+            user, getpass.getpass("Password: ") if sys.stdin.isatty() else _password()
         )
-    except DecisionError as exc:
-        fail(exc.message, EXIT_INVALID)
-    except ApprovalKeyMissing as exc:
-        fail(str(exc))
-    except Exception as exc:  # noqa: BLE001 - one clear line for the operator
-        fail(f"could not record the decision on {flow_run_id}: {type(exc).__name__}: {exc}")
-    finally:
-        _drain_events()
+        if account is None:
+            auditor.record(user, "login.failed", f"user:{user}", "cli")
+            _drain_events()
+            fail("wrong user name or password (or the user is disabled)", EXIT_INVALID)
+        try:
+            message = asyncio.run(
+                decide(
+                    engine,
+                    auditor,
+                    run_id=run_id,
+                    user=account.name,
+                    role=account.role,
+                    approve=not reject,
+                    reason=comment,
+                    client="cli",
+                )
+            )
+        except DecisionError as exc:
+            fail(exc.message, EXIT_INVALID)
+        except ApprovalKeyMissing as exc:
+            fail(str(exc))
+        except Exception as exc:  # noqa: BLE001 - one clear line for the operator
+            fail(f"could not record the decision on {flow_run_id}: {type(exc).__name__}: {exc}")
+        finally:
+            _drain_events()
     typer.echo(message)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from typing import Any
 import httpx
 import psutil
 
-from deployments.serve import ROOT
-from tests.deployments.console_harness import PASSWORD, free_port
+from deployments.processes import ROOT, read_env_file
+from store.home import read_serve_record
+from tests.deployments.console_harness import PASSWORD
 
 
 @dataclass
@@ -29,8 +31,9 @@ class AllInOne:
 
     proc: subprocess.Popen[bytes]
     log: Path
-    ports: dict[str, int]  # port (Prefect server and UI), console, sandbox
+    ports: dict[str, int]  # port (= prefect: Prefect server and UI), console, sandbox
     payops_home: Path
+    env: dict[str, str]  # serve's environment: a payops command run with it belongs to this home
     ui: str  # the V2 UI's base (Prefect 3.8's default UI)
     api: str
     console: str
@@ -63,6 +66,36 @@ class AllInOne:
         assert found, f"no artifact {key!r}"
         data = found[0]["data"]
         return data if isinstance(data, str) else json.dumps(data)
+
+    def payops(
+        self, *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 240
+    ) -> subprocess.CompletedProcess[str]:
+        """``payops ARGS`` as a user of this home runs it (its PAYOPS_HOME, no PREFECT_API_URL), ``env`` over
+        serve's environment (e.g. the emulator's client settings)."""
+        return subprocess.run(
+            [sys.executable, "-m", "deployments.cli", *args],
+            cwd=ROOT,
+            env={**self.env, **(env or {})},
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def emulator_env(self) -> dict[str, str]:
+        """The emulator's client settings, from the file serve names in its record."""
+        record = read_serve_record(self.payops_home)
+        assert record is not None and record.sandbox_env_file
+        return read_env_file(Path(record.sandbox_env_file))
+
+    def console_client(self, user: str) -> httpx.Client:
+        """An httpx client on the console, logged in as ``user`` (password ``PASSWORD``)."""
+        client = httpx.Client(base_url=self.console, timeout=30)
+        token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text)
+        assert token is not None
+        form = {"username": user, "password": PASSWORD, "csrf_token": token.group(1)}
+        assert client.post("/login", data=form).status_code == 303
+        return client
 
     def start_run(self, deployment: str, params: dict[str, Any]) -> str:
         """A flow run of ``deployment`` (by name) with ``params`` as its ``params`` parameter; its id."""
@@ -135,14 +168,9 @@ def add_user(env: dict[str, str], name: str, role: str) -> None:
     )
 
 
-@contextmanager
-def all_in_one(
-    tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None
-) -> Iterator[AllInOne]:
-    """``payops serve --sandbox`` with ``users`` (name → role) added first and ``settings`` over the
-    environment (Prefect's UI on unless they turn it off); yields once it serves its deployments and stops
-    it, and every process under it, when the block ends, whatever happened in it."""
-    ports = {"port": free_port(), "console": free_port(), "sandbox": free_port()}
+def serve_env(tmp_path: Path, settings: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a ``payops serve`` whose payops home is ``tmp_path/payops-home`` (and Prefect
+    home ``tmp_path/prefect-home``), no Prefect API configured, ``settings`` over it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(
         {
@@ -153,44 +181,46 @@ def all_in_one(
             **(settings or {}),
         }
     )
+    return env
+
+
+@contextmanager
+def all_in_one(
+    tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None
+) -> Iterator[AllInOne]:
+    """``payops serve --sandbox`` with ``users`` (name → role) added first and ``settings`` over the
+    environment (Prefect's UI on unless they turn it off), on the free ports serve picks itself (read back
+    from the record it keeps in its payops home); yields once it serves its deployments and stops it, and
+    every process under it, when the block ends, whatever happened in it."""
+    env = serve_env(tmp_path, settings)
     for name, role in users.items():
         add_user(env, name, role)
     log = tmp_path / "serve.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "deployments.cli",
-                "serve",
-                "--sandbox",
-                "--port",
-                str(ports["port"]),
-                "--console-port",
-                str(ports["console"]),
-                "--sandbox-port",
-                str(ports["sandbox"]),
-            ],
+            [sys.executable, "-m", "deployments.cli", "serve", "--sandbox"],
             cwd=ROOT,
             env=env,
             stdout=fh,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    prefect = f"http://127.0.0.1:{ports['port']}"
-    served = AllInOne(
-        proc=proc,
-        log=log,
-        ports=ports,
-        payops_home=tmp_path / "payops-home",
-        ui=f"{prefect}/v2",
-        api=f"{prefect}/api",
-        console=f"http://127.0.0.1:{ports['console']}",
-        sandbox=f"http://127.0.0.1:{ports['sandbox']}",
-    )
     try:
-        served.wait_for(lambda: "serving" in log.read_text(), 150, "payops serve serving its deployments")
-        yield served
+        wait_until(lambda: "serving" in log.read_text(), 150, "payops serve serving", proc, log)
+        record = read_serve_record(tmp_path / "payops-home")
+        assert record is not None and record.pid == proc.pid, log.read_text()[-2000:]
+        assert record.sandbox_url is not None
+        yield AllInOne(
+            proc=proc,
+            log=log,
+            ports={"port": record.ports["prefect"], **record.ports},
+            payops_home=tmp_path / "payops-home",
+            env=env,
+            ui=f"{record.prefect_ui_url}/v2",
+            api=record.prefect_api_url,
+            console=record.console_url,
+            sandbox=record.sandbox_url,
+        )
     finally:
         stop_tree(proc)
 
