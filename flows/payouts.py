@@ -320,8 +320,15 @@ async def _pay(params: PayoutRunParams) -> dict[str, Any]:
     except CredentialsMissing as exc:
         if not params.dry_run:
             raise
-        settings = None
-        summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
+        # A dry run is asked for its prices: without credentials it has none, and says so (exit 2).
+        logger.error("dry run cannot price the sheet: %s; nothing sent", exc)
+        problem = f"cannot price the sheet without credentials: {exc}"
+        summary["preflight"] = {"problems": [problem], "notes": []}
+        if "report_files" not in summary:
+            summary["report_files"] = await asyncio.to_thread(
+                write_validation_report_task, intake, params.report_dir, label
+            )
+        return await _refused(finish("preflight_failed"))
     total = sum((r.amount for r in intake.rows), Decimal(0))
     try:
         need = await _requirement(params, total)
