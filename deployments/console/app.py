@@ -23,6 +23,7 @@ from deployments.approving import DecisionError, decide, pending
 from deployments.auditing import Auditor
 from deployments.run_history import find_payout_run
 from flows.payouts import PayoutRunParams
+from flows.run_params import name_from_parameters
 from store import migrate, open_engine
 from store.approvals import Approvals
 from store.users import Account, Users
@@ -412,7 +413,8 @@ def create_app(
             dry_run=form.get("dry_run") == "on",
             credentials_block=settings.credentials_block,
         )
-        run_id = await console.launcher.start(params, f"console-{upload.id}")
+        # One name everywhere: the label, else the sheet's name (as the CLI's and Prefect's runs are named).
+        run_id = await console.launcher.start(params, name_from_parameters({"params": params}))
         await asyncio.to_thread(
             console.approvals.record_run, str(run_id), upload.id, account.name, total, rule
         )

@@ -90,7 +90,7 @@ def test_approve_asks_for_the_users_credentials(
     code, out = payops("approve", run_id, "--user", "olu", stdin=PW + "\n")
     assert code == 2 and "error: Only approvers can approve or reject payout runs." in out
     code, out = payops("approve", "not-a-run", "--user", "olu", stdin=PW + "\n")
-    assert code == 2 and "is not a flow run id" in out
+    assert code == 2 and "no payout run with name, label or id 'not-a-run'" in out
     assert "payops.approval.refused" in payops("audit", "list")[1]
 
 
