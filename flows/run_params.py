@@ -114,15 +114,16 @@ def name_from_parameters(parameters: dict[str, Any]) -> str:
     return stem or "sheet"
 
 
-GENERATED_NAME = re.compile(r"[a-z]+-[a-z]+")
-"""The shape of the names Prefect gives runs nobody named (two random words, e.g. ``educational-limpet``)."""
+GENERATED_NAME = re.compile(r"[a-z]+-[a-z]+", re.IGNORECASE)
+"""The shape of the names Prefect makes up for runs nobody named: two random words (``educational-limpet``
+from the server, ``Sleek-Baya`` pre-filled by the UI's run form)."""
 
 
 def sheet_run_name() -> str:
     """``flow_run_name`` of the sheet flows, called by Prefect when a run starts: the name it was created
     with when a person typed one (Prefect's run form, the console), else `name_from_parameters`. Prefect
-    would otherwise replace a typed name silently; a typed name of two lowercase words is taken for one of
-    Prefect's own."""
+    would otherwise replace a typed name silently; a typed name of just two words joined by a dash is taken
+    for one of Prefect's own."""
     from prefect.runtime import flow_run
 
     given = flow_run.name or ""

@@ -88,4 +88,5 @@ def test_a_run_name_typed_in_prefects_form_is_kept(
             return (await client.read_flow_run(flow_run.id)).name
 
     assert asyncio.run(run_named("Payroll December, second try")) == "Payroll December, second try"
-    assert asyncio.run(run_named("brave-otter")) == "December run"
+    assert asyncio.run(run_named("brave-otter")) == "December run"  # made up by Prefect's server
+    assert asyncio.run(run_named("Sleek-Baya")) == "December run"  # pre-filled by Prefect's run form
