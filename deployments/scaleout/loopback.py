@@ -52,6 +52,7 @@ class LoopbackCluster:
         self.deployments = deployments
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="payops-scaleout-"))
         self.home = self.log_dir / "prefect-home"
+        self.payops_home = self.log_dir / "payops-home"  # the cluster's own payops home (database, caches)
         self.port = free_port()
         self.api_url = f"http://127.0.0.1:{self.port}/api"
         self.postgres = PrivatePostgres(free_port())
@@ -64,6 +65,8 @@ class LoopbackCluster:
             {
                 "PREFECT_API_URL": self.api_url,
                 "PREFECT_HOME": str(self.home),
+                # Never the home of whoever runs this (~/.payops): another checkout may have migrated it.
+                "PAYOPS_HOME": str(self.payops_home),
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
                 "PREFECT_LOGGING_LEVEL": "WARNING",
             }
