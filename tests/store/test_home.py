@@ -45,12 +45,17 @@ def test_a_damaged_record_counts_as_none(tmp_path: Path) -> None:
 def test_a_command_never_starts_its_own_server_beside_a_recorded_serve_that_does_not_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     from deployments.prefect_server import ServeUnreachable, prefect_api
 
     monkeypatch.setenv("PAYOPS_HOME", str(tmp_path))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
     write_serve_record(RECORD, tmp_path)  # this process stands for serve; nothing answers on port 9
     said: list[str] = []
-    with pytest.raises(ServeUnreachable, match=rf"payops serve of the home {tmp_path} \(pid {os.getpid()}\)"):
-        with prefect_api(said.append):
+    unreachable = rf"payops serve of the home {tmp_path} \(pid {os.getpid()}\)"
+    # No Prefect API configured here, even after a test that ran the session's Prefect harness.
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        with pytest.raises(ServeUnreachable, match=unreachable), prefect_api(said.append):
             pass
     assert said == []
