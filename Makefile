@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_HOME ?= $(CURDIR)/.prefect-home
+# This checkout's payops home: its database, caches, keys and `payops serve` record (another checkout on
+# this host is another home; set PAYOPS_HOME to share one).
+export PAYOPS_HOME ?= $(CURDIR)/.payops-home
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo test lint bench serve browser-deps clean scaleout-check
@@ -24,8 +27,14 @@ $(DEV_STAMP): $(STAMP)
 demo: $(STAMP)
 	@$(PY) -m deployments.demo
 
+# Every test passes alone and in any order: these run shuffled (the modules, and the tests in each), the rest
+# in file order. `make test SEED=N` replays the order a run printed.
+SHUFFLED := tests/architecture tests/connectors tests/store tests/tasks tests/deployments/test_alerts_e2e.py
+
 test: $(DEV_STAMP) browser-deps
-	@$(PY) -m pytest -q
+	@seed=$${SEED:-$$RANDOM}; echo "shuffled: $(SHUFFLED) (SEED=$$seed)"; \
+	  $(PY) -m pytest -q --random-order-bucket=module --random-order-seed=$$seed $(SHUFFLED)
+	@$(PY) -m pytest -q $(addprefix --ignore=,$(SHUFFLED))
 
 lint: $(DEV_STAMP)
 	@$(VENV)/bin/ruff check .
@@ -49,4 +58,4 @@ browser-deps:
 	  else echo "chromium missing: sudo apt-get install chromium"; fi; }
 
 clean:
-	rm -rf $(VENV) .prefect-home reports uploads .pytest_cache
+	rm -rf $(VENV) .prefect-home .payops-home reports uploads .pytest_cache

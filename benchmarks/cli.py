@@ -80,7 +80,7 @@ def _timed(args: list[str], env: dict[str, str], timeout: float = 300) -> dict[s
 def prefect_server(home: Path) -> Iterator[tuple[str, float]]:
     """`prefect server start` on a free loopback port (as `payops serve` starts it, in its own process group,
     dying with this process); yields its API URL and start-up seconds; stopped on exit."""
-    from deployments.serve import prefect_cli, prefect_server_env, start_child, stop_child, wait_http
+    from deployments.processes import prefect_cli, prefect_server_env, start_child, stop_child, wait_http
 
     port = _free_port()
     env = prefect_server_env("127.0.0.1", port, {**os.environ, "PREFECT_HOME": str(home)})

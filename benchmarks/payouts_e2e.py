@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.sheets import TEST_ENDINGS, write_sheet  # noqa: E402
-from deployments.demo import free_port, read_env_file, start_sandbox, unattended_home  # noqa: E402
+from deployments.demo import unattended_home  # noqa: E402
+from deployments.processes import free_port, read_env_file, start_sandbox  # noqa: E402
 from sandbox.engine.party_lookups import FIRST_NAMES, SURNAMES, holder_name  # noqa: E402
 from tasks.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
 

@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import intake as intake_bench  # noqa: E402
 from benchmarks.sheets import payroll_rows, write_sheet  # noqa: E402
-from deployments.demo import free_port, read_env_file, start_sandbox, unattended_home  # noqa: E402
+from deployments.demo import unattended_home  # noqa: E402
+from deployments.processes import free_port, read_env_file, start_sandbox  # noqa: E402
 
 PRE_CLEANUP = "9cb9603"
 

@@ -48,8 +48,13 @@ sys.path.insert(0, str(ROOT))
 import h11  # noqa: E402
 import httpx  # noqa: E402
 
-from deployments.demo import free_port  # noqa: E402
-from deployments.serve import prefect_server_env, start_child, stop_child, wait_http  # noqa: E402
+from deployments.processes import (  # noqa: E402
+    free_port,  # noqa: E402
+    prefect_server_env,
+    start_child,
+    stop_child,
+    wait_http,
+)
 from tasks.payment_events import EVENT_NAMESPACE, ForwardFilter  # noqa: E402
 
 SECRET = "whsec-benchmark-" + uuid.uuid4().hex

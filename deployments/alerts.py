@@ -93,8 +93,13 @@ def prefect_ui_url() -> str:
 
 
 def console_url() -> str:
-    """The console address for links: PAYOPS_CONSOLE_URL, else the local default."""
-    return (os.environ.get("PAYOPS_CONSOLE_URL") or DEFAULT_CONSOLE_URL).rstrip("/")
+    """The console address for links: PAYOPS_CONSOLE_URL, else this payops home's `payops serve` console,
+    else the local default."""
+    from store.home import read_serve_record
+
+    record = read_serve_record()
+    served = record.console_url if record is not None else None
+    return (os.environ.get("PAYOPS_CONSOLE_URL") or served or DEFAULT_CONSOLE_URL).rstrip("/")
 
 
 def fill_links(template: str, console: str, prefect_ui: str) -> str:

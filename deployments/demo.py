@@ -9,75 +9,14 @@ emulator and the temporary server die with this process, also when it is killed.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
+from deployments.processes import ROOT, free_port, read_env_file, start_sandbox
 
-from tasks.child_processes import preexec_own_group_dying_with_parent
-
-ROOT = Path(__file__).resolve().parents[1]
 SHEET = ROOT / "examples" / "payouts-demo.xlsx"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    env = {}
-    for line in path.read_text().splitlines():
-        if line.startswith("export ") and "=" in line:
-            key, value = line[len("export ") :].split("=", 1)
-            env[key] = value.strip().strip("'\"")
-    return env
-
-
-def sandbox_command(host: str, port: int, env_file: Path, *options: str) -> list[str]:
-    """``payops sandbox`` on ``host:port`` writing its credential exports to ``env_file``, as a command."""
-    cli = [sys.executable, "-m", "deployments.cli", "sandbox", "--host", host, "--port", str(port)]
-    return [*cli, "--env-file", str(env_file), *options]
-
-
-def start_sandbox(
-    port: int, env_file: Path, latency_ms: int = 0, *options: str, start_timeout_s: float = 30
-) -> subprocess.Popen[bytes]:
-    """The emulator for demo and benchmarks (`options`: more `payops sandbox` flags, e.g. --rate-limit)."""
-    cmd = sandbox_command(
-        "127.0.0.1", port, env_file, "--delivery-delay", "1.5", "--latency-ms", str(latency_ms), *options
-    )
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        preexec_fn=preexec_own_group_dying_with_parent(),  # noqa: PLW1509 - setsid + pdeathsig only
-    )
-    deadline = time.monotonic() + start_timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"the emulator exited: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}"
-            )
-        try:
-            if (
-                env_file.exists()
-                and httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1).status_code == 200
-            ):
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the emulator did not start within {start_timeout_s:g} s")
-
-
 DEMO_HOME = ROOT / ".payops-demo"
 DEMO_OPERATOR = "payops-demo"
 
@@ -86,7 +25,7 @@ def unattended_home(home: Path, policy: str = "none", operator: str | None = DEM
     """A payops home for runs nobody attends (the demo, benchmarks, tests): its approval policy stated
     explicitly (a new install's default asks one approver for every run) and, unless ``operator`` is None, an
     operator with a fresh personal API token. Returns the environment that selects it (PAYOPS_HOME and
-    PAYOPS_API_TOKEN)."""
+    PAYOPS_API_TOKEN). Never the home `payops serve` uses: "none" there would turn its approvals off."""
     import secrets
 
     from store import migrate, open_engine

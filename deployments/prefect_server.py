@@ -1,13 +1,14 @@
-"""Which Prefect server a flow command talks to, and the temporary one payops owns when there is none.
+"""Which Prefect server a command talks to, and the temporary one payops owns when there is none.
 
-Order: the server configured by ``PREFECT_API_URL`` (environment or Prefect profile); else the one ``payops
-serve`` keeps on its documented address (``PAYOPS_SERVE_API_URL``, default ``http://127.0.0.1:4200/api``)
-when it answers a short health request; else a temporary server started here, announced once on stderr.
+Order: the server configured by ``PREFECT_API_URL`` (environment or Prefect profile); else the one this
+payops home's ``payops serve`` runs, as its record says (`store.home`): never an address shared by every
+home, which another home's serve may own; else a temporary server started here, announced once on stderr.
 
 Prefect's own temporary ("ephemeral") server is not used: it is a plain child process that outlives a
-killed parent. Ours runs the same single-process uvicorn command on a free 127.0.0.1 port, with the same
-SQLite database under ``PREFECT_HOME``, started like ``payops serve``'s children (``serve.start_child``: its
-own process group, SIGTERM when payops dies, also on SIGKILL); a normal exit stops it explicitly.
+killed parent. Ours runs the same single-process uvicorn command on a free 127.0.0.1 port, on the same
+SQLite database as the home's serve (`home_prefect_env`), started like ``payops serve``'s children
+(`deployments.processes.start_child`: its own process group, SIGTERM when payops dies, also on SIGKILL); a
+normal exit stops it explicitly.
 """
 
 from __future__ import annotations
@@ -16,23 +17,30 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
-from deployments.demo import free_port
-from deployments.serve import start_child, stop_child, wait_http
+from deployments.processes import free_port, start_child, stop_child, wait_http
 
-SERVE_API_URL = "http://127.0.0.1:4200/api"
-"""Where ``payops serve`` runs its Prefect server by default (docs/operations.md)."""
 NOTICE = "starting a local Prefect server, about 20 s; `payops serve` keeps one running"
 STARTUP_TIMEOUT_S = 180.0
+SERVE_ANSWER_S = 10.0
+"""How long a command waits for its home's recorded `payops serve` to answer (it may be busy)."""
 
 
-def serve_api_url() -> str:
-    return os.environ.get("PAYOPS_SERVE_API_URL") or SERVE_API_URL
+class ServeUnreachable(RuntimeError):
+    """The home's `payops serve` is recorded as running but its Prefect server does not answer."""
+
+
+def home_prefect_env(env: Mapping[str, str], home: Path) -> dict[str, str]:
+    """``env`` for a Prefect server of ``home``: its database under the home (``PREFECT_HOME`` =
+    ``home/prefect``) unless ``PREFECT_HOME`` is set, so two homes never share runs."""
+    out = dict(env)
+    out.setdefault("PREFECT_HOME", str(home / "prefect"))
+    return out
 
 
 def answers(api_url: str, timeout: float = 0.5) -> bool:
@@ -78,7 +86,9 @@ class LocalPrefectServer:
         ]
 
     def environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        from store.home import payops_home
+
+        env = home_prefect_env({k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, payops_home())
         env.update(
             {
                 "PREFECT_UI_ENABLED": "0",
@@ -127,13 +137,23 @@ def prefect_api(say: Callable[[str], None]) -> Iterator[str]:
         temporary_settings,
     )
 
+    from store.home import payops_home, read_serve_record
+
     configured = _configured_api_url()
     if configured:
         yield configured
         return
     server: LocalPrefectServer | None = None
-    url = serve_api_url()
-    if not answers(url):
+    home = payops_home()
+    record = read_serve_record(home)
+    if record is not None:
+        url = record.prefect_api_url
+        if not answers(url, timeout=SERVE_ANSWER_S):
+            raise ServeUnreachable(
+                f"payops serve of the home {home} (pid {record.pid}) does not answer at {url}: "
+                "wait until it prints 'serving', or stop it"
+            )
+    else:
         say(NOTICE)
         server = LocalPrefectServer()
         server.start()

@@ -126,41 +126,58 @@ async def recent_payout_runs(limit: int = 20) -> list[RunRecord]:
         return await _records_of(client, await payout_flow_runs(client, limit))
 
 
-async def find_payout_run(label_or_id: str) -> RunRecord | None:
-    """A payout run by flow run id, or the latest run with this label (None when there is none)."""
+async def find_payout_runs(name_or_id: str, scan: int = 200) -> list[RunRecord]:
+    """Payout runs by flow run id, or every run (newest first) whose name, label or label tag is
+    ``name_or_id``: the one name a run has everywhere (the label operators chose, else the sheet's name;
+    a run still going or paused has no record yet, so its name, parameters and tags count too)."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-    from prefect.client.schemas.sorting import ArtifactSort
     from prefect.exceptions import ObjectNotFound
 
     async with get_client() as client:
         try:
-            run_id = UUID(label_or_id)
+            run_id = UUID(name_or_id)
         except ValueError:
-            records = await client.read_artifacts(
-                artifact_filter=ArtifactFilter(
-                    key=ArtifactFilterKey(any_=[artifact_key(label_or_id, "record")])
-                ),
-                sort=ArtifactSort.CREATED_DESC,
-            )
-            ids = [a.flow_run_id for a in records if a.flow_run_id is not None]
-            if not ids:
-                return await _by_label_parameter(client, label_or_id)
-            run_id = ids[0]
+            matching = [r for r in await payout_flow_runs(client, scan) if _named(r, name_or_id)]
+            labelled = await _runs_with_record_label(client, name_or_id, {str(r.id) for r in matching})
+            runs = sorted([*matching, *labelled], key=_started, reverse=True)
+            return await _records_of(client, runs)
         try:
             flow_run = await client.read_flow_run(run_id)
         except ObjectNotFound:
-            return None
+            return []
         flow = await client.read_flow(flow_run.flow_id)
-        if flow.name != FLOW_NAME:
-            return None
-        return (await _records_of(client, [flow_run]))[0]
+        return await _records_of(client, [flow_run]) if flow.name == FLOW_NAME else []
 
 
-async def _by_label_parameter(client: Any, label: str) -> RunRecord | None:
-    """A run with this label still going (it publishes its record when it ends): found by its parameters."""
-    for r in await payout_flow_runs(client, 200):
-        params = (r.parameters or {}).get("params") or {}
-        if isinstance(params, dict) and params.get("label") == label:
-            return (await _records_of(client, [r]))[0]
-    return None
+async def find_payout_run(name_or_id: str) -> RunRecord | None:
+    """The newest payout run `find_payout_runs` finds (None when there is none)."""
+    found = await find_payout_runs(name_or_id)
+    return found[0] if found else None
+
+
+def _named(flow_run: Any, name: str) -> bool:
+    params = (flow_run.parameters or {}).get("params") or {}
+    label = params.get("label") if isinstance(params, dict) else None
+    return name in (flow_run.name, label) or name in (flow_run.tags or [])
+
+
+def _started(flow_run: Any) -> Any:
+    return flow_run.start_time or flow_run.expected_start_time or flow_run.created
+
+
+async def _runs_with_record_label(client: Any, label: str, known: set[str]) -> list[Any]:
+    """Finished runs beyond the scanned ones whose record artifact carries ``label``."""
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterKey,
+        FlowRunFilter,
+        FlowRunFilterId,
+    )
+
+    records = await client.read_artifacts(
+        artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[artifact_key(label, "record")]))
+    )
+    ids = {a.flow_run_id for a in records if a.flow_run_id is not None and str(a.flow_run_id) not in known}
+    if not ids:
+        return []
+    return await client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=list(ids))))

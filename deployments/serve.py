@@ -5,21 +5,21 @@
 
 The all-in-one starts, as child processes in their own process groups: a Prefect server (unless
 ``PREFECT_API_URL`` is configured), the emulator with ``--sandbox``, and the console; then it serves the
-deployments in this process. Ctrl-C (or SIGTERM) stops the runner and terminates every child; children also
-receive SIGTERM if this process dies (``PR_SET_PDEATHSIG``).
+deployments in this process. Ctrl-C, SIGINT or SIGTERM stops the runner and every child within
+``SHUTDOWN_S`` seconds; children also receive SIGTERM if this process dies (``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import secrets
-import signal
-import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Mapping, MutableMapping
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,10 +27,22 @@ from typing import Any
 import httpx
 import yaml
 
-from deployments.demo import read_env_file, sandbox_command
-from tasks.child_processes import preexec_own_group_dying_with_parent
+from deployments.processes import (
+    ROOT,
+    StopRequested,
+    Supervisor,
+    exit_by_deadline,
+    free_port,
+    kill_descendants,
+    port_free,
+    prefect_cli,
+    prefect_server_env,
+    read_env_file,
+    sandbox_command,
+    stop_on_signals,
+    wait_http,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
 PAYOUT_DEPLOYMENT = "payout-spreadsheet/payout-spreadsheet"
 
@@ -117,103 +129,6 @@ def runner_deployments(
             )
         )
     return deployments
-
-
-# -- child processes ---------------------------------------------------------------------------------------
-def start_child(
-    cmd: list[str], env: Mapping[str, str], log_path: Path | None = None, cwd: Path = ROOT
-) -> subprocess.Popen[bytes]:
-    """Start ``cmd`` in its own process group; output to ``log_path`` (or discarded)."""
-    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
-    try:
-        return subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=dict(env),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            preexec_fn=preexec_own_group_dying_with_parent(),
-        )  # noqa: PLW1509 - setsid + pdeathsig only
-    finally:
-        if log_path:
-            out.close()  # type: ignore[union-attr]
-
-
-def stop_child(proc: subprocess.Popen[bytes], timeout: float = 10.0, sig: int = signal.SIGTERM) -> None:
-    """``sig`` (SIGTERM) to the child's process group, SIGKILL after ``timeout``."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        proc.wait(5)
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes] | None, timeout: float, what: str) -> None:
-    """Wait until ``url`` answers 200, or fail when the process exits or time runs out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with code {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"{what} did not answer at {url} within {timeout:.0f} s")
-
-
-def prefect_cli() -> list[str]:
-    return [sys.executable, "-m", "prefect"]
-
-
-def prefect_server_env(host: str, port: int, base: Mapping[str, str]) -> dict[str, str]:
-    """Environment of ``prefect server start`` on ``host:port`` (API and UI on the same port)."""
-    from deployments.console.settings import prefect_home
-
-    env = dict(base)
-    env.pop("PREFECT_API_URL", None)
-    env.update(
-        {
-            "PREFECT_SERVER_API_HOST": host,
-            "PREFECT_SERVER_API_PORT": str(port),
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "PREFECT_UI_API_URL": f"http://{host}:{port}/api",
-            "PREFECT_SERVER_UI_STATIC_DIRECTORY": env.get("PREFECT_SERVER_UI_STATIC_DIRECTORY")
-            or str(prefect_home() / "ui-build"),
-        }
-    )
-    return env
-
-
-class Supervisor:
-    """Children started in order, stopped in reverse order."""
-
-    def __init__(self, log_dir: Path, say: Callable[[str], None] = print) -> None:
-        self.log_dir = log_dir
-        self.say = say
-        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
-
-    def start(self, name: str, cmd: list[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-        proc = start_child(cmd, env, self.log_dir / f"{name}.log")
-        self.children.append((name, proc))
-        return proc
-
-    def stop_all(self) -> None:
-        for name, proc in reversed(self.children):
-            if proc.poll() is None:
-                self.say(f"stopping {name} ...")
-            stop_child(proc)
-        self.children.clear()
 
 
 def _api_configured() -> bool:
@@ -313,48 +228,183 @@ def wire_webhooks(
     )
 
 
-@contextmanager
-def _terminate_on_sigterm() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+SHUTDOWN_S = 10.0
+"""What a stop (Ctrl-C, SIGINT or SIGTERM to `payops serve`) may take at most, every child included."""
+RUNNER_STOP_S = 4.0
+DRAIN_S = 1.5
+CHILDREN_GRACE_S = 2.5
 
-    previous = signal.signal(signal.SIGTERM, handler)
+
+class ServedDeployments:
+    """Prefect's runner serving ``deployments`` on its own event loop in a worker thread.
+
+    Not ``prefect.serve``: run in the main thread, the runner installs its own SIGTERM handler (which leaves
+    its stop coroutine unawaited and exits from inside the loop) and shares the main thread with SIGINT, so
+    a stop waits for whatever the runner waits for (API calls retried against a busy server, flow runs given
+    30 s to end). In a worker thread, the main thread keeps the signals and stops the runner in a set time.
+    """
+
+    def __init__(self, deployments: list[Any]) -> None:
+        self._deployments = deployments
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._runner: Any = None
+        self.error: BaseException | None = None
+        # Not Thread.join: a signal handler raising in join makes Python 3.11 take a running thread for ended.
+        self._done = threading.Event()
+        # The settings in force here (the Prefect API this process started) go with the thread.
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run, args=(self._run,), name="payops-runner", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def alive(self) -> bool:
+        return not self._done.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """True once the runner has ended (within ``timeout`` seconds)."""
+        return self._done.wait(timeout)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except asyncio.CancelledError:
+            pass  # stopped
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            self.error = exc
+        finally:
+            self._done.set()
+
+    async def _serve(self) -> None:
+        from prefect.runner import Runner
+
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()  # type: ignore[assignment]
+        self._runner = Runner(pause_on_shutdown=True)  # prefect.serve's runner
+        for deployment in self._deployments:
+            await self._runner.aadd_deployment(deployment)
+        await self._runner.start()
+
+    def stop(self, timeout: float) -> bool:
+        """Stop the runner (its flow runs cancelled, schedules paused), at most ``timeout`` seconds; True
+        when it ended in time. A runner still busy after 60 % of the time is cancelled outright."""
+        loop, task, runner = self._loop, self._task, self._runner
+        if loop is None or task is None or not self.alive():
+            return not self.alive()
+        try:
+            if runner is not None and runner.started:
+                asyncio.run_coroutine_threadsafe(runner.astop(), loop)
+            else:
+                loop.call_soon_threadsafe(task.cancel)
+            if not self.wait(timeout * 0.6):
+                loop.call_soon_threadsafe(task.cancel)
+        except RuntimeError:
+            pass  # the loop closed meanwhile: the runner is done
+        return self.wait(timeout * 0.4)
+
+
+def drain_prefect_clients(timeout: float) -> None:
+    """Send the events and logs this process still queues for Prefect while its server still answers
+    (Prefect would otherwise try at interpreter exit, against a server stopped by then)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    deadline = time.monotonic() + timeout
+    for worker in (EventsWorker, APILogWorker):
+        worker.drain_all(timeout=max(0.1, deadline - time.monotonic()), at_exit=False)
+
+
+def stop_everything(
+    runner: ServedDeployments | None, sup: Supervisor, home: Path, say: Callable[[str], None]
+) -> None:
+    """The home's record first (commands stop finding a serve that is leaving), the runner (its flow runs
+    report to the Prefect server), what this process queues for Prefect, every child at once, then any
+    process left under this one; within :data:`SHUTDOWN_S`, which
+    :func:`deployments.processes.exit_by_deadline` enforces whatever happens."""
+    from store.home import clear_serve_record
+
+    exit_by_deadline(SHUTDOWN_S - 0.5, say)
+    clear_serve_record(os.getpid(), home)
+    if runner is not None and not runner.stop(RUNNER_STOP_S):
+        say(f"the deployments' runner did not stop within {RUNNER_STOP_S:g} s; its flow runs are killed")
     try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        drain_prefect_clients(DRAIN_S)
+    except Exception as exc:  # noqa: BLE001 - a failed drain loses telemetry, never the stop
+        say(f"events and logs not sent to Prefect: {type(exc).__name__}")
+    sup.stop_all(CHILDREN_GRACE_S)
+    kill_descendants(say)
+
+
+def choose_port(host: str, wanted: int | None, previous: int | None, what: str) -> int:
+    """``wanted`` when given (RuntimeError when something listens there: a health check would reach that
+    other server, maybe another home's); else the port this home's serve used last when it is free (links
+    keep working across restarts); else a free one."""
+    if wanted:
+        if not port_free(host, wanted):
+            raise RuntimeError(f"the {what} port {wanted} is in use on {host}: choose another, or none")
+        return wanted
+    if previous and port_free(host, previous):
+        return previous
+    return free_port(host)
 
 
 def run_all_in_one(
     *,
-    port: int = 4200,
-    console_port: int = 8400,
+    port: int | None = None,
+    console_port: int | None = None,
     sandbox: bool = False,
-    sandbox_port: int = 8800,
+    sandbox_port: int | None = None,
     host: str = "127.0.0.1",
     say: Callable[[str], None] = print,
 ) -> int:
-    """``payops serve``: Prefect server, (emulator), console and every deployment, until Ctrl-C."""
-    from prefect import serve
+    """``payops serve``: Prefect server, (emulator), console and every deployment of this payops home, until
+    Ctrl-C, SIGINT or SIGTERM; then everything stops within :data:`SHUTDOWN_S` (the process ends by then:
+    call this from a command, never from a process that must outlive it).
+
+    Ports not given are free ones (the home's previous ones when free); where everything is goes to the
+    home's record (`store.home`), where every command of this home finds it, and is printed."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from deployments.console.settings import prefect_home
-    from store import payops_home
+    from deployments.prefect_server import home_prefect_env
+    from store.home import ServeRecord, payops_home, read_serve_record, write_serve_record
 
     os.chdir(ROOT)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    log_dir = prefect_home() / "payops" / "serve-logs"
+    home = payops_home()
+    running = read_serve_record(home)
+    if running is not None:
+        say(f"error: payops serve already runs for the home {home} (pid {running.pid}):")
+        for line in running.lines():
+            say(f"  {line}")
+        return 1
+    last = read_serve_record(home, running=False)
+    previous = last.ports if last is not None else {}
+    log_dir = home / "serve-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     sup = Supervisor(log_dir, say)
-    with _terminate_on_sigterm(), ExitStack() as settings:
+    runner: ServedDeployments | None = None
+    code = 0
+    with stop_on_signals(), ExitStack() as settings:
         try:
-            if not _api_configured():
-                say(f"starting a Prefect server on http://{host}:{port} (UI and API) ...")
-                env = prefect_server_env(host, port, os.environ)
+            configured = _api_configured()
+            ports = {
+                "console": choose_port(host, console_port, previous.get("console"), "console"),
+            }
+            if not configured:
+                ports["prefect"] = choose_port(host, port, previous.get("prefect"), "Prefect server")
+            if sandbox:
+                ports["sandbox"] = choose_port(host, sandbox_port, previous.get("sandbox"), "emulator")
+            if not configured:
+                prefect = f"http://{host}:{ports['prefect']}"
+                say(f"starting a Prefect server on {prefect} (UI and API) ...")
+                env = prefect_server_env(host, ports["prefect"], home_prefect_env(os.environ, home))
                 proc = sup.start("prefect-server", [*prefect_cli(), "server", "start"], env)
-                wait_http(f"http://{host}:{port}/api/health", proc, 120, "the Prefect server")
-                os.environ["PREFECT_API_URL"] = f"http://{host}:{port}/api"
-                os.environ.setdefault("PAYOPS_PREFECT_UI_URL", f"http://{host}:{port}")
+                wait_http(f"{prefect}/api/health", proc, 120, "the Prefect server")
+                os.environ["PREFECT_API_URL"] = f"{prefect}/api"
+                os.environ.setdefault("PAYOPS_PREFECT_UI_URL", prefect)
                 # Prefect read its settings at import: without this, this process's own client (templates,
                 # the runner) would start a second, hidden temporary server on the same SQLite file.
                 settings.enter_context(
@@ -362,44 +412,60 @@ def run_all_in_one(
                 )
             else:
                 say("using the Prefect server at PREFECT_API_URL")
+            env_file: Path | None = None
+            sandbox_url = f"http://{host}:{ports.get('sandbox')}"
             if sandbox:
-                env_file = log_dir / "sandbox.env"
-                say(f"starting the Payments Service emulator on http://{host}:{sandbox_port} ...")
+                env_file = home / "sandbox.env"
+                say(f"starting the Payments Service emulator on {sandbox_url} ...")
                 # The console's receiver is plain http on 127.0.0.1: the emulator must allow that URL.
-                command = sandbox_command(host, sandbox_port, env_file, "--allow-local-webhooks")
+                command = sandbox_command(host, ports["sandbox"], env_file, "--allow-local-webhooks")
                 proc = sup.start("sandbox", command, os.environ)
-                wait_http(f"http://{host}:{sandbox_port}/openapi.json", proc, 60, "the emulator")
+                wait_http(f"{sandbox_url}/openapi.json", proc, 60, "the emulator")
                 os.environ.update(read_env_file(env_file))
-            home = payops_home()
-            approval_key(os.environ, home)  # this process serves the flows, the console is its child
+            key_file = approval_key(os.environ, home)  # for the flows served here and the console
             ensure_first_admin(home, say)
+            console_url = f"http://{host}:{ports['console']}"
             console_env = dict(os.environ)
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
             if sandbox:
-                receiver = f"http://{host}:{console_port}{WEBHOOK_PATH}"
-                wire_webhooks(f"http://{host}:{sandbox_port}", receiver, console_env, say)
-            proc = sup.start(
-                "console",
-                [sys.executable, "-m", "deployments.console", "--host", host, "--port", str(console_port)],
-                console_env,
-            )
-            wait_http(f"http://{host}:{console_port}/healthz", proc, 60, "the console")
-            say(f"console: http://{host}:{console_port}")
-            os.environ.setdefault("PAYOPS_CONSOLE_URL", f"http://{host}:{console_port}")
+                wire_webhooks(sandbox_url, f"{console_url}{WEBHOOK_PATH}", console_env, say)
+            console = [sys.executable, "-m", "deployments.console", "--host", host]
+            proc = sup.start("console", [*console, "--port", str(ports["console"])], console_env)
+            wait_http(f"{console_url}/healthz", proc, 60, "the console")
+            os.environ.setdefault("PAYOPS_CONSOLE_URL", console_url)
             apply_alerts(say)
             specs = asyncio.run(resolve_templates(load_specs()))
             deployments = runner_deployments(specs, warn=say)
+            runner = ServedDeployments(deployments)
+            runner.start()
+            record = ServeRecord(
+                pid=os.getpid(),
+                prefect_api_url=os.environ["PREFECT_API_URL"],
+                prefect_ui_url=os.environ.get("PAYOPS_PREFECT_UI_URL"),
+                console_url=console_url,
+                sandbox_url=sandbox_url if sandbox else None,
+                sandbox_env_file=str(env_file) if env_file else None,
+                approval_key_file=key_file,
+                ports=ports,
+            )
+            path = write_serve_record(record, home)
+            say(f"payops home {home} (what runs here: {path})")
+            for line in record.lines():
+                say(f"  {line}")
             say(
                 f"serving {len(deployments)} deployments; logs of the other processes in {log_dir}; "
                 "Ctrl-C stops everything"
             )
-            serve(*deployments, print_starting_message=False)
-        except KeyboardInterrupt:
-            say("interrupted")
+            while not runner.wait(0.5):
+                pass
+            say(f"error: the deployments' runner stopped: {runner.error!r} (logs in {log_dir})")
+            code = 1
+        except StopRequested as stop:
+            say(f"{stop} received: stopping everything (at most {SHUTDOWN_S:g} s)")
         except RuntimeError as exc:
             say(f"error: {exc} (logs in {log_dir})")
-            return 1
+            code = 1
         finally:
-            sup.stop_all()
+            stop_everything(runner, sup, home, say)
     say("stopped")
-    return 0
+    return code

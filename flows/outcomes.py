@@ -109,6 +109,31 @@ def state_message(summary: RunSummary) -> str:
     return f"{label}: {summary.outcome}"
 
 
+TONES = {
+    COMPLETED: "ok",
+    WITH_FAILURES: "warning",
+    INCOMPLETE: "warning",
+    DRY_RUN: "neutral",
+    REJECTED: "warning",
+    NOT_APPROVED: "warning",
+    REFUSED: "bad",
+}
+"""How a person should read a final state by its name (the colour of its badge): green only for a run where
+nothing went wrong; failures are amber, a refusal red."""
+
+
+def state_tone(state_type: str, name: str) -> str:
+    """``ok``, ``warning``, ``bad``, ``waiting`` or ``neutral`` for a run's state (type as Prefect's
+    ``StateType`` value, e.g. ``COMPLETED``): never ``ok`` when something failed."""
+    if state_type in ("FAILED", "CRASHED"):
+        return "bad"
+    if state_type == "PAUSED":
+        return "waiting"
+    if state_type in ("COMPLETED", "CANCELLED"):
+        return TONES.get(name, "neutral")
+    return "neutral"
+
+
 def end_run(summary: RunSummary, message: str | None = None) -> State:
     """The final state of a run: type and name from its outcome (module docstring), the summary as data;
     ``message`` replaces the state's generated message (e.g. the settlement policy's fix)."""

@@ -371,7 +371,7 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
     run = SheetRun.begin(params)
     try:
         sheet = await _read(run)
-        settings = _settings(run)
+        settings = await _settings(run, sheet)
         gate = await _gate(run, sheet, store)
         pf = await _preflight(run, sheet, gate, settings)
         await _approval(run, sheet, pf, gate, store)
@@ -411,15 +411,22 @@ async def _read(run: SheetRun) -> Sheet:
     return Sheet(intake, columns)
 
 
-def _settings(run: SheetRun) -> PaymentsSettings | None:
-    """The service's settings; a dry run without them goes on without a pre-flight (and says so)."""
+async def _settings(run: SheetRun, sheet: Sheet) -> PaymentsSettings:
+    """The service's settings; without them a run cannot send, and a dry run cannot price: it ends refused."""
     try:
         return load_settings(run.params.credentials_block)
     except CredentialsMissing as exc:
         if not run.params.dry_run:
             raise
-        run.summary["preflight"] = {"problems": [], "notes": [f"pre-flight skipped: {exc}"]}
-        return None
+        # A dry run is asked for its prices: without credentials it has none, and says so (exit 2).
+        run.logger.error("dry run cannot price the sheet: %s; nothing sent", exc)
+        problem = f"cannot price the sheet without credentials: {exc}"
+        run.summary["preflight"] = {"problems": [problem], "notes": []}
+        if "report_files" not in run.summary:
+            run.summary["report_files"] = await asyncio.to_thread(
+                write_validation_report_task, sheet.intake, run.params.report_dir, run.label
+            )
+        run.end(await _refused(run.finish("preflight_failed")))
 
 
 async def _gate(run: SheetRun, sheet: Sheet, store: Engine | PolicyUnreadable) -> Gate:
@@ -452,7 +459,7 @@ async def _preflight(run: SheetRun, sheet: Sheet, gate: Gate, settings: Payments
     run whose pre-flight finds problems (unless they are allowed)."""
     params, logger, summary, intake = run.params, run.logger, run.summary, sheet.intake
     pf = None
-    if intake.rows and settings is not None:
+    if intake.rows:
         progress().phase("preflight")
         pf = await preflight_task(
             settings, untraversed(intake.rows), _preflight_options(params), params.rate_limit_per_s

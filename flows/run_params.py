@@ -6,6 +6,7 @@ one input per field, never a type toggle; descriptions are written for the opera
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
@@ -113,10 +114,21 @@ def name_from_parameters(parameters: dict[str, Any]) -> str:
     return stem or "sheet"
 
 
+GENERATED_NAME = re.compile(r"[a-z]+-[a-z]+", re.IGNORECASE)
+"""The shape of the names Prefect makes up for runs nobody named: two random words (``educational-limpet``
+from the server, ``Sleek-Baya`` pre-filled by the UI's run form)."""
+
+
 def sheet_run_name() -> str:
-    """``flow_run_name`` of the sheet flows, called by Prefect when a run starts (`name_from_parameters`)."""
+    """``flow_run_name`` of the sheet flows, called by Prefect when a run starts: the name it was created
+    with when a person typed one (Prefect's run form, the console), else `name_from_parameters`. Prefect
+    would otherwise replace a typed name silently; a typed name of just two words joined by a dash is taken
+    for one of Prefect's own."""
     from prefect.runtime import flow_run
 
+    given = flow_run.name or ""
+    if given and not GENERATED_NAME.fullmatch(given):
+        return given
     return name_from_parameters(flow_run.parameters)
 
 

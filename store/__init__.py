@@ -7,6 +7,7 @@ by Alembic: a SQLite file under the payops home by default (no server needed), P
 the Payments Service stays the source of truth for money. This room imports neither Prefect nor httpx.
 """
 
-from store.database import Base, database_url, migrate, open_engine, payops_home
+from store.database import Base, database_url, migrate, open_engine
+from store.home import payops_home
 
 __all__ = ["Base", "database_url", "migrate", "open_engine", "payops_home"]

@@ -10,6 +10,8 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import DeclarativeBase
 
+from store.home import payops_home
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest revision of every branch in ``migrations/versions`` (a test checks it against Alembic's own
 #: reading of that folder). A database that records exactly these needs no migration, so a command skips
@@ -19,13 +21,6 @@ SCHEMA_HEADS = frozenset({"0006_reconciliation"})
 
 class Base(DeclarativeBase):
     """Every payops table. Each feature declares its tables in its own module of this package."""
-
-
-def payops_home() -> Path:
-    """The folder payops keeps its own files in: ``PAYOPS_HOME``, default ``~/.payops`` (mode 0700)."""
-    home = Path(os.environ.get("PAYOPS_HOME") or Path.home() / ".payops").expanduser()
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return home
 
 
 def database_url() -> str:

@@ -44,9 +44,25 @@ class ApprovalKeyMissing(RuntimeError):
     pass
 
 
+def _home_key() -> str:
+    """The key `payops serve` keeps in this payops home (the file its record names), or ''."""
+    from pathlib import Path
+
+    from store.home import read_serve_record
+
+    record = read_serve_record(running=False)
+    if record is None or not record.approval_key_file:
+        return ""
+    try:
+        return Path(record.approval_key_file).read_text().strip()
+    except OSError:
+        return ""
+
+
 async def load_approval_key() -> bytes:
-    """The signing key: ``PAYOPS_APPROVAL_KEY``, else the Secret block; ApprovalKeyMissing names both."""
-    value = os.environ.get(KEY_ENV, "")
+    """The signing key: ``PAYOPS_APPROVAL_KEY``; else, with no block named, the one `payops serve` keeps in
+    this payops home; else the Secret block. ApprovalKeyMissing names the variable and the block."""
+    value = os.environ.get(KEY_ENV, "") or ("" if os.environ.get(BLOCK_ENV) else _home_key())
     name = os.environ.get(BLOCK_ENV) or DEFAULT_BLOCK
     if not value:
         from prefect.blocks.system import Secret

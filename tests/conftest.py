@@ -17,9 +17,9 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ["PREFECT_SERVER_UI_ENABLED"] = "false"
 for _key in [k for k in os.environ if k.startswith("PAYOPS_")]:
     del os.environ[_key]
-os.environ["PAYOPS_HOME"] = str(_HOME / "payops")  # the payops database and caches of this test session
-# A `payops serve` someone runs on this machine is not this session's server: never borrow it.
-os.environ["PAYOPS_SERVE_API_URL"] = "http://127.0.0.1:9/api"
+# The payops database, caches and keys of this test session; a `payops serve` someone runs on this machine
+# belongs to another home, so no command of this session finds it.
+os.environ["PAYOPS_HOME"] = str(_HOME / "payops")
 
 
 @pytest.fixture(scope="session")

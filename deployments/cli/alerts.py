@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 
 import typer
 
-from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect
+from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_on_server
 
 app = typer.Typer(
     no_args_is_help=True, help="Alerts: Prefect automations sending payops events to a channel."
@@ -36,7 +35,7 @@ def apply(
 
     chosen = _block(block)
     try:
-        done = asyncio.run(apply_automations(chosen, console=console_url))
+        done = run_on_server(lambda: apply_automations(chosen, console=console_url))
     except AlertSetupError as exc:
         fail(str(exc), EXIT_INVALID)
     except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
@@ -54,7 +53,7 @@ def test(block: str | None = typer.Option(None, "--block", help=BLOCK_HELP)) -> 
 
     chosen = _block(block)
     try:
-        full_name = asyncio.run(send_test(chosen))
+        full_name = run_on_server(lambda: send_test(chosen))
     except AlertSetupError as exc:
         fail(str(exc), EXIT_INVALID)
     except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback

@@ -11,14 +11,18 @@ from deployments.cli._common import operator_logging
 
 def serve(
     sandbox: bool = typer.Option(False, "--sandbox", help="Also run the Payments Service emulator"),
-    port: int = typer.Option(4200, help="Prefect server port (API and UI), when one is started"),
-    console_port: int = typer.Option(8400, help="Console port"),
-    sandbox_port: int = typer.Option(8800, help="Emulator port (with --sandbox)"),
+    port: int | None = typer.Option(
+        None, help="Prefect server port (API and UI), when one is started; default: a free one"
+    ),
+    console_port: int | None = typer.Option(None, help="Console port; default: a free one"),
+    sandbox_port: int | None = typer.Option(None, help="Emulator port (with --sandbox); default: a free one"),
 ) -> None:
-    """Local all-in-one: Prefect server, every deployment with its schedule, the console (and emulator).
+    """Local all-in-one for this payops home: Prefect server, every deployment with its schedule, the console
+    (and emulator).
 
-    A Prefect server is started unless PREFECT_API_URL is configured. Everything binds 127.0.0.1;
-    Ctrl-C stops everything.
+    A Prefect server is started unless PREFECT_API_URL is configured. Everything binds 127.0.0.1, on free
+    ports (the home's previous ones when free); where everything is gets printed and recorded in the home
+    (PAYOPS_HOME/serve.json), where every payops command of this home finds it. Ctrl-C stops everything.
     """
     from deployments.serve import run_all_in_one
 

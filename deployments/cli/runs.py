@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from deployments.cli._common import fail
+from deployments.cli._common import fail, run_on_server
 
 app = typer.Typer(help="Recent payout runs: state, totals by status, approval, reports.")
 
@@ -20,13 +20,15 @@ def _totals(r: Any) -> str:
 
 
 def _line(r: Any) -> str:
-    outcome = r.outcome or ("dry run" if r.dry_run else "-")
-    return f"{r.start or '-':23}  {r.state:10}  {outcome:16}  {r.label or r.name}  payouts: {_totals(r)}"
+    """One run: start, its id (what `payops approve` takes), the outcome as the run page names it (the final
+    state: Completed with failures, Not approved...), its name, totals."""
+    return f"{r.start or '-':23}  {r.id}  {r.state:24}  {r.name}  payouts: {_totals(r)}"
 
 
-def _read(call: Any) -> Any:
+def _read(call: Callable[[], Any]) -> Any:
+    """Await ``call()`` on this home's Prefect server (its `payops serve`'s, else a temporary one)."""
     try:
-        return asyncio.run(call)
+        return run_on_server(call)
     except Exception as exc:  # noqa: BLE001 - one clear line for the operator
         fail(f"could not read runs from the Prefect server ({type(exc).__name__}: {exc}); is it running?")
 
@@ -42,7 +44,7 @@ def runs(
         return
     from deployments.run_history import recent_payout_runs
 
-    records = _read(recent_payout_runs(limit))
+    records = _read(lambda: recent_payout_runs(limit))
     if json_out:
         sys.stdout.write(json.dumps([r.as_dict() for r in records], default=str) + "\n")
         return
@@ -66,21 +68,25 @@ def _attention(report_files: dict[str, str]) -> list[dict[str, Any]]:
 
 @app.command("show")
 def show(
-    run: str = typer.Argument(..., help="A run label or a Prefect flow run id"),
+    run: str = typer.Argument(..., help="A run's name (its label, else its sheet's name) or flow run id"),
     json_out: bool = typer.Option(False, "--json", help="Print only JSON on stdout"),
 ) -> None:
-    """One payout run: state, outcome, totals, approval, the rows needing a person, report files."""
-    from deployments.run_history import find_payout_run
+    """One payout run (the newest of that name): state, outcome, totals, approval, the rows needing a person,
+    report files."""
+    from deployments.run_history import find_payout_runs
 
-    record = _read(find_payout_run(run))
-    if record is None:
-        fail(f"no payout run with label or id {run!r}")
+    found = _read(lambda: find_payout_runs(run))
+    if not found:
+        fail(f"no payout run with name, label or id {run!r}")
+    record, others = found[0], found[1:]
     attention = _attention(record.report_files)
     if json_out:
-        sys.stdout.write(json.dumps({**record.as_dict(), "attention_rows": attention}, default=str) + "\n")
+        shown = {**record.as_dict(), "attention_rows": attention, "others": [r.id for r in others]}
+        sys.stdout.write(json.dumps(shown, default=str) + "\n")
         return
+    label = f", label {record.label}" if record.label not in (None, record.name) else ""
     lines = [
-        f"run {record.label or record.name} ({record.id})",
+        f"run {record.name} ({record.id}){label}",
         f"  state: {record.state}   outcome: {record.outcome or '-'}   started: {record.start or '-'}",
         f"  sheet: {record.source}",
         f"  rows: {record.rows_total}   amount: {record.amount_total}   fees: {record.fee_total}",
@@ -91,7 +97,9 @@ def show(
         lines.append(f"  started by: {record.started_by}")
     if record.approved is not None:
         who = f" by {record.approved_by}" if record.approved_by else ""
-        lines.append(f"  approval: {'approved' if record.approved else 'rejected'}{who}")
+        # Not approved is not rejected: a run can end unapproved for lack of a key or time (the state says).
+        refused = "rejected" if record.state == "Rejected" else "not approved"
+        lines.append(f"  approval: {'approved' if record.approved else refused}{who}")
     for a in attention[:20]:
         where = f"row {a['row']}" if a.get("row") is not None else "sheet"
         state = f" [{a['status']}, paid: {a['paid']}]" if a.get("paid") else ""
@@ -102,4 +110,7 @@ def show(
     if len(attention) > 20:
         lines.append(f"  ... and {len(attention) - 20} more rows needing a person (see the report)")
     lines += [f"  report {kind}: {path}" for kind, path in record.report_files.items()]
+    if others:
+        ids = ", ".join(r.id for r in others[:5]) + (", ..." if len(others) > 5 else "")
+        lines.append(f"  {len(others)} older run(s) share the name {run!r}: {ids}")
     typer.echo("\n".join(lines))

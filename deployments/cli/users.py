@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import sys
+from uuid import UUID
 
 import typer
 
@@ -213,8 +214,30 @@ def revoke_token(token_id: int = typer.Argument(..., help="The token's id (payop
     typer.echo(f"token {token_id} of {info.user} ({info.name}) revoked")
 
 
+def _paused_run(name_or_id: str) -> UUID:
+    """The flow run id itself, or the newest paused payout run of that name (label, else sheet name)."""
+    from deployments.run_history import find_payout_runs
+
+    try:
+        return UUID(name_or_id)
+    except ValueError:
+        pass
+    try:
+        found = asyncio.run(find_payout_runs(name_or_id))
+    except Exception as exc:  # noqa: BLE001 - one clear line for the operator
+        fail(f"could not look up the run {name_or_id!r}: {type(exc).__name__}: {exc}")
+    if not found:
+        fail(f"no payout run with name, label or id {name_or_id!r}", EXIT_INVALID)
+    paused = [r for r in found if r.state in ("Paused", "Suspended")]
+    if not paused:
+        fail(f"no run named {name_or_id!r} waits for approval (the newest is {found[0].state})", EXIT_INVALID)
+    return UUID(paused[0].id)
+
+
 def approve(
-    flow_run_id: str = typer.Argument(..., help="The paused payout flow run"),
+    flow_run_id: str = typer.Argument(
+        ..., help="The paused payout run: its flow run id, or its name (label, else the sheet's name)"
+    ),
     user: str = typer.Option(..., "--user", help="Your user name (an approver); the password is asked"),
     reject: bool = typer.Option(False, "--reject", help="Reject instead of approving"),
     comment: str = typer.Option("", help="Why (required to reject)"),
@@ -230,50 +253,47 @@ def approve(
     The approval is signed over the run's rows and totals with the approval key and stored; the run resumes
     once it has every approval the policy asks (the flow checks the signatures again).
     """
-    from uuid import UUID
-
     from deployments.approving import DecisionError, decide
     from deployments.cli.identity import read_password
+    from deployments.prefect_server import prefect_api
     from store.users import Users
     from tasks.approvals import ApprovalKeyMissing, load_approval_key
 
-    try:
-        run_id = UUID(flow_run_id)
-    except ValueError:
-        fail(f"{flow_run_id!r} is not a flow run id", EXIT_INVALID)
-    try:
-        asyncio.run(load_approval_key())  # before the password: without the key nothing can be signed
-    except ApprovalKeyMissing as exc:
-        fail(str(exc))
-    engine = _engine()
-    auditor = _auditor(engine)
-    account = Users(engine).authenticate(user, read_password())
-    if account is None:
-        auditor.record(user, "login.failed", f"user:{user}", "cli")
-        _drain_events()
-        fail("wrong user name or password (or the user is disabled)", EXIT_INVALID)
-    try:
-        message = asyncio.run(
-            decide(
-                engine,
-                auditor,
-                run_id=run_id,
-                user=account.name,
-                role=account.role,
-                approve=not reject,
-                reason=comment,
-                client="cli",
-                acknowledged=acknowledge,
+    with prefect_api(say=lambda line: typer.echo(line, err=True)):  # the home's serve, else a temporary one
+        run_id = _paused_run(flow_run_id)
+        try:
+            asyncio.run(load_approval_key())  # before the password: without a key, nothing can be signed
+        except ApprovalKeyMissing as exc:
+            fail(str(exc))
+        engine = _engine()
+        auditor = _auditor(engine)
+        account = Users(engine).authenticate(user, read_password())
+        if account is None:
+            auditor.record(user, "login.failed", f"user:{user}", "cli")
+            _drain_events()
+            fail("wrong user name or password (or the user is disabled)", EXIT_INVALID)
+        try:
+            message = asyncio.run(
+                decide(
+                    engine,
+                    auditor,
+                    run_id=run_id,
+                    user=account.name,
+                    role=account.role,
+                    approve=not reject,
+                    reason=comment,
+                    client="cli",
+                    acknowledged=acknowledge,
+                )
             )
-        )
-    except DecisionError as exc:
-        fail(exc.message, EXIT_INVALID)
-    except ApprovalKeyMissing as exc:
-        fail(str(exc))
-    except Exception as exc:  # noqa: BLE001 - one clear line for the operator
-        fail(f"could not record the decision on {flow_run_id}: {type(exc).__name__}: {exc}")
-    finally:
-        _drain_events()
+        except DecisionError as exc:
+            fail(exc.message, EXIT_INVALID)
+        except ApprovalKeyMissing as exc:
+            fail(str(exc))
+        except Exception as exc:  # noqa: BLE001 - one clear line for the operator
+            fail(f"could not record the decision on {flow_run_id}: {type(exc).__name__}: {exc}")
+        finally:
+            _drain_events()
     typer.echo(message)
 
 

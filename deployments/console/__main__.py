@@ -16,7 +16,15 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from deployments.console import create_app
 
-    uvicorn.run(create_app(), host=args.host, port=args.port, log_level="warning", proxy_headers=False)
+    # An open browser connection must not hold a stop (payops serve gives its children a few seconds).
+    uvicorn.run(
+        create_app(),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        proxy_headers=False,
+        timeout_graceful_shutdown=2,
+    )
 
 
 if __name__ == "__main__":

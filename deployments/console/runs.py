@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from deployments.run_history import FLOW_NAME, payout_flow_runs
+from flows.outcomes import state_tone
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 
 log = logging.getLogger("payops.console.runs")
@@ -112,6 +113,11 @@ class RunView:
     upload_id: str | None
     source_name: str | None
     progress: float | None = None
+
+    @property
+    def tone(self) -> str:
+        """The state badge's colour (`flows.outcomes.state_tone`): failures are never green."""
+        return state_tone(self.state_type, self.state_name)
 
 
 def _view(flow_run: Any, upload_id_of: Any) -> RunView:

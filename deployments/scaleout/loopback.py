@@ -17,23 +17,19 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from deployments.scaleout.postgres import PrivatePostgres
-from deployments.serve import (
+from deployments.processes import (
     ROOT,
     Supervisor,
+    free_port,
     prefect_cli,
     prefect_server_env,
+    read_env_file,
     wait_http,
 )
+from deployments.scaleout.postgres import PrivatePostgres
 
 POOL = "payops"
 LIMIT_NAME = "payments-api"
-
-
-def free_port() -> int:
-    from deployments.demo import free_port as _free_port
-
-    return _free_port()
 
 
 class LoopbackCluster:
@@ -56,6 +52,7 @@ class LoopbackCluster:
         self.deployments = deployments
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="payops-scaleout-"))
         self.home = self.log_dir / "prefect-home"
+        self.payops_home = self.log_dir / "payops-home"  # the cluster's own payops home (database, caches)
         self.port = free_port()
         self.api_url = f"http://127.0.0.1:{self.port}/api"
         self.postgres = PrivatePostgres(free_port())
@@ -68,6 +65,8 @@ class LoopbackCluster:
             {
                 "PREFECT_API_URL": self.api_url,
                 "PREFECT_HOME": str(self.home),
+                # Never the home of whoever runs this (~/.payops): another checkout may have migrated it.
+                "PAYOPS_HOME": str(self.payops_home),
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
                 "PREFECT_LOGGING_LEVEL": "WARNING",
             }
@@ -150,8 +149,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     worker_env: dict[str, str] = {}
     if args.env_file:
-        from deployments.demo import read_env_file
-
         worker_env = read_env_file(args.env_file)
     cluster = LoopbackCluster(workers=args.workers, limit=args.limit, worker_env=worker_env)
     try:

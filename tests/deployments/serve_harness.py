@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from typing import Any
 import httpx
 import psutil
 
-from deployments.serve import ROOT
-from tests.deployments.console_harness import PASSWORD, free_port
+from deployments.processes import ROOT, read_env_file
+from store.home import read_serve_record
+from tests.deployments.console_harness import PASSWORD
 
 
 @dataclass
@@ -29,9 +31,9 @@ class AllInOne:
 
     proc: subprocess.Popen[bytes]
     log: Path
-    ports: dict[str, int]  # port (Prefect server and UI), console, sandbox
+    ports: dict[str, int]  # port (= prefect: Prefect server and UI), console, sandbox
     payops_home: Path
-    env: dict[str, str]  # serve's environment (its homes): `payops` commands beside it start from this
+    env: dict[str, str]  # serve's environment: a payops command run with it belongs to this home
     ui: str  # the V2 UI's base (Prefect 3.8's default UI)
     api: str
     console: str
@@ -64,6 +66,70 @@ class AllInOne:
         assert found, f"no artifact {key!r}"
         data = found[0]["data"]
         return data if isinstance(data, str) else json.dumps(data)
+
+    def payops(
+        self, *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 240
+    ) -> subprocess.CompletedProcess[str]:
+        """``payops ARGS`` as a user of this home runs it (its PAYOPS_HOME, no PREFECT_API_URL), ``env`` over
+        serve's environment (e.g. the emulator's client settings)."""
+        return subprocess.run(
+            [sys.executable, "-m", "deployments.cli", *args],
+            cwd=ROOT,
+            env={**self.env, **(env or {})},
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def emulator_env(self) -> dict[str, str]:
+        """The emulator's client settings, from the file serve names in its record."""
+        record = read_serve_record(self.payops_home)
+        assert record is not None and record.sandbox_env_file
+        return read_env_file(Path(record.sandbox_env_file))
+
+    def console_client(self, user: str) -> httpx.Client:
+        """An httpx client on the console, logged in as ``user`` (password ``PASSWORD``)."""
+        client = httpx.Client(base_url=self.console, timeout=30)
+        token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text)
+        assert token is not None
+        form = {"username": user, "password": PASSWORD, "csrf_token": token.group(1)}
+        assert client.post("/login", data=form).status_code == 303
+        return client
+
+    def start_run(self, deployment: str, params: dict[str, Any]) -> str:
+        """A flow run of ``deployment`` (by name) with ``params`` as its ``params`` parameter; its id."""
+        deployment_id = self.deployment_id(deployment)
+        body = {"parameters": {"params": params}}
+        answer = httpx.post(f"{self.api}/deployments/{deployment_id}/create_flow_run", json=body, timeout=30)
+        assert answer.status_code == 201, f"create_flow_run answered {answer.status_code}: {answer.text}"
+        return str(answer.json()["id"])
+
+    def wait_state(self, run_id: str, states: set[str], timeout: float = 120) -> str:
+        """The type of the run's state once it is one of ``states`` (PAUSED, COMPLETED...)."""
+
+        def reached() -> str | None:
+            state = self.flow_run(run_id)["state"]["type"]
+            return state if state in states else None
+
+        return str(self.wait_for(reached, timeout, f"flow run {run_id} in {sorted(states)}"))
+
+    def stop_with(self, sig: int, timeout: float = 60) -> tuple[float, list[psutil.Process]]:
+        """Send ``sig`` to ``payops serve``'s own process (not its group, as a supervisor does); the seconds
+        until it exited and the processes under it still alive 1 s later."""
+        children = psutil.Process(self.proc.pid).children(recursive=True)
+        start = time.monotonic()
+        os.kill(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"payops serve still running {timeout:.0f} s after {signal.Signals(sig).name}:\n"
+                f"{self.log.read_text(errors='replace')[-3000:]}"
+            ) from None
+        took = time.monotonic() - start
+        _, alive = psutil.wait_procs(children, timeout=1)
+        return took, alive
 
     def payouts_posted(self) -> int:
         """Payouts the emulator has accepted so far (every POST of a batch item creates one)."""
@@ -116,15 +182,9 @@ def add_user(env: dict[str, str], name: str, role: str) -> None:
     )
 
 
-@contextmanager
-def all_in_one(
-    tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None, policy: str | None = None
-) -> Iterator[AllInOne]:
-    """``payops serve --sandbox`` with ``users`` (name → role) added first, the approval ``policy`` stated
-    when given (else a new install's default), and ``settings`` over the environment (Prefect's UI on unless
-    they turn it off); yields once it serves its deployments and stops it, and every process under it, when
-    the block ends, whatever happened in it."""
-    ports = {"port": free_port(), "console": free_port(), "sandbox": free_port()}
+def serve_env(tmp_path: Path, settings: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a ``payops serve`` whose payops home is ``tmp_path/payops-home`` (and Prefect
+    home ``tmp_path/prefect-home``), no Prefect API configured, ``settings`` over it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(
         {
@@ -135,6 +195,19 @@ def all_in_one(
             **(settings or {}),
         }
     )
+    return env
+
+
+@contextmanager
+def all_in_one(
+    tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None, policy: str | None = None
+) -> Iterator[AllInOne]:
+    """``payops serve --sandbox`` with ``users`` (name → role) added first, the approval ``policy`` stated
+    when given (else a new install's default), and ``settings`` over the environment (Prefect's UI on unless
+    they turn it off), on the free ports serve picks itself (read back from the record it keeps in its payops
+    home); yields once it serves its deployments and stops it, and every process under it, when the block
+    ends, whatever happened in it."""
+    env = serve_env(tmp_path, settings)
     for name, role in users.items():
         add_user(env, name, role)
     if policy is not None:
@@ -142,42 +215,46 @@ def all_in_one(
     log = tmp_path / "serve.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "deployments.cli",
-                "serve",
-                "--sandbox",
-                "--port",
-                str(ports["port"]),
-                "--console-port",
-                str(ports["console"]),
-                "--sandbox-port",
-                str(ports["sandbox"]),
-            ],
+            [sys.executable, "-m", "deployments.cli", "serve", "--sandbox"],
             cwd=ROOT,
             env=env,
             stdout=fh,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    prefect = f"http://127.0.0.1:{ports['port']}"
-    served = AllInOne(
-        proc=proc,
-        log=log,
-        ports=ports,
-        payops_home=tmp_path / "payops-home",
-        env=env,
-        ui=f"{prefect}/v2",
-        api=f"{prefect}/api",
-        console=f"http://127.0.0.1:{ports['console']}",
-        sandbox=f"http://127.0.0.1:{ports['sandbox']}",
-    )
     try:
-        served.wait_for(lambda: "serving" in log.read_text(), 150, "payops serve serving its deployments")
-        yield served
+        wait_until(lambda: "serving" in log.read_text(), 150, "payops serve serving", proc, log)
+        record = read_serve_record(tmp_path / "payops-home")
+        assert record is not None and record.pid == proc.pid, log.read_text()[-2000:]
+        assert record.sandbox_url is not None
+        yield AllInOne(
+            proc=proc,
+            log=log,
+            ports={"port": record.ports["prefect"], **record.ports},
+            payops_home=tmp_path / "payops-home",
+            env=env,
+            ui=f"{record.prefect_ui_url}/v2",
+            api=record.prefect_api_url,
+            console=record.console_url,
+            sandbox=record.sandbox_url,
+        )
     finally:
         stop_tree(proc)
+
+
+@contextmanager
+def busy_machine(workers: int | None = None) -> Iterator[None]:
+    """One process spinning on every core (or ``workers``) for the block: the machine as busy as a full test
+    run beside other work makes it."""
+    spin = [sys.executable, "-c", "while True: pass"]
+    burners = [subprocess.Popen(spin) for _ in range(workers or os.cpu_count() or 2)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+        for burner in burners:
+            burner.wait(10)
 
 
 def stop_tree(proc: subprocess.Popen[bytes]) -> None:

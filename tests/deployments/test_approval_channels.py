@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from deployments.demo import read_env_file
+from deployments.processes import read_env_file
 from deployments.serve import ROOT
 from store import open_engine
 from store.approval_requests import ApprovalRequest
@@ -50,7 +50,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AllInOne]:
 
 def cli_env(served: AllInOne) -> dict[str, str]:
     """A terminal beside serve: its homes, its Prefect API, its emulator, its approval key."""
-    sandbox = read_env_file(Path(served.env["PREFECT_HOME"]) / "payops" / "serve-logs" / "sandbox.env")
+    sandbox = read_env_file(served.payops_home / "sandbox.env")
     key = (served.payops_home / "approval-key").read_text().strip()
     return {**served.env, **sandbox, "PREFECT_API_URL": served.api, "PAYOPS_APPROVAL_KEY": key}
 

@@ -3,6 +3,8 @@ the first admin of `payops serve`."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 from uuid import uuid4
 
@@ -13,7 +15,9 @@ from typer.testing import CliRunner
 from deployments.cli import app
 from deployments.serve import ensure_first_admin
 from store import open_engine
+from store.home import ServeRecord, write_serve_record
 from store.users import Users
+from tasks.approvals import load_approval_key
 
 PW = "a long enough password"
 
@@ -77,21 +81,44 @@ def test_audit_verify_reports_a_tampered_row(home: Path) -> None:
     )
 
 
-def test_approve_asks_for_the_users_credentials(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_approve_asks_for_the_users_credentials(
+    prefect_harness: None, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     payops("users", "add", "olu", "--role", "operator", stdin=PW + "\n")
     run_id = str(uuid4())
-    monkeypatch.delenv("PAYOPS_APPROVAL_KEY", raising=False)
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY_BLOCK", "payops-no-such-block")
-    code, out = payops("approve", run_id, "--user", "olu", stdin="")  # no key: said before any password
-    assert code == 1 and "no approval signing key" in out and "Password" not in out
     monkeypatch.setenv("PAYOPS_APPROVAL_KEY", "cli-users-test-approval-key-0123")
     code, out = payops("approve", run_id, "--user", "olu", stdin="wrong password\n")
     assert code == 2 and "error: wrong user name or password" in out
     code, out = payops("approve", run_id, "--user", "olu", stdin=PW + "\n")
     assert code == 2 and "error: Only approvers can approve or reject payout runs." in out
     code, out = payops("approve", "not-a-run", "--user", "olu", stdin=PW + "\n")
-    assert code == 2 and "is not a flow run id" in out
+    assert code == 2 and "no payout run with name, label or id 'not-a-run'" in out
     assert "payops.approval.refused" in payops("audit", "list")[1]
+
+
+def test_approve_without_a_key_says_so_before_asking_for_the_password(
+    prefect_harness: None, home: Path
+) -> None:
+    payops("users", "add", "bea", "--role", "approver", stdin=PW + "\n")
+    code, out = payops("approve", str(uuid4()), "--user", "bea", stdin="wrong password\n")
+    assert code == 1 and "error: no approval signing key: set PAYOPS_APPROVAL_KEY" in out
+    assert "wrong user name or password" not in out
+    assert "login.failed" not in payops("audit", "list")[1]  # the password was never checked
+
+
+def test_approve_finds_the_key_payops_serve_keeps_in_the_home(
+    prefect_harness: None, home: Path, tmp_path: Path
+) -> None:
+    """Beside `payops serve` (its record in the home names its key file), no variable is needed."""
+    home.mkdir(parents=True)
+    key = tmp_path / "serve-key"
+    key.write_text("a-key-payops-serve-keeps-0123456789\n")
+    record = ServeRecord(pid=os.getpid(), prefect_api_url="http://unused/api", console_url="http://unused")
+    write_serve_record(record.model_copy(update={"approval_key_file": str(key)}), home)
+    assert asyncio.run(load_approval_key()) == b"a-key-payops-serve-keeps-0123456789"
+    payops("users", "add", "bea", "--role", "approver", stdin=PW + "\n")
+    code, out = payops("approve", str(uuid4()), "--user", "bea", stdin="wrong password\n")
+    assert code == 2 and "wrong user name or password" in out
 
 
 def test_serve_creates_the_first_admin_once_in_a_0600_file(home: Path) -> None:

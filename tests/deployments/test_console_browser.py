@@ -92,6 +92,8 @@ def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
             reload_until(page, "#outcome", 120)
             assert page.inner_text("#outcome") == "completed"
             assert page.inner_text("#state") == "Completed with failures"  # one payout failed
+            amber = "rgb(255, 216, 168)"  # .state-warning: a run with failures is never green
+            assert page.eval_on_selector("#state", "e => getComputedStyle(e).backgroundColor") == amber
             assert "delivered 5" in page.inner_text("#summary") and "failed 1" in page.inner_text("#summary")
             page.screenshot(path=str(SHOTS / "05-completed.png"), full_page=True)
             assert payouts_at(emulator) == payouts_before + 6

@@ -382,7 +382,7 @@ def test_good_sheet_starts_one_run_with_its_own_report_folder(tmp_path: Path, la
     r = client.post("/runs", data={"upload_id": upload_id, "csrf_token": token, "require_approval": "on"})
     assert r.status_code == 303 and r.headers["location"].startswith("/runs/")
     ((params, run_name),) = launcher.started
-    assert run_name == f"console-{upload_id}"
+    assert run_name == "M-rz-payroll"  # the sheet's name, as the CLI and Prefect name the run
     assert params.source == str(tmp_path / "uploads" / upload_id / "M-rz-payroll.xlsx")
     assert params.report_dir == str(tmp_path / "reports" / upload_id)
     assert params.require_approval is True and params.credentials_block == "payments-test"

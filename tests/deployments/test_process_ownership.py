@@ -18,6 +18,7 @@ import pytest
 
 from deployments.prefect_server import NOTICE
 from sandbox import SandboxConfig, SandboxServer
+from store.home import ServeRecord, write_serve_record
 from tests.flows.approval_support import prepared_home
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
@@ -95,12 +96,11 @@ def _server_answers(cli: Cli) -> bool:
 
 @pytest.fixture
 def bare_env(tmp_path: Path) -> dict[str, str]:
-    """No configured Prefect server, nothing at `payops serve`'s address, a private PREFECT_HOME and
-    PAYOPS_HOME."""
+    """No configured Prefect server, a payops home of its own (no `payops serve` recorded), a private
+    PREFECT_HOME."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAYOPS_", "PREFECT_API"))}
     env.update(
         PAYOPS_HOME=str(tmp_path / "payops-home"),
-        PAYOPS_SERVE_API_URL="http://127.0.0.1:9/api",
         PREFECT_HOME=str(tmp_path / "prefect-home"),
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
     )
@@ -140,9 +140,14 @@ def test_a_configured_server_is_used_and_no_server_starts(prefect_harness, tmp_p
 
     sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix="OWC"))
     args = ["payouts", str(sheet), "--report-dir", str(tmp_path / "r"), "--dry-run"]
+    # The home's `payops serve` (this process stands for it), found by the record it keeps in the home.
+    served_home = tmp_path / "served-home"
+    served_home.mkdir()
+    record = ServeRecord(pid=os.getpid(), prefect_api_url=PREFECT_API_URL.value(), console_url="http://x")
+    write_serve_record(record, served_home)
     for env in (
         {**bare_env, "PREFECT_API_URL": PREFECT_API_URL.value()},  # configured
-        {**bare_env, "PAYOPS_SERVE_API_URL": PREFECT_API_URL.value()},  # `payops serve`'s, found by health
+        {**bare_env, "PAYOPS_HOME": str(served_home)},  # the home's `payops serve`
     ):
         cli = Cli(args, env)
         seen_servers = []
@@ -150,7 +155,7 @@ def test_a_configured_server_is_used_and_no_server_starts(prefect_harness, tmp_p
             seen_servers += _servers(cli)
             time.sleep(0.2)
         cli._reader.join(10)
-        assert cli.proc.returncode == 0, cli.stderr
+        assert cli.proc.returncode == 2, cli.stderr  # a dry run without credentials cannot price: exit 2
         assert NOTICE not in cli.stderr and not seen_servers
 
 
@@ -158,7 +163,7 @@ def test_the_demo_emulator_dies_with_its_parent(tmp_path: Path) -> None:
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from deployments.demo import free_port, start_sandbox\n"
+        "from deployments.processes import free_port, start_sandbox\n"
         "proc = start_sandbox(free_port(), Path(sys.argv[1]))\n"
         "print(proc.pid, flush=True)\n"
         "time.sleep(600)\n"

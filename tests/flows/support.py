@@ -106,7 +106,7 @@ def cli_env(extra: dict[str, str]) -> dict[str, str]:
 
     from prefect.settings import PREFECT_API_URL
 
-    isolation = {"PAYOPS_HOME", "PAYOPS_SERVE_API_URL", "PAYOPS_API_TOKEN"}
+    isolation = {"PAYOPS_HOME", "PAYOPS_API_TOKEN"}
     full = {k: v for k, v in os.environ.items() if not k.startswith("PAYOPS_") or k in isolation}
     return full | {"PREFECT_API_URL": PREFECT_API_URL.value(), **extra}
 

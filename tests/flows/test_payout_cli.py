@@ -52,10 +52,12 @@ def test_exit_codes_and_json_output(prefect_harness, server: SandboxServer, tmp_
     offline = payops(
         ["payouts", str(good), "--label", "cli-dry2", "--report-dir", reports, "--dry-run", "--json"], {}
     )
-    assert offline.returncode == 0
-    assert (
-        "pre-flight skipped: no Payments credentials" in json.loads(offline.stdout)["preflight"]["notes"][0]
-    )
+    # A dry run that cannot price the sheet (no credentials) says so and exits 2.
+    assert offline.returncode == 2
+    refused = json.loads(offline.stdout)
+    assert refused["outcome"] == "preflight_failed"
+    (problem,) = refused["preflight"]["problems"]
+    assert problem.startswith("cannot price the sheet without credentials: no Payments credentials: set ")
     assert emulator_stats(server.base_url)["payouts"] == before  # nothing sent so far
 
     paid = payops(

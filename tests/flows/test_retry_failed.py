@@ -93,4 +93,4 @@ def test_retry_failed_pays_the_failed_rows_exactly_once(
     by_id = payops(["runs", "show", runs[-1]["id"], "--json"], server)
     assert json.loads(by_id.stdout)["label"] == "march"
     unknown = payops(["runs", "show", "no-such-run"], server)
-    assert unknown.returncode == 1 and "no payout run with label or id 'no-such-run'" in unknown.stderr
+    assert unknown.returncode == 1 and "no payout run with name, label or id 'no-such-run'" in unknown.stderr

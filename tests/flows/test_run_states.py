@@ -294,3 +294,26 @@ def test_without_a_signing_key_a_run_needing_approval_ends_not_approved_without_
     assert (state.type.value, state.name) == ("CANCELLED", "Not approved")
     assert "no approval signing key: set PAYOPS_APPROVAL_KEY" in state.message
     assert run_summary(state).outcome == "not_approved" and payouts_sent(env) == before
+
+
+@pytest.mark.parametrize(
+    ("state_type", "name", "tone"),
+    [
+        ("COMPLETED", "Completed", "ok"),
+        ("COMPLETED", "Completed with failures", "warning"),
+        ("COMPLETED", "Incomplete", "warning"),
+        ("COMPLETED", "Dry run", "neutral"),
+        ("CANCELLED", "Rejected", "warning"),
+        ("CANCELLED", "Not approved", "warning"),
+        ("CANCELLED", "Refused", "bad"),
+        ("CANCELLED", "Cancelled", "neutral"),
+        ("FAILED", "Failed", "bad"),
+        ("CRASHED", "Crashed", "bad"),
+        ("PAUSED", "Suspended", "waiting"),
+        ("RUNNING", "Running", "neutral"),
+    ],
+)
+def test_a_state_is_green_only_when_nothing_went_wrong(state_type: str, name: str, tone: str) -> None:
+    from flows.outcomes import state_tone
+
+    assert state_tone(state_type, name) == tone

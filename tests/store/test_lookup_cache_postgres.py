@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from deployments.demo import free_port
+from deployments.processes import free_port
 from deployments.scaleout.postgres import PrivatePostgres
 
 pytestmark = pytest.mark.e2e

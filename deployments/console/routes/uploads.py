@@ -14,6 +14,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from deployments.run_history import find_payout_run
 from flows.payouts import PayoutRunParams
+from flows.run_params import name_from_parameters
 from store.users import PERMISSIONS, Account
 from tasks.approval_gate import totals_by_currency
 from tasks.approvals import sign_start
@@ -255,7 +256,8 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
         dry_run=form.get("dry_run") == "on",
         credentials_block=console.settings.credentials_block,
     )
-    run_id = await console.launcher.start(params, f"console-{upload.id}")
+    # One name everywhere: the label, else the sheet's name (as the CLI's and Prefect's runs are named).
+    run_id = await console.launcher.start(params, name_from_parameters({"params": params}))
     console.audit(
         request,
         account.name,

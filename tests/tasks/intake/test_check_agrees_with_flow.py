@@ -46,28 +46,34 @@ def _corpus() -> dict[str, object]:
     return {**cases, "valid sheet": _all_good, "one invalid row of two": _good_and_bad}
 
 
-def test_check_and_flow_agree_on_the_corpus(prefect_harness, tmp_path: Path) -> None:
+def test_check_and_flow_agree_on_the_corpus(
+    prefect_harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from flows.payouts import PayoutRunParams, payout_spreadsheet
+    from sandbox import SandboxConfig, SandboxServer
 
     corpus = _corpus()
     assert len(corpus) >= 50
-    for i, (name, build) in enumerate(corpus.items()):
-        folder = tmp_path / f"case{i}"
-        folder.mkdir()
-        source = str(build(folder))
-        checked = check_sheet(source, str(folder / "check"))
-        params = PayoutRunParams(source=source, dry_run=True, report_dir=str(folder / "flow"))
-        flowed = run_summary(asyncio.run(payout_spreadsheet(params, return_state=True)))
-        check_exit = SheetCheckSummary.model_validate(checked).exit_code
-        assert check_exit == PayoutRunSummary.model_validate(flowed).exit_code, name
-        assert {k: checked.get(k) for k in COMPARED} == {k: flowed.get(k) for k in COMPARED}, name
-        if checked["outcome"] == "valid":
-            assert flowed["outcome"] == "dry_run", name
-        else:
-            assert checked["outcome"] == flowed["outcome"] == "invalid_input", name
-        check_reports = sorted(p.name for p in (folder / "check").glob("*"))
-        flow_reports = sorted(p.name for p in (folder / "flow").glob("*"))
-        assert check_reports == flow_reports, name
+    with SandboxServer(SandboxConfig()) as emulator:  # a dry run prices the sheet: it needs the service
+        for key, value in emulator.env.items():
+            monkeypatch.setenv(key, value)
+        for i, (name, build) in enumerate(corpus.items()):
+            folder = tmp_path / f"case{i}"
+            folder.mkdir()
+            source = str(build(folder))
+            checked = check_sheet(source, str(folder / "check"))
+            params = PayoutRunParams(source=source, dry_run=True, report_dir=str(folder / "flow"))
+            flowed = run_summary(asyncio.run(payout_spreadsheet(params, return_state=True)))
+            check_exit = SheetCheckSummary.model_validate(checked).exit_code
+            assert check_exit == PayoutRunSummary.model_validate(flowed).exit_code, name
+            assert {k: checked.get(k) for k in COMPARED} == {k: flowed.get(k) for k in COMPARED}, name
+            if checked["outcome"] == "valid":
+                assert flowed["outcome"] == "dry_run", name
+            else:
+                assert checked["outcome"] == flowed["outcome"] == "invalid_input", name
+            check_reports = sorted(p.name for p in (folder / "check").glob("*"))
+            flow_reports = sorted(p.name for p in (folder / "flow").glob("*"))
+            assert check_reports == flow_reports, name
 
 
 def test_check_command_never_imports_prefect(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def _run_cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str, float
 @pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAYOPS_", "PREFECT_API"))}
-    env["PAYOPS_SERVE_API_URL"] = "http://127.0.0.1:9/api"  # nothing answers: no borrowed server
+    env["PAYOPS_HOME"] = str(tmp_path / "payops-home")  # its own home: no borrowed `payops serve`
     env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
     return env
 
