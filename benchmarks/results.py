@@ -204,6 +204,9 @@ def record(
     script = script or ROOT / "benchmarks" / f"{name}.py"
     load_before = [round(x, 2) for x in os.getloadavg()]
     started = dt.datetime.now(dt.UTC)
+    # the code measured is the code at the start: later edits of the checkout do not count
+    commit = _git("rev-parse", "--short", "HEAD")
+    uncommitted = bool(_git("status", "--porcelain", "--untracked-files=no"))
     proc = subprocess.run([sys.executable, str(script), *args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     load_after = [round(x, 2) for x in os.getloadavg()]
     sys.stdout.write(proc.stdout)
@@ -212,8 +215,8 @@ def record(
     saved = {
         "benchmark": name,
         "command": " ".join([f"benchmarks/{name}.py", *args]),
-        "commit": _git("rev-parse", "--short", "HEAD"),
-        "uncommitted_changes": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "commit": commit,
+        "uncommitted_changes": uncommitted,
         "recorded_at": started.isoformat(timespec="seconds"),
         "machine": {**machine(), "load_before": load_before, "load_after": load_after},
         "result": parse_output(proc.stdout),
