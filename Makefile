@@ -39,10 +39,13 @@ test: $(DEV_STAMP) browser-deps
 lint: $(DEV_STAMP)
 	@$(VENV)/bin/ruff check .
 
+# Each benchmark prints its JSON and saves it under benchmarks/results/ (commit, machine, load); the table in
+# docs/performance.md is then rewritten from those files.
 bench: $(STAMP)
-	@$(PY) benchmarks/intake.py
-	@$(PY) benchmarks/payouts_e2e.py
-	@$(PY) benchmarks/cli.py
+	@$(PY) -m benchmarks.results run intake
+	@$(PY) -m benchmarks.results run payouts_e2e
+	@$(PY) -m benchmarks.results run cli
+	@$(PY) -m benchmarks.results table --write
 
 serve: $(STAMP)
 	@$(VENV)/bin/payops serve --sandbox

@@ -1,6 +1,6 @@
 """Typed run summaries, one per flow family: the outcome, its exit code and the lines a person reads.
 
-A flow's JSON summary (the ``--json`` output, the report's JSON, README "Run summary") is read into the
+A flow's JSON summary (the ``--json`` output, the report's JSON; its fields in docs/runs.md) is read into the
 family's model; the fields the lines and exit codes use are typed, the other documented fields are kept as
 written (``extra="allow"``), so ``--json`` prints the flow's summary unchanged.
 """
@@ -53,7 +53,7 @@ class RunSummary(BaseModel):
         return self.as_json().get(key, default)
 
     def as_json(self) -> dict[str, Any]:
-        """The documented JSON fields (README "Run summary"), in the order the flow wrote them."""
+        """The documented JSON fields (docs/runs.md), in the order the flow wrote them."""
         dumped = self.model_dump(by_alias=True, exclude_unset=True)
         order = [k for k in self._written if k in dumped]
         return {k: dumped[k] for k in [*order, *(k for k in dumped if k not in order)]}

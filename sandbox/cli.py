@@ -19,7 +19,7 @@ def export_lines(env: dict[str, str]) -> str:
 
 def tune_gc() -> None:
     """Collect garbage less often: the emulator's state (payouts, events, journal) only grows and is acyclic,
-    so default thresholds make the collector rescan it over and over (measured: ~15% of batch handling)."""
+    so default thresholds make the collector rescan it over and over, for nothing (docs/performance.md)."""
     gc.collect()
     gc.freeze()  # everything built at start-up (app, routes, seed data) is never collected
     gc.set_threshold(50_000, 20, 20)

@@ -33,7 +33,7 @@ _ssl_context: ssl.SSLContext | None = None
 
 
 def _ssl() -> ssl.SSLContext:
-    """One TLS context for every round (building one per client costs ~0.1 s)."""
+    """One TLS context for every round (building one loads the CA bundle: too slow to do per client)."""
     global _ssl_context
     if _ssl_context is None:
         _ssl_context = httpx.create_ssl_context()

@@ -15,7 +15,7 @@ from store.home import payops_home
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest revision of every branch in ``migrations/versions`` (a test checks it against Alembic's own
 #: reading of that folder). A database that records exactly these needs no migration, so a command skips
-#: Alembic's import and script parsing (about 0.2 s per process) when nothing is to be done.
+#: Alembic's import and script parsing (a cost every command would pay) when nothing is to be done.
 SCHEMA_HEADS = frozenset({"0006_reconciliation"})
 
 
@@ -50,8 +50,8 @@ def open_engine(url: str | None = None) -> Engine:
 def upsert_insert(engine: Engine, table: Any) -> Any:
     """An INSERT on ``table`` with ``on_conflict_do_…`` (SQLite or PostgreSQL); ValueError for others.
 
-    The dialect is imported here, not at the top: the PostgreSQL dialect alone costs ~0.13 s to import, which
-    every command would pay on the default SQLite file."""
+    The dialect is imported here, not at the top: importing the PostgreSQL dialect is slow, and every command
+    on the default SQLite file would pay for it."""
     name = engine.dialect.name
     if name == "sqlite":
         from sqlalchemy.dialects import sqlite

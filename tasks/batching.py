@@ -57,7 +57,7 @@ def batch_count(rows: Sequence[PayoutRow], size: int = MAX_BATCH) -> int:
 
 def build_batch(rows: Sequence[PayoutRow], label: str, index: int, size: int = MAX_BATCH) -> PayoutBatch:
     """Batch ``index`` of :func:`build_batches` alone: a run builds each just before sending it, so the wire
-    bodies of a 100,000-row sheet (~45 MB) are never all held at once."""
+    bodies of a large sheet are never all held at once (docs/performance.md, *Memory at 100,000 rows*)."""
     if not 0 <= index < batch_count(rows, size):
         raise IndexError(f"batch {index} of {batch_count(rows, size)}")
     chunk = rows[index * size : (index + 1) * size]

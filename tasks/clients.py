@@ -36,12 +36,12 @@ class PooledTransport(AiohttpTransport):
     """The bytes of the tasks' requests move through aiohttp's connection pool; httpx stays the client.
 
     httpx's own pool (httpcore 1.0) rescans every connection at each request's start and end and asks anyio
-    whether each idle socket is readable: at 16 requests in flight that is ~2 ms of CPU per request.
-    Measured on a cold 2,000-lookup pre-flight against the emulator: 6.5 s of client CPU (6.9 s wall)
-    through httpcore, 2.4 s (3.0 s wall) through aiohttp. `httpx_aiohttp` (the transport
-    anthropic-sdk-python offers for the same reason) maps aiohttp's errors to httpx's, but every connection
-    error to ``ConnectTimeout``; a refused or dropped connection is raised here as ``ConnectError``, as
-    httpx's own transport does, so it is reported and retried as a connection error, not a timeout.
+    whether each idle socket is readable: with many requests in flight that CPU dominates a cold pre-flight
+    (docs/performance.md, *Per-request client CPU*; `benchmarks/payouts_e2e.py`). `httpx_aiohttp` (the
+    transport anthropic-sdk-python offers for the same reason) maps aiohttp's errors to httpx's, but every
+    connection error to ``ConnectTimeout``; a refused or dropped connection is raised here as
+    ``ConnectError``, as httpx's own transport does, so it is reported and retried as a connection error, not
+    a timeout.
     """
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

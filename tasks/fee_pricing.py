@@ -47,7 +47,7 @@ class FeeRange:
         return self.low == self.high
 
 
-@functools.cache  # a fractional Decimal power costs ~18 µs; a sheet asks for a few dozen distinct steps
+@functools.cache  # a fractional Decimal power is slow, and a sheet asks for a few dozen distinct steps
 def _edge(index: int) -> Decimal:
     """Grid amount number `index`: 10^(index/24) in cents (strictly increasing from 1.00 up)."""
     return (Decimal(10) ** (Decimal(index) / STEPS_PER_DECADE)).quantize(CENT, rounding=ROUND_HALF_EVEN)

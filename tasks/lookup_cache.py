@@ -62,7 +62,7 @@ async def through_cache(
     queue = iter(missing)
 
     async def asker() -> None:
-        # A few askers share one queue: a coroutine per key would be 100,000 tasks (~200 MB) on a big sheet.
+        # A few askers share one queue: a coroutine per key would be 100,000 tasks on a big sheet.
         for key in queue:
             async with semaphore:
                 found[key] = answer = await fetch(inputs[key])

@@ -2,16 +2,14 @@
 finished phase freed handed back to the operating system, for large sheets.
 
 :func:`gc_paused` pauses the collector around bulk allocations of long-lived, acyclic objects: reading a
-sheet (millions of cells and rows; the collector's passes cost about a third of the read time at 100k rows)
-and a CLI command's imports (Prefect, pydantic and SQLAlchemy build hundreds of thousands of objects; the
-collections they trigger cost 0.2 s of a 1.4 s import of the payout flow).
+sheet (millions of cells and rows) and a CLI command's imports (Prefect, pydantic and SQLAlchemy build
+hundreds of thousands of objects); the collector's passes over them find nothing to free.
 
-A 100,000-row run frees tens of megabytes between phases (the parser's frame, the pre-flight's lookups, the
+A large run frees tens of megabytes between phases (the parser's frame, the pre-flight's lookups, the
 batches' item results), but glibc keeps freed heap pages mapped, so the process's peak RSS grows phase after
 phase. :func:`release_freed_memory` runs the cyclic collector and asks glibc to return free pages
-(``malloc_trim``): measured on `benchmarks/payouts_e2e.py --rows 100000` (warm), peak RSS 386 → 368 MB
-for about 0.2 s of CPU in all. Hand-rolled because no library wraps ``malloc_trim``; elsewhere than glibc it
-only collects.
+(``malloc_trim``). What each costs and saves: docs/performance.md, measured by `benchmarks/payouts_e2e.py
+--rows 100000`. Hand-rolled because no library wraps ``malloc_trim``; elsewhere than glibc it only collects.
 """
 
 from __future__ import annotations
@@ -52,7 +50,7 @@ def gc_paused() -> Iterator[None]:
 
     On the way out the survivors go straight to the oldest generation (``freeze`` then ``unfreeze`` moves
     them there without a traversal); otherwise the first young collection after re-enabling walks all of
-    them (70 ms at 100k rows). They are still collected, with the old generation, if they ever form cycles.
+    them. They are still collected, with the old generation, if they ever form cycles.
     A process that froze objects itself (the sandbox) keeps them frozen and pays that young collection.
     """
     was_enabled = gc.isenabled()

@@ -108,10 +108,9 @@ class AdaptiveRate:
     """AIMD request rate: as fast as the service answers, slower after each 429, never above `ceiling`.
 
     * Slow start: from `start` the rate doubles every `doubling_s` that the limiter is the bottleneck
-      (requests waited for a token), until the first 429: 50 to 1000 per second in about a second. (Doubling
-      each second cost a cold 2,000-lookup pre-flight 2.5 s of 6.3; against a limited service the faster
-      ramp overshoots more before the first 429, about 4.6x a 50/s limit with a burst of 50, for three more
-      429s in 2,000 requests.)
+      (requests waited for a token), until the first 429: 50 to 1000 per second in about a second. A slower
+      ramp makes a cold pre-flight wait; a faster one overshoots a limited service more before its first 429
+      (docs/performance.md, *Request rate*).
     * Then it grows by `increase` (a share of the rate at the last cut) per second of such use.
     * A 429 pauses every request until its `Retry-After` has passed and multiplies the rate by `decrease`
       (`slow_start_decrease` for the first one, which typically overshot by up to 2x). 429s answering
@@ -119,8 +118,8 @@ class AdaptiveRate:
     * Requests are paced by a bucket holding at most `burst_s` seconds of requests, full at the start: a
       handful of concurrent reads after an idle moment (a poll round, the pre-flight's first quotes) go at
       once instead of one every 1/rate seconds; a sustained stream is paced evenly. Until the first 429 it
-      holds at least one second at `start` (50 requests: the burst of the fixed 50/s bucket payops used
-      before, so the first poll round of a 2,000-row run, 20 list reads, is not spread over 0.2 s); once
+      holds at least one second at `start` (so a poll round's list reads go at once, not one every
+      1/rate seconds); once
       the service has said 429, only `burst_s` of the rate. After a pause the bucket starts empty, so a
       pause's end is no storm.
     """

@@ -299,8 +299,8 @@ def write_reports(
     fs.makedirs(root, exist_ok=True)
     summary["report_files"] = paths
 
-    # Rows are generated as written, twice (xlsx, csv), rather than held: 100,000 rows of 17 cells are
-    # ~200 MB as lists, and generating one costs ~2 µs.
+    # Rows are generated as written, twice (xlsx, csv), rather than held: generating a row is cheap, and
+    # 100,000 rows held as lists are not (docs/performance.md, *Memory at 100,000 rows*).
     headers = _result_headers(columns)
     status_col, sub_col = headers.index("Payout status"), headers.index("Submission")
 

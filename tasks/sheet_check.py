@@ -71,8 +71,8 @@ def summary_head(
     warnings: list[dict[str, Any]] | None = None,
     amount_total: str = "0.00",
 ) -> dict[str, Any]:
-    """The keys every payout run summary starts with (README "Run summary"), outcome ``completed``; no label
-    (None or empty, as the run form leaves it) is ``null``."""
+    """The keys every payout run summary starts with (docs/runs.md), outcome ``completed``; no label (None or
+    empty, as the run form leaves it) is ``null``."""
     return {
         "label": label or None,
         "source": source,

@@ -1,11 +1,11 @@
 """A streaming xlsx writer for table reports: sheets of a bold frozen header and rows, some rows shaded.
 
 Why not XlsxWriter here (it still writes the validation report): a 100,000-row payout report has 1.8 million
-cells, and XlsxWriter spends about 7 µs of Python per cell (12 s of CPU measured on this machine, openpyxl's
-write-only mode and pyexcelerate 9 to 20 s), against a report budget of 8 s for the whole run. A table
-report needs only a small, fixed part of SpreadsheetML: text/number/boolean cells, one bold font, solid fills,
-column widths and a frozen first row. This module writes exactly that, one row's XML per string join (~1 µs
-per cell), streamed as rows come, so neither the rows nor the sheet are held in memory. The output reads back
+cells, and XlsxWriter's (or openpyxl's) Python per cell alone exceeds the report phase's budget
+(docs/performance.md, *Writing reports*). A table report needs only a small, fixed part of SpreadsheetML:
+text/number/boolean cells, one bold font, solid fills, column widths and a frozen first row. This module
+writes exactly that, one row's XML per string join, streamed as rows come, so neither the rows nor the sheet
+are held in memory. The output reads back
 in openpyxl and calamine the same as XlsxWriter's (tests/tasks/test_table_workbook.py compares them).
 
 Cells go through :func:`tasks.xlsx.neutralise` (formula injection) like every report cell; text is written as

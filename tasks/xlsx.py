@@ -2,7 +2,7 @@
 report (cells with their own formats).
 
 Table reports (a header and rows, some shaded: payout results, transactions, settlements, purchases) are
-written by the streaming writer in ``tasks.table_workbook``, ~7× faster than XlsxWriter on 100,000 rows.
+written by the streaming writer in ``tasks.table_workbook`` (XlsxWriter is too slow per cell for them).
 openpyxl remains what tests read reports with, and it writes the template (data validation, text columns).
 """
 

@@ -41,7 +41,8 @@ def quiet_prefect(json_only: bool, progress_shown: bool = False) -> Iterator[Non
     warnings and errors only (the Prefect UI keeps them all).
 
     The cyclic collector is paused for these imports (`tasks.memory.gc_paused`): the objects they build live
-    as long as the process, and the collections they would trigger cost 0.2 s of the payout flow's 1.4 s.
+    as long as the process, and the collections they would trigger find nothing to free
+    (docs/performance.md, *Starting a command*).
     """
     from tasks.memory import gc_paused
 

@@ -1,8 +1,9 @@
-"""The intake's speed tricks, in one place: everything here is measured and replaceable by plain code.
+"""The intake's speed tricks, in one place: each is measured (`benchmarks/intake.py`, docs/performance.md)
+and replaceable by plain code.
 
 - :func:`construct_rows` builds ``PayoutRow``\\ s from already-checked columns by setting pydantic's four
-  state slots directly: what ``model_construct`` does minus its per-field loop (``model_validate`` costs
-  ~8 µs a row, ``model_construct`` ~10 µs, about a second per 100k rows). Whether this pydantic release
+  state slots directly: what ``model_construct`` does minus its per-field loop (``model_validate`` and
+  ``model_construct`` cost about a second per 100,000 rows). Whether this pydantic release
   still works that way is checked once, lazily, on first use (:func:`slot_setters_work`); if not, rows are
   built with ``model_construct``. tests/tasks/intake pins that constructed rows equal ``model_validate``.
 - :func:`lines_match` checks a whole column with one regex over its texts joined by line breaks, for the
@@ -31,7 +32,7 @@ _FIELDS = tuple(PayoutRow.model_fields)
 _FIELDS_SET = frozenset(_FIELDS)
 _new_row = PayoutRow.__new__
 # BaseModel keeps its state in four slots; their descriptors' setters are what model_construct calls, minus
-# its per-field loop and attribute lookups (2.5x faster than object.__setattr__ by name, measured).
+# its per-field loop and attribute lookups (faster than object.__setattr__ by name).
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
