@@ -9,7 +9,13 @@ from pathlib import Path
 
 from openpyxl import Workbook
 
-from tests.deployments.test_console_security import FakeLauncher, launcher, operator, upload  # noqa: F401
+from tests.deployments.test_console_security import (  # noqa: F401 - fixtures: the launcher, the approval key
+    FakeLauncher,
+    approval_key,
+    launcher,
+    operator,
+    upload,
+)
 
 HEADERS = ["Payment Reference", "Staff Member", "Amount", "Currency", "Network", "Type", "Handset"]
 

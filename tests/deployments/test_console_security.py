@@ -337,7 +337,11 @@ def test_role_checks_on_every_route(tmp_path: Path, launcher: FakeLauncher, monk
     anonymous = make(tmp_path, launcher)
     for (method, path), allowed in ROLE_TABLE.items():
         url = path.replace("{path:path}", "{path}").format(
-            run_id=uuid4(), name="nobody", action="disable", path="x/run.csv"
+            run_id=uuid4(),
+            name="nobody",
+            action="disable",
+            path="x/run.csv",
+            upload_id="20260101-000000-0000aaaa",
         )
         r = anonymous.request(method, url, data={"csrf_token": csrf(anonymous)} if method == "POST" else None)
         assert r.status_code == 303 and r.headers["location"] == "/login", (method, path)

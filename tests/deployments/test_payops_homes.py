@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from store.home import read_serve_record
+from tests.deployments.console_harness import PASSWORD
 from tests.deployments.serve_harness import AllInOne, all_in_one
 from tests.flows.support import payroll_rows, write_sheet
 
@@ -24,14 +25,16 @@ LABEL = "payroll-shared-label"
 def homes(tmp_path: Path) -> Iterator[tuple[AllInOne, AllInOne]]:
     settings = {"PREFECT_SERVER_UI_ENABLED": "false"}
     with (
-        all_in_one(tmp_path / "a", {"olu": "operator"}, settings) as a,
-        all_in_one(tmp_path / "b", {"olu": "operator"}, settings) as b,
+        all_in_one(tmp_path / "a", {"olu": "operator"}, settings, policy="none") as a,
+        all_in_one(tmp_path / "b", {"olu": "operator"}, settings, policy="none") as b,
     ):
         yield a, b
 
 
 def _pay(home: AllInOne, sheet: Path, *options: str) -> tuple[int, dict, str]:
-    done = home.payops("payouts", str(sheet), "--label", LABEL, "--json", *options, env=home.emulator_env())
+    """`payops payouts` as the home's operator olu (password on stdin)."""
+    args = ["payouts", str(sheet), "--label", LABEL, "--json", "--user", "olu", *options]
+    done = home.payops(*args, env=home.emulator_env(), stdin=PASSWORD + "\n")
     summary = json.loads(done.stdout.splitlines()[-1]) if done.stdout.strip() else {}
     return done.returncode, summary, done.stderr
 
