@@ -157,15 +157,13 @@ class RetryPlan:
         return self.rows[0].column_map if self.rows else ""
 
 
-def plan_retry(
-    store: RetryRows, report_dir: str, label: str, taken: Callable[[str], bool] = lambda _: False
-) -> RetryPlan:
+def plan_retry(store: RetryRows, report_dir: str, label: str) -> RetryPlan:
     """The rows of run ``label`` to pay again that no retry claimed (recorded so far, and from its report
-    once it has finished), and the next free retry label (free: no retry claimed it, and ``taken`` says no,
-    e.g. a report or a Prefect run of that name exists)."""
+    once it has finished), and the next free retry label (free: no retry claimed it, and no report of that
+    name is in ``report_dir``, as a retry from before claims has)."""
     finished = record_report(store, report_dir, label)
     used = store.labels_starting(family_prefix(label))
-    retry = next_retry_label(label, lambda c: c in used or retry_exists(report_dir, c) or taken(c))
+    retry = next_retry_label(label, lambda c: c in used or retry_exists(report_dir, c))
     return RetryPlan(label, retry, store.unclaimed(label), finished)
 
 

@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openpyxl import Workbook
 
+from store import migrate, open_engine
+from store.retries import RetryRows
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow, read_payout_sheet
 from tasks.intake.columns import ALIASES, format_column_map, parse_column_map
 from tasks.references import row_reference
 from tasks.reports import RowOutcome, resubmit_reference, write_reports
-from store import migrate, open_engine
-from store.retries import RetryRows
 from tasks.retry_rows import retry_rows_of
 from tasks.retry_sheet import prepare_retry
 
