@@ -64,6 +64,7 @@ from tasks.ratelimit import LimiterStats
 from tasks.reconciliation import reconcile_at_run_end, record_approved_payouts
 from tasks.references import row_reference
 from tasks.reports import RowOutcome, ensure_reports_spare_source, row_facts, write_reports
+from tasks.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
 from tasks.run_approvals import with_decisions
 from tasks.sheet_check import intake_summary, no_name_column, refusal_summary, refuses, run_label
 from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
@@ -376,8 +377,9 @@ async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dic
         pf = await _preflight(run, sheet, gate, settings)
         await _approval(run, sheet, pf, gate, store)
         sent = await _send(run, sheet, pf, settings)
-        poll = await _poll(run, sent, settings)
-        return await _report(run, sheet, pf, sent, poll, settings)
+        retries = retry_store(store)
+        poll = await _poll(run, sheet, sent, settings, retries)
+        return await _report(run, sheet, pf, sent, poll, settings, retries)
     except RunEnded as ended:
         return ended.summary
 
@@ -570,12 +572,17 @@ async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSe
     return Sent(results, states, replayed)
 
 
-async def _poll(run: SheetRun, sent: Sent, settings: PaymentsSettings) -> PollResult:
+async def _poll(
+    run: SheetRun, sheet: Sheet, sent: Sent, settings: PaymentsSettings, retries: RetryRows | None
+) -> PollResult:
     """Every accepted payout to its final status, or until it waits for a person past the settle window, or
     the deadline: an absolute one (a retried poll task does not restart it); tasks.followup follows the
-    payouts still waiting afterwards."""
+    payouts still waiting afterwards. Refused and failed rows are recorded as they happen, so a retry can
+    pay them while the others still move (`tasks.retry_rows`)."""
     params = run.params
     progress().phase("polling")
+    failures = FailureLog(retries, run.label, sheet.intake, params.column_map, _run_id(), run.logger)
+    await failures.refused(sent.results)
     poll = await poll_payouts_task(
         settings,
         untraversed(sent.states),
@@ -583,6 +590,7 @@ async def _poll(run: SheetRun, sent: Sent, settings: PaymentsSettings) -> PollRe
         params.rate_limit_per_s,
         run.label,
         params.settle_window_s,
+        untraversed(failures.failed),
     )
     run.meter.api_calls.update(poll.api_calls)
     run.meter.phase("poll")
@@ -603,7 +611,13 @@ async def _poll(run: SheetRun, sent: Sent, settings: PaymentsSettings) -> PollRe
 
 
 async def _report(
-    run: SheetRun, sheet: Sheet, pf: Preflight, sent: Sent, poll: PollResult, settings: PaymentsSettings
+    run: SheetRun,
+    sheet: Sheet,
+    pf: Preflight,
+    sent: Sent,
+    poll: PollResult,
+    settings: PaymentsSettings,
+    retries: RetryRows | None,
 ) -> dict[str, Any]:
     """Every row's outcome, the run's reconciliation, the reports and artifacts; the run's final summary."""
     params, label, intake, summary = run.params, run.label, sheet.intake, run.summary
@@ -616,6 +630,7 @@ async def _report(
     waiting_statuses = {r: states[r].status for r in not_final}  # for tasks.followup
     awaiting_review = sorted(poll.awaiting_review)  # read from the states, before _outcomes consumes them
     outcomes = _outcomes(intake, sent.results, states)  # consumes the batches' answers and the states
+    retried = await mark_retried(retries, label, outcomes)  # rows a retry claimed while the run polled
     summary["reconciliation"] = await reconcile_at_run_end(settings, label, outcomes, params.rate_limit_per_s)
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
@@ -628,6 +643,7 @@ async def _report(
             "awaiting_review": awaiting_review,
             "not_final": not_final,
             "waiting_statuses": waiting_statuses,
+            "retried_rows": retried,
             "deadline_reached": poll.deadline_reached,
             "settle_window_reached": poll.settle_window_reached,
             "poll_rounds": poll.rounds,
@@ -740,6 +756,12 @@ async def _preflight_artifact(label: str, pf: Preflight, rows: list[PayoutRow], 
         markdown=_preflight_markdown(label, pf, rows, approval),
         description=f"Pre-flight of payout run {label}",
     )
+
+
+def _run_id() -> str | None:
+    from prefect.runtime import flow_run
+
+    return str(flow_run.id) if flow_run.id else None
 
 
 def _before(created_at: str, moment: datetime) -> bool:

@@ -52,6 +52,12 @@ def outcome_kind(submission: str | None, status: str | None) -> str | None:
     return None
 
 
+def row_kind(o: RowOutcome) -> str | None:
+    """The kind of attention a row needs (:func:`outcome_kind`), none once a retry claimed it (the retry's
+    own run says what became of it)."""
+    return None if o.retried_as else outcome_kind(o.submission, o.status)
+
+
 def needs_retry(submission: str | None, status: str | None) -> bool:
     """Whether a retry pays the row again (failed or refused)."""
     return outcome_kind(submission, status) in RETRY_KINDS
@@ -114,7 +120,7 @@ def attention_rows(
         )
 
     for o in outcomes.values():
-        if kind := outcome_kind(o.submission, o.status):
+        if kind := row_kind(o):
             add(o.row, kind, _reason(o, kind))
     for n in names:
         if n.verdict in NAME_KINDS:
@@ -129,5 +135,5 @@ def attention_table(outcomes: Mapping[int, RowOutcome]) -> list[list[Any]]:
     return [
         [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
         for o in outcomes.values()
-        if outcome_kind(o.submission, o.status)
+        if row_kind(o)
     ]

@@ -321,7 +321,8 @@ async def _failures_artifact(label: str, failed: list[PayoutState]) -> None:
             {"reference": s.reference, "status": s.status, "failure reason": s.failure_reason or ""}
             for s in failed[:500]
         ],
-        description=f"Payouts of run {label} that failed so far (first 500); retry them once the run ends",
+        description=f"Payouts of run {label} that failed so far (first 500); retry them now: payops payouts "
+        f"retry-failed {label}, or Retry failed rows now on the console's run page",
     )
 
 
@@ -333,10 +334,12 @@ async def poll_payouts_task(
     rate_per_s: float,
     label: str,
     settle_window_s: float | None = None,
+    on_failed: Callable[[list[PayoutState]], Awaitable[None]] | None = None,
 ) -> PollResult:
     """Prefect task: all polling of a run in one task, with a progress artifact updated each round and the
-    failures shown as they happen. ``deadline_at`` is a wall-clock time (``time.time()``), so a retry of the
-    task polls only what is left of the run's deadline."""
+    failures shown as they happen (and handed to ``on_failed``: the run records them for an early retry).
+    ``deadline_at`` is a wall-clock time (``time.time()``), so a retry of the task polls only what is left of
+    the run's deadline."""
     from prefect.artifacts import acreate_progress_artifact
 
     from tasks.artifacts import artifact_key
@@ -347,6 +350,8 @@ async def poll_payouts_task(
         description=progress_description(label, 0, len(states)),
     )
     failed_so_far: list[PayoutState] = [s for s in states.values() if s.failed]
+    if failed_so_far and on_failed is not None:  # failed already when sent (a re-run's replayed answers)
+        await on_failed(list(failed_so_far))
 
     async def on_round(result: PollResult) -> None:
         await _progress(result, artifact_id, label)
@@ -354,11 +359,13 @@ async def poll_payouts_task(
             len(result.states) - len(result.pending), len(result.states), len(result.awaiting_review)
         )
 
-    async def on_failed(newly: list[PayoutState]) -> None:
+    async def tell_failed(newly: list[PayoutState]) -> None:
         for s in newly:
             progress().failed(s.reference, s.status, s.failure_reason)
         failed_so_far.extend(newly)
         await _failures_artifact(label, failed_so_far)
+        if on_failed is not None:
+            await on_failed(newly)
 
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
         result = await poll_until_final(
@@ -367,7 +374,7 @@ async def poll_payouts_task(
             deadline_s=max(0.0, deadline_at - time.time()),
             settle_window_s=settle_window_s,
             on_round=on_round,
-            on_failed=on_failed,
+            on_failed=tell_failed,
         )
         result.api_calls = Counter(client.api_calls)
         result.limiter = transport.stats

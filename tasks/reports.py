@@ -57,11 +57,14 @@ class RowOutcome:
     error_code: str | None = None
     error_message: str | None = None
     completed_at: str | None = None
+    retried_as: str | None = None
+    """The retry that claimed the row while the run ran (`tasks.retry_rows`): it pays the row again."""
 
     @property
     def needs_resubmit(self) -> bool:
-        """Whether the resubmit sheet carries the row (`tasks.attention.needs_retry`)."""
-        return needs_retry(self.submission, self.status)
+        """Whether the resubmit sheet carries the row (`tasks.attention.needs_retry`; not when a retry
+        claimed it already)."""
+        return needs_retry(self.submission, self.status) and not self.retried_as
 
 
 @dataclass(frozen=True, slots=True)

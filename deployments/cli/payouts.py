@@ -19,6 +19,7 @@ from deployments.cli._common import (
     column_map,
     default_report_dir,
     fail,
+    payops_database,
     quiet_prefect,
     refuse_unsafe_sheet,
     run_flow,
@@ -177,22 +178,28 @@ def retry_failed(
     user: str | None = USER,
     json_out: bool = JSON_OUT,
 ) -> None:
-    """Pay a run's failed and refused rows again, as run LABEL-retry1 (fresh references, same policy).
+    """Pay a run's failed and refused rows again, as run LABEL-retry1 (fresh references, same policy); while
+    LABEL still runs, the rows that failed so far (LABEL leaves them out of its own resubmit sheet).
 
-    Running it again replays LABEL-retry1 until it has finished, then refuses: nothing is paid twice.
+    Each row is retried at most once: run again, it retries only rows no retry took yet (as LABEL-retry2,
+    ...), replays a retry that was interrupted, and otherwise refuses: nothing is paid twice.
     """
+    from store.retries import RetryRows
     from tasks.retry_sheet import RetryRefused, prepare_retry
 
     _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
     who = _who(user, False, "payops payouts retry-failed")
-    try:
-        sheet = prepare_retry(report_dir or default_report_dir(), label)
-    except RetryRefused as exc:
-        fail(str(exc), EXIT_INVALID)
-    except OSError as exc:
-        fail(f"could not write the retry sheet: {exc}")
+    with payops_database() as engine:
+        try:
+            sheet = prepare_retry(report_dir or default_report_dir(), label, RetryRows(engine))
+        except RetryRefused as exc:
+            fail(str(exc), EXIT_INVALID)
+        except OSError as exc:
+            fail(f"could not write the retry sheet: {exc}")
     if not json_out:
-        typer.echo(f"retrying {sheet.rows} row(s) of {label} as run {sheet.label} (sheet {sheet.source})")
+        so_far = " that failed so far (the run goes on)" if sheet.while_running else ""
+        what = f"{sheet.rows} row(s) of {label}{so_far}"
+        typer.echo(f"retrying {what} as run {sheet.label} (sheet {sheet.source})")
     _run_payouts(
         json_out,
         approval_threshold,

@@ -19,6 +19,7 @@ from connectors.payments.models import (
     PAYOUT_FINAL_STATUSES,
     REFERENCE_PATTERN,
 )
+from store.retries import RetryRows
 from tasks.attention import KINDS
 from tasks.intake import IntakeResult
 
@@ -106,6 +107,14 @@ def review_context(summary: dict[str, Any] | None, page: str | None) -> dict[str
     }
 
 
+def failed_so_far(retries: RetryRows, run_id: str) -> dict[str, Any] | None:
+    """While a run runs: its rows failed so far that no retry took yet (the **Retry failed rows now**
+    button), or None when there are none."""
+    label = retries.label_of_run(run_id)
+    rows = len(retries.unclaimed(label)) if label else 0
+    return {"label": label, "rows": rows} if rows else None
+
+
 # -- the retry's preview: what it will pay, row by row, and the rows the operator drops --
 
 MAX_RETRY_ROWS = 1000
@@ -115,11 +124,14 @@ _REFERENCE = re.compile(REFERENCE_PATTERN)
 
 @dataclass(frozen=True)
 class RetryUpload:
-    """A retry sheet in preview: the run it retries, its column mapping, the references dropped so far."""
+    """A retry sheet in preview: the run it retries (flow run id and label), its column mapping, the
+    references dropped so far and those it pays (claimed for it when it is submitted)."""
 
     run_id: str
     column_map: str = ""
     dropped: frozenset[str] = field(default_factory=frozenset)
+    parent: str = ""
+    references: tuple[str, ...] = ()
 
 
 def dropped_rows(values: Iterable[Any]) -> frozenset[str]:

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import secrets
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
@@ -71,6 +71,8 @@ class Upload:
     totals: dict[str, str] | None = None  # per currency; what the approval policy is applied to
     column_map: str = ""  # a retry: the original run's explicit column mapping, read with the sheet
     retry_of: str = ""  # a retry: the flow run id whose failed rows this sheet pays again
+    retry_parent: str = ""  # a retry: that run's label (its rows are claimed when the retry is submitted)
+    retry_refs: list[str] = field(default_factory=list)  # a retry: the fresh references it pays
 
 
 class UploadStore:

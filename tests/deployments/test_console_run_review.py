@@ -164,3 +164,51 @@ def test_the_retry_shows_what_it_pays_and_a_row_can_be_dropped(
     retry_page = _final_page(client, _submit(client, token, dropped))
     assert "failed 2" in retry_page
     assert _payouts(emulator) == paid + 2  # exactly the rows kept
+
+
+def test_failed_rows_are_retried_from_the_run_page_while_the_run_still_polls(
+    client: httpx.Client, emulator: SandboxServer, tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime
+
+    from sandbox.engine.payouts import transition
+
+    token = _login(client)
+    # rows 3 and 4 fail at once; row 5 is held: the run waits (settle window 60 s) until it fails by hand
+    rows = payroll_rows(5, prefix="CEA", specials={1: "0001", 2: "0002", 3: "0004"})
+    sheet = write_sheet(tmp_path / "june.xlsx", rows)
+    paid = _payouts(emulator)
+    with sheet.open("rb") as fh:
+        preview = client.post("/upload", data={"csrf_token": token}, files={"sheet": ("june.xlsx", fh)})
+    run_path = _submit(client, token, preview)
+
+    deadline = time.monotonic() + 120
+    while "Retry failed rows now (2)" not in (page := client.get(run_path).text):
+        assert 'id="outcome"' not in page, "the run ended before its failures could be retried early"
+        assert time.monotonic() < deadline, page[-2000:]
+        time.sleep(0.5)
+    early = client.post(f"{run_path}/retry", data={"csrf_token": token})
+    assert early.status_code == 200, early.text[-2000:]
+    assert re.search(r"Run label: <code>sheet-\w+-retry1</code>", early.text)
+    assert re.findall(r'type="checkbox" name="drop" value="([^"]+)"', early.text) == [
+        "CEA-00001-rs1",
+        "CEA-00002-rs1",
+    ]
+    retry_page = _final_page(client, _submit(client, token, early))
+    assert "failed 2" in retry_page
+    assert 'id="outcome"' not in client.get(run_path).text  # the run still waits for its held payout
+    assert "Retry failed rows now" not in client.get(run_path).text  # nothing left to retry early
+
+    with emulator.state.lock:  # the held payout fails at last: the run ends
+        account = emulator.state.env("demo", "test")
+        transition(account, account.payouts["CEA-00003"], "failed", "account_not_found", datetime.now(UTC))
+    page = _final_page(client, run_path)
+    assert "Retry failed rows (1)" in page  # only the row no retry took
+    late = client.post(f"{run_path}/retry", data={"csrf_token": token})
+    assert late.status_code == 200, late.text[-2000:]
+    assert re.search(r"Run label: <code>sheet-\w+-retry2</code>", late.text)
+    assert re.findall(r'type="checkbox" name="drop" value="([^"]+)"', late.text) == ["CEA-00003-rs1"]
+    _final_page(client, _submit(client, token, late))
+    assert _payouts(emulator) == paid + 5 + 2 + 1  # the rows, then every failed row paid again once
+    done = client.post(f"{run_path}/retry", data={"csrf_token": token})
+    assert done.status_code == 409 and "A retry of this run already exists" in done.text

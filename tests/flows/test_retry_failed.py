@@ -11,7 +11,7 @@ import pytest
 from openpyxl import load_workbook
 
 from sandbox import SandboxConfig, SandboxServer
-from tasks.retry_sheet import retry_label
+from tasks.retry_sheet import next_retry_label, retry_label
 from tests.flows.support import emulator_stats, payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -32,6 +32,9 @@ def test_retry_labels_are_derived_and_deterministic() -> None:
     assert retry_label("march") == "march-retry1"
     assert retry_label("march-retry1") == "march-retry2"
     assert retry_label("march-retry9") == "march-retry10"
+    taken = {"march-retry1", "march-retry2"}  # retries of one family share one counter: labels stay unique
+    assert next_retry_label("march", taken.__contains__) == "march-retry3"
+    assert next_retry_label("march-retry1", taken.__contains__) == "march-retry3"
 
 
 def test_retry_failed_pays_the_failed_rows_exactly_once(

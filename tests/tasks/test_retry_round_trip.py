@@ -2,6 +2,9 @@
 formats, xlsx and csv): its retry sheet, and the retry of that retry, are read back with zero invalid rows and
 hold exactly the failed and refused rows, their own columns and values, fresh references.
 
+The first retry's rows are recorded as a running run records them (`tasks.retry_rows`, the failed ones as
+the poll sees them) before the report adds the refused ones: the early path gives the same sheet.
+
 Property-style (hypothesis, derandomized so CI sees the same examples); the emulator round trip with real
 payouts is tests/flows/test_retry_round_trip.py.
 """
@@ -21,10 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openpyxl import Workbook
 
+from store import migrate, open_engine
+from store.retries import RetryRows
 from tasks.intake import IntakeOptions, IntakeResult, PayoutRow, read_payout_sheet
 from tasks.intake.columns import ALIASES, format_column_map, parse_column_map
 from tasks.references import row_reference
 from tasks.reports import RowOutcome, resubmit_reference, write_reports
+from tasks.retry_rows import retry_rows_of
 from tasks.retry_sheet import prepare_retry
 
 # Value formats of docs/intake.md ("Cell rules"): the text each is written as, and the value it means.
@@ -119,9 +125,11 @@ def _write(sheet: Sheet, folder: Path) -> Path:
     return folder / "payroll.csv"
 
 
-def _paid_once(intake: IntakeResult, label: str, failing: set[int], folder: Path, mapping: str) -> None:
+def _paid_once(
+    intake: IntakeResult, label: str, failing: set[int], folder: Path, mapping: str
+) -> dict[int, RowOutcome]:
     """The reports of a run of ``intake`` whose rows at the positions ``failing`` failed or were refused (the
-    others delivered), as the flow writes them."""
+    others delivered), as the flow writes them; the outcomes."""
     outcomes = {}
     for i, row in enumerate(intake.rows):
         reference = row.reference or row_reference(label, row.row)
@@ -138,6 +146,7 @@ def _paid_once(intake: IntakeResult, label: str, failing: set[int], folder: Path
     write_reports(
         str(folder), label, intake.columns, intake.table, outcomes, summary, intake.mapped.get("reference")
     )
+    return outcomes
 
 
 def _comparable(rows: list[PayoutRow]) -> list[tuple[Any, ...]]:
@@ -165,21 +174,29 @@ def test_every_accepted_sheet_gives_retry_sheets_the_intake_accepts(
         assert first.ignored == [h for h in sheet.headers if h in EXTRAS]
         failing = data.draw(st.sets(st.sampled_from(range(len(first.rows))), min_size=1))
         mapping = format_column_map(sheet.mapping)
-        _paid_once(first, "payroll", failing, folder, mapping)
+        outcomes = _paid_once(first, "payroll", failing, folder, mapping)
+        engine = open_engine(f"sqlite:///{folder / 'payops.sqlite3'}")
+        migrate(engine)
+        store = RetryRows(engine)
+        failed = {row: o for row, o in outcomes.items() if o.status in {"failed", "refunded"}}
+        polled = retry_rows_of(first.columns, first.table, failed, first.mapped.get("reference"), mapping)
+        store.record("payroll", polled)  # as the run records them while it polls
 
         expected = [first.rows[i] for i in sorted(failing)]
         references = [r.reference or row_reference("payroll", r.row) for r in expected]
         label = "payroll"
         for attempt in (1, 2):  # the retry, then the retry of the retry (everything fails again)
-            retry = prepare_retry(str(folder), label)
+            retry = prepare_retry(str(folder), label, store)
             assert retry.label == f"payroll-retry{attempt}" and retry.rows == len(expected)
             assert parse_column_map(retry.column_map) == sheet.mapping
             mapped = IntakeOptions(column_map=parse_column_map(retry.column_map))
             read = read_payout_sheet(retry.source, mapped)
             assert read.errors == [] and read.rows_invalid == 0, read.errors
             references = [resubmit_reference(r) for r in references]
-            assert [r.reference for r in read.rows] == references
-            assert _comparable(read.rows) == _comparable(expected)
+            # rows in the order they were recorded (failed as polled, then refused from the report)
+            got = dict(zip([r.reference for r in read.rows], _comparable(read.rows), strict=True))
+            assert len(got) == len(read.rows) == len(references)
+            assert got == dict(zip(references, _comparable(expected), strict=True))
             own_reference = first.mapped.get("reference")
             assert read.mapped.get("reference") == (own_reference or "reference")
             assert [c for c in read.columns if c != "reference" or own_reference] == first.columns

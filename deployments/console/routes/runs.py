@@ -9,10 +9,13 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from store.retries import RetryRows
+from store.users import PERMISSIONS
+
 from ..deps import ConsoleDep, Viewer, parse_run_id
 from ..errors import ConsoleError
 from ..reconciliation_view import reconciliation_context
-from ..run_review import review_context
+from ..run_review import failed_so_far, review_context
 from ..runs import read_run, recent_runs
 from ..storage import StorageError
 from .approvals import approval_context
@@ -57,10 +60,13 @@ async def run_page(request: Request, run_id: str, console: ConsoleDep, account: 
         raise ConsoleError(404, "No such payout run.")
     reports: list[str] = []
     summary = None
+    early_retry = None
     if view.upload_id:
         reports = await asyncio.to_thread(console.store.reports, view.upload_id)
         if view.final:
             summary = await asyncio.to_thread(console.store.summary, view.upload_id)
+        elif account.role in PERMISSIONS["upload"]:
+            early_retry = await asyncio.to_thread(failed_so_far, RetryRows(console.engine), view.id)
     decisions = await asyncio.to_thread(console.approvals.decisions, str(flow_run_id))
     reconciliation = await asyncio.to_thread(reconciliation_context, console.engine, summary)
     return await console.render(
@@ -72,6 +78,7 @@ async def run_page(request: Request, run_id: str, console: ConsoleDep, account: 
             "summary": summary,
             "prefect_link": console.run_link(view.id),
             "decisions": decisions,
+            "early_retry": early_retry,
             **await approval_context(console, flow_run_id, account, request.query_params),
             **review_context(summary, request.query_params.get("page")),
             **reconciliation,

@@ -12,9 +12,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import FormData, UploadFile
 
-from deployments.run_history import find_payout_run
 from flows.payouts import PayoutRunParams
 from flows.run_params import name_from_parameters
+from store.retries import RetryConflict, RetryRows
 from store.users import PERMISSIONS, Account
 from tasks.approval_gate import totals_by_currency
 from tasks.approvals import sign_start
@@ -27,8 +27,7 @@ from tasks.intake.columns import (
     parse_column_map,
 )
 from tasks.money import money
-from tasks.reports import report_paths
-from tasks.retry_sheet import RetryRefused, resubmission_sheet, retry_label, run_column_map
+from tasks.retry_sheet import RetryRefused, plan_retry, retry_sheet
 from tasks.sheet_check import no_name_column
 
 from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
@@ -112,6 +111,7 @@ async def check_and_preview(
     saved.uploaded_by = account.name
     if retry is not None:
         saved.column_map, saved.retry_of = retry.column_map, retry.run_id
+        saved.retry_parent, saved.retry_refs = retry.parent, list(retry.references)
     return await check_upload(request, console, account, saved, retry)
 
 
@@ -230,6 +230,9 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
     if upload.refused or upload.errors or not upload.rows_total:
         raise ConsoleError(409, "This sheet has errors; fix it and upload it again. Nothing was sent.")
     require_approval = form.get("require_approval") == "on"
+    dry_run = form.get("dry_run") == "on"
+    if upload.retry_parent and upload.label and not dry_run:
+        await _claim_retry(console, upload.retry_parent, upload.label, upload.retry_refs)
     key = await console.approval_key()
     if key is None:
         policy = await asyncio.to_thread(console.approvals.policy)
@@ -253,7 +256,7 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
         block_on_name_mismatch=form.get("block_on_name_mismatch") == "on",
         column_map=upload.column_map,
         start=start,
-        dry_run=form.get("dry_run") == "on",
+        dry_run=dry_run,
         credentials_block=console.settings.credentials_block,
     )
     # One name everywhere: the label, else the sheet's name (as the CLI's and Prefect's runs are named).
@@ -273,45 +276,60 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
+async def _claim_retry(console: Console, parent: str, label: str, references: list[str]) -> None:
+    """Claim a retry's rows for its label before it starts (`store.retries`): another retry that took one of
+    them first refuses this one, and nothing is sent."""
+    try:
+        await asyncio.to_thread(RetryRows(console.engine).claim, parent, label, references)
+    except RetryConflict as exc:
+        raise ConsoleError(409, f"This retry cannot start: {exc}. Open the run and retry again.") from None
+
+
 @router.post("/runs/{run_id}/retry", response_class=HTMLResponse)
 async def retry_failed_rows(
     request: Request, run_id: str, console: ConsoleDep, account: Operator, form: RetryForm
 ) -> Response:
-    """Retry failed rows: the resubmission sheet becomes a new upload labelled LABEL-retryN, checked and
-    submitted like any upload, its rows listed; the operator may drop rows (the form posts their numbers
-    as ``drop``) and the sheet is rebuilt without them. A retry already started (or finished) is refused:
-    nothing is paid twice."""
+    """Retry failed rows, finished or still running (the rows failed so far): those no retry took yet
+    become a new upload labelled with the next free LABEL-retryN, checked and submitted like any upload, its
+    rows listed; the operator may drop rows (the form posts their references as ``drop``) and the sheet is
+    rebuilt without them. Submitting claims the rows for the retry: each is paid again at most once."""
     drop = dropped_rows(form.getlist("drop"))
     view = await read_run(parse_run_id(run_id), console.store.upload_id_of_report_dir)
-    if view is None or not view.upload_id or not view.final:
-        raise ConsoleError(409, "Only a finished run started from this console can be retried.")
-    summary = await asyncio.to_thread(console.store.summary, view.upload_id)
-    if not summary or not summary.get("label"):
-        raise ConsoleError(409, "This run has no report to retry from.")
-    label = str(summary["label"])
-    retry = retry_label(label)
-    if await find_payout_run(retry) is not None:
-        raise ConsoleError(
-            409, f"A retry of this run already exists (run {retry}); nothing was sent again. See Runs."
-        )
+    if view is None or not view.upload_id:
+        raise ConsoleError(409, "Only a run started from this console can be retried here.")
+    retries = RetryRows(console.engine)
+    if view.final:
+        summary = await asyncio.to_thread(console.store.summary, view.upload_id)
+        label = str(summary["label"]) if summary and summary.get("label") else None
+    else:
+        label = await asyncio.to_thread(retries.label_of_run, view.id)
+    if label is None:
+        raise ConsoleError(409, "This run has no failed rows to retry (yet).")
     report_dir = console.store.report_dir(view.upload_id)
-    mapping = await asyncio.to_thread(run_column_map, report_dir, label)
     try:
-        data, count = await asyncio.to_thread(
-            resubmission_sheet, report_paths(report_dir, label)["xlsx"], drop, mapping
-        )
+        plan = await asyncio.to_thread(plan_retry, retries, report_dir, label)
     except RetryRefused as exc:
         raise ConsoleError(409, str(exc)) from None
+    if not plan.rows:
+        done = list(await asyncio.to_thread(retries.retries, label))
+        if done:
+            raise ConsoleError(
+                409,
+                f"A retry of this run already exists (run {', '.join(done)}) for every failed row; nothing "
+                "was sent again. See Runs.",
+            )
+        raise ConsoleError(409, "This run has no failed or refused rows to retry.")
+    data, count = retry_sheet(plan.rows, drop)
     if not count:
-        what = "rows left after dropping" if drop else "failed or refused rows"
-        raise ConsoleError(409, f"This run has no {what} to retry.")
-    log.info("run %s: retry of %d row(s) prepared as %s (%d dropped)", run_id, count, retry, len(drop))
+        raise ConsoleError(409, "This run has no rows left after dropping to retry.")
+    kept = tuple(r.reference for r in plan.rows if r.reference not in drop)
+    log.info("run %s: retry of %d row(s) prepared as %s (%d dropped)", run_id, count, plan.label, len(drop))
     return await check_and_preview(
         request,
         console,
         account,
-        f"{retry}.xlsx",
+        f"{plan.label}.xlsx",
         data,
-        label=retry,
-        retry=RetryUpload(run_id, mapping, drop),
+        label=plan.label,
+        retry=RetryUpload(run_id, plan.column_map, drop, parent=label, references=kept),
     )
