@@ -48,7 +48,12 @@ app.add_typer(cache.app, name="cache")
 
 def main() -> None:
     """Entry point of the `payops` console script."""
-    app()
+    from tasks.memory import heap_frozen_for_exit
+
+    try:
+        app()
+    finally:
+        heap_frozen_for_exit()  # the shutdown collections would walk Prefect's whole heap
 
 
 __all__ = ["app", "main"]
