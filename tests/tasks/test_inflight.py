@@ -116,6 +116,22 @@ async def test_the_gate_admits_what_the_pace_allows_and_follows_it_up_and_down()
     assert gate.active == 0 and held.entered == 60
 
 
+def _payroll(numbers: range) -> list[PayoutRow]:
+    """One row per number, its holder's name on it."""
+    return [
+        PayoutRow(
+            row=k + 2,
+            amount=Decimal("25.10"),
+            currency="GHS",
+            provider="mtn",
+            destination_type="msisdn",
+            destination=f"23324{i:07d}",
+            payee_name=holder_name(f"23324{i:07d}"),
+        )
+        for k, i in enumerate(numbers)
+    ]
+
+
 def _settings() -> PaymentsSettings:
     return PaymentsSettings(base_url="http://sandbox.test", client_id=DEMO_ID, client_secret=DEMO_SECRET)
 
@@ -124,19 +140,7 @@ async def test_a_preflight_over_a_slow_network_keeps_more_reads_in_flight_than_a
     # 50 ms per request: 16 reads at once would cap the pre-flight at 320 a second whatever the rate allows.
     app = create_app(SandboxConfig(latency_ms=50))
     transport = RateLimitedTransport(httpx.ASGITransport(app=app), AdaptiveRate(1000))
-    numbers = [f"23324{i:07d}" for i in range(1000, 1400)]
-    rows = [
-        PayoutRow(
-            row=i + 2,
-            amount=Decimal("25.10"),
-            currency="GHS",
-            provider="mtn",
-            destination_type="msisdn",
-            destination=n,
-            payee_name=holder_name(n),
-        )
-        for i, n in enumerate(numbers)
-    ]
+    rows = _payroll(range(1000, 1400))
     async with PaymentsClient(_settings(), transport=transport) as client:
         gate = transport.in_flight(64)
         pf = await run_preflight(client, rows, gate=gate)
@@ -154,19 +158,7 @@ async def test_a_limited_pace_keeps_few_reads_in_flight() -> None:
         gate = transport.in_flight(128)
         latency = transport.window.latency_s
         assert latency is not None and latency >= 0.05
-        rows = [
-            PayoutRow(
-                row=i + 2,
-                amount=Decimal("12.34"),
-                currency="GHS",
-                provider="mtn",
-                destination_type="msisdn",
-                destination=f"23324{i:07d}",
-                payee_name="Ama Mensah",
-            )
-            for i in range(3000, 3100)
-        ]
-        await run_preflight(client, rows, gate=gate)
+        await run_preflight(client, _payroll(range(3000, 3100)), gate=gate)
     # the round trip only falls from the first one seen (the least of the last 10 s), so the window never
     # held more than 100/s × that × 2 (a fixed bound of 128 would have let the 100 lookups go at once)
     assert gate.peak <= max(8, math.ceil(100 * 2 * latency))
