@@ -64,9 +64,12 @@ class PhaseSampler:
 
 def run_flow(sheet: Path, label: str, report_dir: str) -> dict:
     """The payout flow on `sheet` in this process, with the figures of its summary, CPU and RSS per phase."""
-    from flows.outcomes import run_summary
-    from flows.payouts import PayoutRunParams, payout_spreadsheet
-    from tasks.progress import watching
+    from tasks.memory import gc_paused
+
+    with gc_paused():  # as `payops payouts` imports the flow (deployments/cli/_common.quiet_prefect)
+        from flows.outcomes import run_summary
+        from flows.payouts import PayoutRunParams, payout_spreadsheet
+        from tasks.progress import watching
 
     sampler = PhaseSampler()
     t0 = time.perf_counter()
@@ -105,7 +108,10 @@ def main() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     sheet, label, reports = sys.argv[1:4]
-    print(json.dumps(run_flow(Path(sheet), label, reports)))
+    print(json.dumps(run_flow(Path(sheet), label, reports)), flush=True)
+    from tasks.memory import heap_frozen_for_exit
+
+    heap_frozen_for_exit()  # as `payops` does at its end
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ def _intake(r: Mapping[str, Any]) -> tuple[str, str]:
     baseline = f"the same read in-process: {r['in_process_read_validate_seconds']} s"
     if "openpyxl_read_seconds" in r:
         baseline += (
-            f"; `pandas.read_excel(engine=\"openpyxl\")` {r['openpyxl_read_seconds']} s "
+            f'; `pandas.read_excel(engine="openpyxl")` {r["openpyxl_read_seconds"]} s '
             f"(**{r['speedup_vs_openpyxl']}×**)"
         )
     return figure, baseline
@@ -143,6 +143,19 @@ def _webhooks(r: Mapping[str, Any]) -> tuple[str, str]:
     return figure, "idle: " + ", ".join(f"{k} {v}" for k, v in idle.items() if not isinstance(v, list | dict))
 
 
+def _streaming_csv(r: Mapping[str, Any]) -> tuple[str, str]:
+    big, base = r["streamed_rows"], r["streamed_base"]
+    figure = (
+        f"{r['rows']:,} csv rows streamed: peak RSS {big['peak_rss_mb']} MB, "
+        f"{r['rows_per_s_streamed']:,} rows/s (+{r['peak_rss_growth_mb']} MB over {r['base_rows']:,} rows)"
+    )
+    whole = r["whole_base"]
+    return (
+        figure,
+        f"{r['base_rows']:,} rows streamed {base['peak_rss_mb']} MB; read whole {whole['peak_rss_mb']} MB",
+    )
+
+
 #: benchmark script → (latest figure, baseline in the same run) read from its JSON
 ROWS: dict[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = {
     "intake": _intake,
@@ -151,6 +164,7 @@ ROWS: dict[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = {
     "revisions": _revisions,
     "reconcile": _reconcile,
     "webhooks": _webhooks,
+    "streaming_csv": _streaming_csv,
 }
 
 

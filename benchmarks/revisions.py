@@ -158,8 +158,12 @@ def _payouts(args: argparse.Namespace, base: Path, head: Path, tmp: Path) -> dic
             env = {**read_env_file(env_file), "PREFECT_API_URL": api}
             # A home per tree: each migrates its own schema. The head's states its approval policy and runs
             # as an operator by token (a base without either ignores them).
+            # A base that already names its operator (deployments/cli/identity.py) gets its home the same way.
+            names_operator = (base / "deployments" / "cli" / "identity.py").exists()
             homes = {
-                "base": {"PAYOPS_HOME": str(tmp / "home-base")},
+                "base": unattended_home(tmp / "home-base")
+                if names_operator
+                else {"PAYOPS_HOME": str(tmp / "home-base")},
                 "head": unattended_home(tmp / "home-head"),
             }
 

@@ -52,6 +52,7 @@ from tasks.attention import attention_rows, attention_table
 from tasks.batching import batch_count, build_batch
 from tasks.clients import open_clients
 from tasks.credentials import CredentialsMissing, load_settings
+from tasks.inflight import DEFAULT_CAP, MAX_IN_FLIGHT
 from tasks.intake import IntakeResult, PayoutRow
 from tasks.intake.columns import ColumnMapError, parse_column_map
 from tasks.lookup_cache import CachePolicy
@@ -126,7 +127,11 @@ class PayoutRunParams(SheetRunParams):
         False, description="Stop the run before sending when a payee name does not match the account holder."
     )
     preflight_concurrency: int = Field(
-        16, ge=1, le=128, description="Account and fee look-ups made at the same time during the pre-flight."
+        DEFAULT_CAP,
+        ge=1,
+        le=MAX_IN_FLIGHT,
+        description="The most account and fee look-ups in flight during the pre-flight (fewer when the "
+        "service's pace and round trip need fewer).",
     )
     exact_fees: bool = Field(
         False,

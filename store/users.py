@@ -12,6 +12,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 
 from pwdlib import PasswordHash
 from sqlalchemy import Boolean, DateTime, Engine, ForeignKey, Integer, String, delete, select
@@ -135,8 +136,12 @@ class Users:
     def __init__(self, engine: Engine, hasher: PasswordHash | None = None) -> None:
         self.engine = engine
         self.hasher = hasher or PasswordHash.recommended()
-        # Verifying against this for unknown names makes "no such user" as slow as "wrong password".
-        self._decoy = self.hasher.hash(secrets.token_urlsafe(16))
+
+    @cached_property
+    def _decoy(self) -> str:
+        """Verifying against this for unknown names makes "no such user" as slow as "wrong password". Made on
+        the first password check, not here: a command signed in by token never pays its argon2 hash."""
+        return self.hasher.hash(secrets.token_urlsafe(16))
 
     def add(self, name: str, role: str, password: str) -> User:
         check_name(name)
@@ -190,10 +195,11 @@ class Users:
 
     def authenticate(self, name: str, password: str) -> User | None:
         """The enabled user with this name and password, else None (slow on purpose: argon2)."""
+        decoy = self._decoy  # made (if first) before the look-up: known and unknown names cost the same
         with Session(self.engine) as db:
             user = db.scalar(select(User).where(User.name == name))
             if user is None:
-                self.hasher.verify(password, self._decoy)
+                self.hasher.verify(password, decoy)
                 return None
             valid, new_hash = self.hasher.verify_and_update(password, user.password_hash)
             if not valid or user.disabled:

@@ -60,7 +60,12 @@ def build_batch(rows: Sequence[PayoutRow], label: str, index: int, size: int = M
     bodies of a large sheet are never all held at once (docs/performance.md, *Memory at 100,000 rows*)."""
     if not 0 <= index < batch_count(rows, size):
         raise IndexError(f"batch {index} of {batch_count(rows, size)}")
-    chunk = rows[index * size : (index + 1) * size]
+    return batch_of(rows[index * size : (index + 1) * size], label, index)
+
+
+def batch_of(chunk: Sequence[PayoutRow], label: str, index: int) -> PayoutBatch:
+    """Batch ``index`` holding these rows (the ``index``-th chunk of the valid rows, wherever they are kept:
+    a list, or a spill file, `tasks.spill`)."""
     items = [payout_item(r, label) for r in chunk]
     ref = batch_reference(label, index)
     key = batch_idempotency_key(label, index, canonical_json({"reference": ref, "items": items}))

@@ -25,6 +25,7 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from connectors.payments import PaymentsClient, PaymentsSettings
+from tasks.inflight import MAX_IN_FLIGHT
 from tasks.ratelimit import Limiter, RateLimitedTransport, resolve_limiter
 
 _Opened = tuple[PaymentsClient, RateLimitedTransport]
@@ -64,7 +65,8 @@ class ClientPool:
         """The pool's client for these credentials on the running loop (opened on first use)."""
         key = (asyncio.get_running_loop(), _credential_key(settings))
         if key not in self._opened:
-            transport = RateLimitedTransport(PooledTransport(), await shared_limiter(rate_per_s))
+            pool = PooledTransport(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT))
+            transport = RateLimitedTransport(pool, await shared_limiter(rate_per_s))
             self._opened[key] = (PaymentsClient(settings, transport=transport), transport)
         return self._opened[key]
 

@@ -11,16 +11,18 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from store.cache import Cached, LookupCache
+from tasks.inflight import MAX_IN_FLIGHT
 
 K = TypeVar("K")
 MAX_FAILURE_TTL = timedelta(hours=1)
-MAX_ASKERS = 128
-"""Coroutines asking per call; the semaphore bounds requests in flight (preflight_concurrency ≤ 128)."""
+MAX_ASKERS = MAX_IN_FLIGHT
+"""Coroutines asking per call; the gate bounds requests in flight (never more than `MAX_IN_FLIGHT`)."""
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,10 @@ async def through_cache(
     inputs: Mapping[str, K],
     fetch: Callable[[K], Awaitable[Cached | Exception]],
     ttl: Callable[[Cached], timedelta],
-    semaphore: asyncio.Semaphore,
+    gate: AbstractAsyncContextManager[Any],
 ) -> tuple[dict[str, Cached | Exception], Counter[str]]:
-    """Answers for `inputs` (cache key → input): from the cache when unexpired, else fetched (at most
-    `semaphore`'s number at a time). `fetch` returns a `Cached` to store, or an exception not to store."""
+    """Answers for `inputs` (cache key → input): from the cache when unexpired, else fetched (as many at a
+    time as `gate` admits). `fetch` returns a `Cached` to store, or an exception not to store."""
     tally: Counter[str] = Counter()
     found: dict[str, Cached | Exception] = {}
     if cache is not None and inputs:
@@ -64,7 +66,7 @@ async def through_cache(
     async def asker() -> None:
         # A few askers share one queue: a coroutine per key would be 100,000 tasks on a big sheet.
         for key in queue:
-            async with semaphore:
+            async with gate:
                 found[key] = answer = await fetch(inputs[key])
             tally["fresh" if isinstance(answer, Cached) and answer.ok else "failed"] += 1
 

@@ -14,6 +14,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,6 +44,8 @@ from tasks.retries import API_TASK_RETRY
 log = logging.getLogger(__name__)
 
 PAGE = 100
+Gate = AbstractAsyncContextManager[Any]
+"""What admits a read: a semaphore, or `tasks.inflight.InFlight`."""
 
 
 @dataclass(slots=True)
@@ -174,26 +177,24 @@ async def _refresh_window(client: PaymentsClient, states: dict[str, PayoutState]
 
 
 async def _refresh_by_listing(
-    client: PaymentsClient, states: dict[str, PayoutState], windows: list[Window], concurrency: int
+    client: PaymentsClient, states: dict[str, PayoutState], windows: list[Window], gate: Gate
 ) -> int:
-    """Read the given windows, ``concurrency`` at a time; returns the number of calls."""
-    sem = asyncio.Semaphore(concurrency)
+    """Read the given windows, as many at once as ``gate`` admits; returns the number of calls."""
 
     async def one(window: Window) -> int:
-        async with sem:
+        async with gate:
             return await _refresh_window(client, states, window)
 
     return sum(await asyncio.gather(*(one(w) for w in windows)))
 
 
 async def _refresh_by_reference(
-    client: PaymentsClient, states: dict[str, PayoutState], refs: Iterable[str], concurrency: int
+    client: PaymentsClient, states: dict[str, PayoutState], refs: Iterable[str], gate: Gate
 ) -> int:
-    sem = asyncio.Semaphore(concurrency)
     refs = list(refs)
 
     async def one(ref: str) -> None:
-        async with sem:
+        async with gate:
             try:
                 states[ref] = _state_from(await client.payouts.get(ref), states.get(ref))
             except NotFoundError:
@@ -212,6 +213,7 @@ async def poll_until_final(
     settle_window_s: float | None = None,
     backoff: Backoff = PAYOUT_BACKOFF,
     concurrency: int = 8,
+    gate: Gate | None = None,
     on_round: Callable[[PollResult], Awaitable[None]] | None = None,
     on_failed: Callable[[list[PayoutState]], Awaitable[None]] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -222,10 +224,13 @@ async def poll_until_final(
 
     A round lists the time windows of the transaction list that hold pending payouts (one call per window
     of at most 100 of them, read concurrently; windows already final are not read again), and reads
-    stragglers one by one once they are fewer than the windows. Intervals grow while nothing changes and
-    shrink again when statuses move. ``on_failed`` hears of the payouts that failed in each round, once.
+    stragglers one by one once they are fewer than the windows. Reads go as ``gate`` admits them (the
+    task's: sized by the service's pace and round trip, `tasks.inflight`), or ``concurrency`` at a time.
+    Intervals grow while nothing changes and shrink again when statuses move. ``on_failed`` hears of the
+    payouts that failed in each round, once.
     """
     result = PollResult(states)
+    gate = gate or asyncio.Semaphore(concurrency)
     waiting_since: dict[str, float] = {}
     told = {r for r, s in states.items() if s.failed}
 
@@ -247,10 +252,10 @@ async def poll_until_final(
         undated = [r for r in pending if states[r].created_at is None]
         try:
             if len(pending) < len(windows):
-                calls = await _refresh_by_reference(client, states, pending, concurrency)
+                calls = await _refresh_by_reference(client, states, pending, gate)
             else:
-                calls = await _refresh_by_listing(client, states, windows, concurrency)
-                calls += await _refresh_by_reference(client, states, undated, concurrency)
+                calls = await _refresh_by_listing(client, states, windows, gate)
+                calls += await _refresh_by_reference(client, states, undated, gate)
         except _TRANSIENT as exc:  # the client gave up on a read: keep the states, read again next round
             result.failed_rounds += 1
             log.warning("poll round %d failed (%s): read again next round", result.rounds + 1, exc)
@@ -373,6 +378,7 @@ async def poll_payouts_task(
             states,
             deadline_s=max(0.0, deadline_at - time.time()),
             settle_window_s=settle_window_s,
+            gate=transport.in_flight(),
             on_round=on_round,
             on_failed=tell_failed,
         )

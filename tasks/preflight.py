@@ -6,8 +6,10 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -19,6 +21,7 @@ from store.cache import NAMES, QUOTES, Cached, LookupCache, cache_key
 from tasks import fee_pricing
 from tasks.clients import payments_client
 from tasks.fee_pricing import FeeRange, PriceKey
+from tasks.inflight import DEFAULT_CAP
 from tasks.intake import PayoutRow
 from tasks.lookup_cache import CachePolicy, through_cache
 from tasks.ratelimit import LimiterStats
@@ -146,17 +149,14 @@ async def _quote(client: PaymentsClient, key: PriceKey) -> Cached | Exception:
 
 @dataclass
 class _Asker:
-    """The pre-flight's read-only calls: through the cache, deduplicated, at most `concurrency` at a time."""
+    """The pre-flight's read-only calls: through the cache, deduplicated, as many at once as `gate` admits."""
 
     client: PaymentsClient
     cache: LookupCache | None
     policy: CachePolicy
-    concurrency: int
+    gate: AbstractAsyncContextManager[Any]
     lookups: Counter[str] = field(default_factory=Counter)
     quotes: Counter[str] = field(default_factory=Counter)
-
-    def __post_init__(self) -> None:
-        self.semaphore = asyncio.Semaphore(self.concurrency)
 
     async def quote_many(self, keys: list[PriceKey]) -> dict[PriceKey, Decimal | Exception]:
         inputs = {cache_key("payout-fee", *k): k for k in keys}
@@ -166,7 +166,7 @@ class _Asker:
             inputs,
             lambda k: _quote(self.client, k),
             self.policy.for_quote,
-            self.semaphore,
+            self.gate,
         )
         self.quotes.update(tally)
         out: dict[PriceKey, Decimal | Exception] = {}
@@ -185,7 +185,7 @@ class _Asker:
             inputs,
             lambda n: _lookup(self.client, n),
             self.policy.for_name,
-            self.semaphore,
+            self.gate,
         )
         self.lookups.update(tally)
         checks = []
@@ -261,13 +261,16 @@ async def run_preflight(
     exact_fees: bool = False,
     cache: LookupCache | None = None,
     policy: CachePolicy | None = None,
+    gate: AbstractAsyncContextManager[Any] | None = None,
 ) -> Preflight:
     """All read-only checks; `problems` lists what would make the run fail if sent as it is.
 
+    Lookups and quotes go as `gate` admits them (the task's: sized by the service's pace and round trip,
+    `tasks.inflight`), or at most `concurrency` at a time without one.
     Fees are bracketed on a fixed amount grid (`tasks.fee_pricing`: its assumption is stated there) unless
     `exact_fees`; a currency whose checks fail only because of the bracket is quoted amount by amount.
     """
-    asker = _Asker(client, cache, policy or CachePolicy(), concurrency)
+    asker = _Asker(client, cache, policy or CachePolicy(), gate or asyncio.Semaphore(concurrency))
     price = fee_pricing.exact_fees if exact_fees else fee_pricing.bracketed_fees
     fees, rooms, names = await asyncio.gather(
         price(asker.quote_many, rows),
@@ -304,11 +307,12 @@ async def _no_names() -> list[NameCheck]:
 
 @dataclass(frozen=True)
 class PreflightOptions:
-    """What the pre-flight checks and how: names, fees, concurrency of its reads, the lookup cache."""
+    """What the pre-flight checks and how: names, fees, the most reads in flight (fewer when the service's
+    pace and round trip need fewer: `tasks.inflight`), the lookup cache."""
 
     check_names: bool = True
     block_on_name_mismatch: bool = False
-    concurrency: int = 16
+    concurrency: int = DEFAULT_CAP
     exact_fees: bool = False
     use_cache: bool = True
     policy: CachePolicy = field(default_factory=CachePolicy)
@@ -337,10 +341,10 @@ async def preflight_task(
                 rows,
                 check_names=options.check_names,
                 block_on_name_mismatch=options.block_on_name_mismatch,
-                concurrency=options.concurrency,
                 exact_fees=options.exact_fees,
                 cache=cache,
                 policy=options.policy,
+                gate=transport.in_flight(options.concurrency),
             )
             pf.api_calls = Counter(client.api_calls)
             pf.limiter = transport.stats

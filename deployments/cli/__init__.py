@@ -50,7 +50,12 @@ app.add_typer(reconcile.app, name="reconcile")
 
 def main() -> None:
     """Entry point of the `payops` console script."""
-    app()
+    from tasks.memory import heap_frozen_for_exit
+
+    try:
+        app()
+    finally:
+        heap_frozen_for_exit()  # the shutdown collections would walk Prefect's whole heap
 
 
 __all__ = ["app", "main"]

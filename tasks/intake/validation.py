@@ -60,6 +60,9 @@ class Validated:
     rows: list[PayoutRow]
     errors: list[RowIssue]
     warnings: list[RowIssue]
+    references: list[str | None] | None = None
+    """Per data row, its reference as written when valid (None: blank or refused); set when the repeats were
+    left to the caller (``validate_sheet(repeats=False)``: a sheet read in chunks)."""
 
 
 def _too_long(text: str, limit: int) -> CellError:
@@ -195,9 +198,20 @@ def _free_text(what: str, limit: int, collapse: bool) -> Callable[[str], str | N
     return check
 
 
-def _rows_list(rows: list[int]) -> str:
+def rows_list(rows: list[int]) -> str:
+    """Row numbers as a message shows them: the first ten, then how many more."""
     shown = ", ".join(str(r) for r in rows[:10])
     return shown + (f" and {len(rows) - 10} more" if len(rows) > 10 else "")
+
+
+def repeated_reference(text: str, others: str) -> str:
+    """The error on each row of a group sharing a reference (ignoring case)."""
+    return f"the reference {text!r} is also used on row(s) {others}; references must be unique"
+
+
+def repeated_payee(_text: str, others: str) -> str:
+    """The warning on each valid row of a group with the same destination and amount."""
+    return f"same destination and amount as row(s) {others}; is this payee paid twice?"
 
 
 def _groups(keys: list[Hashable], positions: list[int]) -> list[list[int]]:
@@ -227,7 +241,7 @@ def _flag_repeats(
     for group in groups:
         rows = [numbers[p] for p in group]
         for p in group:
-            others = _rows_list([r for r in rows if r != numbers[p]])
+            others = rows_list([r for r in rows if r != numbers[p]])
             into.append((p, column, data[column][p], message(data[column][p], others)))
 
 
@@ -381,8 +395,9 @@ class _SheetCheck:
         self.refuse(i_dest, bad, pairs)  # type: ignore[arg-type]
         return destinations
 
-    def references(self) -> list[str | None]:
-        """References as written (None when blank); then every row sharing one (ignoring case) is refused."""
+    def references(self, repeats: bool = True) -> list[str | None]:
+        """References as written (None when blank); then every row sharing one (ignoring case) is refused
+        (unless not ``repeats``: the caller compares them over the whole sheet)."""
         i_ref, ref_texts = self.column("reference")
         ref_joined = self.joined(i_ref, ref_texts) if i_ref is not None else None
         if i_ref is None:
@@ -392,6 +407,8 @@ class _SheetCheck:
         else:
             references, bad = parse_distinct(ref_texts, self.bounded(_check_reference))
             self.refuse(i_ref, bad, ref_texts)
+        if not repeats:
+            return references
         if references is ref_texts and ref_joined is not None:  # every row has a valid (ASCII) reference
             with_ref: list[int] | range = range(self.n)
             folded = ref_joined.casefold().split("\n")
@@ -403,9 +420,7 @@ class _SheetCheck:
             self.numbers,
             i_ref,
             self.data,
-            lambda text, others: (
-                f"the reference {text!r} is also used on row(s) {others}; references must be unique"
-            ),
+            repeated_reference,
             self.issues,
         )
         return references
@@ -439,9 +454,7 @@ class _SheetCheck:
                 self.numbers,
                 self.cmap.fields.get("destination"),  # type: ignore[arg-type]
                 self.data,
-                lambda _text, others: (
-                    f"same destination and amount as row(s) {others}; is this payee paid twice?"
-                ),
+                repeated_payee,
                 self.notes,
             )
 
@@ -472,11 +485,15 @@ class _SheetCheck:
         return list(map(dict, map(partial(zip, extra_headers), zip(*extra_columns, strict=True))))
 
 
-def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Validated:
+def validate_sheet(
+    raw: RawSheet, cmap: ColumnMap, options: IntakeOptions, *, repeats: bool = True
+) -> Validated:
     """Check every data row; return valid rows (sheet order), errors and warnings (sorted by row, column).
 
     Every cell is checked against ``options.max_cell_chars``: the field checks refuse a longer cell before
     anything else (their fast paths accept only texts far shorter), and the extra columns are measured here.
+    Not ``repeats``: repeated references and payees are left to the caller, which reads a sheet in chunks
+    and compares them over all of it (`tasks.intake.streaming`); ``references`` then lists each row's.
     """
     check = _SheetCheck(raw, cmap, options)
     check.extra_cells()
@@ -485,13 +502,14 @@ def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Va
     providers = check.providers()
     kinds = check.destination_types(providers)
     destinations = check.destinations(kinds)
-    references = check.references()
+    references = check.references(repeats)
     names = check.free_text("payee_name", "payee name", NAME_MAX, collapse=True)
     notes = check.free_text("note", "note", NOTE_MAX, collapse=False)
 
     invalid = {issue[0] for issue in check.issues}
     good = [p for p in range(check.n) if p not in invalid] if invalid else range(check.n)
-    check.repeated_payees(good, kinds, destinations, amounts)
+    if repeats:
+        check.repeated_payees(good, kinds, destinations, amounts)
     check.numeric_accounts(kinds, invalid)
 
     fields = [raw.row_numbers, references, amounts, currencies, providers, kinds, destinations, names, notes]
@@ -502,6 +520,7 @@ def validate_sheet(raw: RawSheet, cmap: ColumnMap, options: IntakeOptions) -> Va
         rows=construct_rows(fields),
         errors=_issues(check.issues, raw.row_numbers, raw.columns),
         warnings=_issues(check.notes, raw.row_numbers, raw.columns),
+        references=None if repeats else references,
     )
 
 

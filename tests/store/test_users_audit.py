@@ -170,6 +170,39 @@ def test_api_tokens_authenticate_until_revoked_or_the_user_is_disabled(engine: E
     assert users.authenticate_token(token) is None and users.tokens()[0].revoked
 
 
+class CountingHasher:
+    """FAST, counting its hashes and verifications."""
+
+    def __init__(self) -> None:
+        self.hashes = self.verifies = 0
+
+    def hash(self, password: str) -> str:
+        self.hashes += 1
+        return FAST.hash(password)
+
+    def verify(self, password: str, hashed: str) -> bool:
+        self.verifies += 1
+        return FAST.verify(password, hashed)
+
+    def verify_and_update(self, password: str, hashed: str) -> tuple[bool, str | None]:
+        self.verifies += 1
+        return FAST.verify_and_update(password, hashed)
+
+
+def test_a_token_sign_in_hashes_nothing_and_unknown_names_cost_what_known_ones_do(engine: Engine) -> None:
+    Users(engine, FAST).add("olu", "operator", PW)
+    token = Users(engine, FAST).issue_token("olu", "laptop")
+    counted = CountingHasher()
+    users = Users(engine, counted)  # a CLI command signed in by its API token
+    assert users.authenticate_token(token).name == "olu"
+    assert counted.hashes == counted.verifies == 0
+    for name in ("nobody", "olu"):  # either order: the decoy is made before the look-up
+        counted = CountingHasher()
+        users = Users(engine, counted)
+        users.authenticate(name, "wrong password 123")
+        assert (counted.hashes, counted.verifies) == (1, 1), name
+
+
 def test_audit_chain_reports_an_edited_or_deleted_row(engine: Engine) -> None:
     for i in range(5):
         append(engine, "alice", "payops.login", f"user:alice#{i}", client="10.0.0.1", detail={"i": i})

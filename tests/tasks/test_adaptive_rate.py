@@ -114,3 +114,72 @@ async def test_a_burst_goes_at_once_until_the_first_429_then_only_a_fifth_of_a_s
     for _ in range(int(limiter.rate * limiter.burst_s) + 1):
         await limiter.acquire()
     assert len(slept) == 1 and limiter.rate == 25
+
+
+class Virtual:
+    """A virtual clock and sleep for a limiter fed answers by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+async def _saturated_second(limiter: AdaptiveRate, v: Virtual, round_trip_s: float | None) -> None:
+    """One virtual second of a sender that always waits for tokens, each answer after `round_trip_s`."""
+    end = v.now + 1.0
+    while v.now < end:
+        await limiter.acquire()
+        limiter.observe(200, None, round_trip_s)
+
+
+@pytest.mark.parametrize(
+    ("round_trip_s", "doubling_s"),
+    [(None, 0.25), (0.001, 0.25), (0.02, 0.25), (0.05, 0.4), (0.1, 0.8), (0.3, 2.4)],
+)
+async def test_slow_start_doubles_no_faster_than_every_eight_round_trips(
+    round_trip_s: float | None, doubling_s: float
+) -> None:
+    # A 429 finds about rate x round trip requests in flight: over a long round trip, a ramp that doubles
+    # every 0.25 s meets a service's limit at several times its rate, and every one in flight is refused.
+    v = Virtual()
+    limiter = AdaptiveRate(100_000, clock=v.clock, sleep=v.sleep)
+    await _saturated_second(limiter, v, round_trip_s)
+    assert limiter.doubling_period_s == pytest.approx(doubling_s)
+    assert limiter.rate == pytest.approx(50 * 2 ** (1.0 / doubling_s), rel=0.25)
+
+
+async def test_a_429_cuts_to_what_the_service_answered_since_the_last_one_within_bounds() -> None:
+    v = Virtual()
+    limiter = AdaptiveRate(1000, clock=v.clock, sleep=v.sleep)
+    limiter.rate, limiter.slow_start = 400.0, False
+    limiter.observe(429, 1.0)  # an event: from here the answers are counted
+    assert limiter.rate == pytest.approx(400 * 0.85)
+    v.now += 1.0  # the pause; the service's bucket refills meanwhile
+    for _ in range(150):  # 150 answers over the next second: 75 a second since the last 429
+        v.now += 1 / 150
+        limiter.observe(200, None, 0.1)
+    limiter.observe(429, 1.0)
+    assert limiter.rate == pytest.approx(400 * 0.85 * 0.5)  # never more than halved at once
+    v.now += 1.0
+    for _ in range(260):
+        v.now += 1 / 260
+        limiter.observe(200, None, 0.1)
+    limiter.observe(429, 1.0)
+    assert limiter.rate == pytest.approx(130)  # 260 answers in 2 s: the service's pace, not 85% of 170
+
+
+async def test_the_first_429_cuts_to_what_the_service_answered_not_half_an_overshoot() -> None:
+    v = Virtual()
+    limiter = AdaptiveRate(1000, clock=v.clock, sleep=v.sleep)
+    for _ in range(240):  # 120 answers a second for 2 s while slow start climbed to 400
+        v.now += 1 / 120
+        limiter.observe(200, None, 0.1)
+    limiter.rate = 400.0
+    limiter.observe(429, 1.0)
+    assert limiter.rate == pytest.approx(240 / (2 - 1 / 120), rel=0.01)  # not 200
+    assert not limiter.slow_start

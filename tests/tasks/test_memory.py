@@ -36,3 +36,24 @@ def test_a_small_run_pays_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert collected == []
     release_freed_memory(LARGE_RUN_ROWS)
     assert collected == [1]
+
+
+def test_the_payops_command_exits_with_its_heap_frozen_and_its_code() -> None:
+    # The interpreter's shutdown collections would walk the whole heap (Prefect, pydantic, SQLAlchemy) of a
+    # finished command; at exit the heap is frozen and the collector off, and the exit code is the command's.
+    import subprocess
+    from pathlib import Path
+
+    probe = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('collector', gc.isenabled(), gc.get_freeze_count() > 1000))\n"
+        "from deployments.cli import main\n"
+        "sys.argv = ['payops', 'no-such-command']\n"
+        "main()\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 2  # click's usage error
+    assert "collector False True" in done.stdout

@@ -42,6 +42,7 @@ async def test_an_active_prefect_limit_with_slot_decay_is_used(prefect_harness) 
         )
     limiter = await resolve_limiter(10, name="payments-api-test")
     assert limiter.source == "prefect"
+    assert limiter.pace_per_s == 50  # the whole deployment's rate sizes the requests kept in flight
     t0 = time.perf_counter()
     for _ in range(5):
         await limiter.acquire()
