@@ -55,7 +55,7 @@ def cli_env(served: AllInOne) -> dict[str, str]:
     return {**served.env, **sandbox, "PREFECT_API_URL": served.api, "PAYOPS_APPROVAL_KEY": key}
 
 
-def request(served: AllInOne, label: str, timeout: float = 120, *, run_id: str = "") -> ApprovalRequest:
+def request(served: AllInOne, label: str, timeout: float = 180, *, run_id: str = "") -> ApprovalRequest:
     """The approval request a run labelled ``label`` (or the run ``run_id``) recorded, once it waits."""
     from sqlalchemy import select
     from sqlalchemy.orm import Session
@@ -118,12 +118,16 @@ def params(sheet: Path, label: str, **fields: Any) -> dict[str, Any]:
 
 def test_a_run_created_through_prefects_api_follows_the_policy(served: AllInOne, tmp_path: Path) -> None:
     sheet = write_sheet(tmp_path / "api.xlsx", payroll_rows(3, prefix="API"))
-    deployment = served.deployment_id("payout-spreadsheet")
-    run = httpx.post(
-        f"{served.api}/deployments/{deployment}/create_flow_run",
-        json={"parameters": params(sheet, "api-run")},
-        timeout=30,
-    ).json()
+
+    def created() -> dict[str, Any] | None:
+        # The runner may register its deployments again just after it starts serving: ask for the id each
+        # time, until the deployment it names takes the run (201).
+        deployment = served.deployment_id("payout-spreadsheet")
+        body = {"parameters": params(sheet, "api-run")}
+        r = httpx.post(f"{served.api}/deployments/{deployment}/create_flow_run", json=body, timeout=30)
+        return r.json() if r.status_code == 201 else None
+
+    run = served.wait_for(created, 60, "a flow run created through Prefect's API")
     found = request(served, "api-run")
     assert found.flow_run_id == run["id"]
     assert (found.required, found.channel, found.initiator, found.excluded) == (2, "prefect", None, "")
