@@ -98,12 +98,20 @@ class AllInOne:
         return client
 
     def start_run(self, deployment: str, params: dict[str, Any]) -> str:
-        """A flow run of ``deployment`` (by name) with ``params`` as its ``params`` parameter; its id."""
-        deployment_id = self.deployment_id(deployment)
+        """A flow run of ``deployment`` (by name) with ``params`` as its ``params`` parameter; its id. A busy
+        Prefect server on SQLite can answer 503 (database locked): asked again, as Prefect's client does."""
         body = {"parameters": {"params": params}}
-        answer = httpx.post(f"{self.api}/deployments/{deployment_id}/create_flow_run", json=body, timeout=30)
-        assert answer.status_code == 201, f"create_flow_run answered {answer.status_code}: {answer.text}"
-        return str(answer.json()["id"])
+
+        def created() -> str | None:
+            deployment_id = self.deployment_id(deployment)
+            url = f"{self.api}/deployments/{deployment_id}/create_flow_run"
+            answer = httpx.post(url, json=body, timeout=30)
+            if answer.status_code == 503:
+                return None
+            assert answer.status_code == 201, f"create_flow_run answered {answer.status_code}: {answer.text}"
+            return str(answer.json()["id"])
+
+        return str(self.wait_for(created, 90, f"a run of {deployment} created"))
 
     def wait_state(self, run_id: str, states: set[str], timeout: float = 120) -> str:
         """The type of the run's state once it is one of ``states`` (PAUSED, COMPLETED...)."""
