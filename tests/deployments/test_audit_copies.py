@@ -11,7 +11,7 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from deployments.cli import app
-from store import migrate, open_engine
+from store import PayopsSettings, migrate, upgrade_database
 from tasks.auditing import Auditor
 
 pytestmark = pytest.mark.e2e
@@ -29,7 +29,7 @@ def test_verify_finds_a_deleted_tail_through_the_prefect_events(
 
     monkeypatch.setenv("PAYOPS_HOME", str(tmp_path / "home"))  # its own chain (and audit key)
     monkeypatch.setenv("PAYOPS_DATABASE_URL", f"sqlite:///{tmp_path / 'payops.sqlite3'}")
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     migrate(engine)
     auditor = Auditor(engine, emit_event)
     for i in range(3):

@@ -18,9 +18,9 @@ NO_POLICY = "none"  # what the test session states (tests/conftest.py)
 @contextmanager
 def payops_db() -> Iterator[Engine]:
     """The session's payops database (PAYOPS_HOME / PAYOPS_DATABASE_URL), migrated."""
-    from store import migrate, open_engine
+    from store import PayopsSettings, migrate, upgrade_database
 
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     try:
         migrate(engine)
         yield engine
