@@ -115,7 +115,7 @@ def test_approve_finds_the_key_payops_serve_keeps_in_the_home(
     key.write_text("a-key-payops-serve-keeps-0123456789\n")
     record = ServeRecord(pid=os.getpid(), prefect_api_url="http://unused/api", console_url="http://unused")
     write_serve_record(record.model_copy(update={"approval_key_file": str(key)}), home)
-    assert asyncio.run(load_approval_key()) == b"a-key-payops-serve-keeps-0123456789"
+    assert asyncio.run(load_approval_key(PayopsSettings.from_env())) == b"a-key-payops-serve-keeps-0123456789"
     payops("users", "add", "bea", "--role", "approver", stdin=PW + "\n")
     code, out = payops("approve", str(uuid4()), "--user", "bea", stdin="wrong password\n")
     assert code == 2 and "wrong user name or password" in out
@@ -124,7 +124,7 @@ def test_approve_finds_the_key_payops_serve_keeps_in_the_home(
 def test_serve_creates_the_first_admin_once_in_a_0600_file(home: Path) -> None:
     home.mkdir(parents=True)
     said: list[str] = []
-    path = ensure_first_admin(home, said.append)
+    path = ensure_first_admin(PayopsSettings.from_env(), said.append)
     assert path is not None and path.stat().st_mode & 0o777 == 0o600
     password = path.read_text().strip()
     assert said[0].startswith("approval policy: every currency: from 0.00: 1 approver")  # the safe default
@@ -132,4 +132,5 @@ def test_serve_creates_the_first_admin_once_in_a_0600_file(home: Path) -> None:
     engine = upgrade_database(PayopsSettings.from_env())
     assert Users(engine).authenticate("admin", password).role == "admin"
     engine.dispose()
-    assert ensure_first_admin(home, said.append) is None and len(said) == 3 and said[2] == said[0]
+    assert ensure_first_admin(PayopsSettings.from_env(), said.append) is None
+    assert len(said) == 3 and said[2] == said[0]

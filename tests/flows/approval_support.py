@@ -74,15 +74,18 @@ async def decide_as(
 
     from deployments.approving import decide
     from store.approval_requests import ApprovalRequests
+    from store.settings import PayopsSettings
     from tasks.auditing import Auditor
 
     with payops_db() as engine:
         if acknowledge is None:
             request = ApprovalRequests(engine).get(run_id)
             acknowledge = list(request.findings) if request else []
+        settings = PayopsSettings.from_env()
         return await decide(
             engine,
-            Auditor(engine, lambda **event: None),
+            Auditor(engine, lambda **event: None, key=settings.audit_key_bytes()),
+            settings,
             run_id=UUID(run_id),
             user=user,
             role="approver",
