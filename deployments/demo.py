@@ -35,6 +35,7 @@ def unattended_home(home: Path, policy: str = "none", operator: str | None = DEM
     # This home's own SQLite file, whatever PAYOPS_DATABASE_URL says; upgraded, as serve would: the home is
     # the caller's own (an earlier checkout's demo home may be behind).
     settings = PayopsSettings(home=home, database_url=f"sqlite:///{home.expanduser() / 'payops.sqlite3'}")
+    settings.home_dir()  # made (mode 0700) before its database file
     engine = upgrade_database(settings)
     state_policy(engine, policy)
     env = {"PAYOPS_HOME": str(home)}
