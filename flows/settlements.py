@@ -447,14 +447,9 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
     action = "settle_now"
     reason = f"outcome {run.outcome}" if run.completed else f"still {run.status} at the poll deadline"
     rows = [[*_run_cells(run), action, reason, *([None] * 6)]]
+    folder = params.report_dir or payops.reports
     summary["report_files"] = await asyncio.to_thread(
-        write_table_reports,
-        params.report_dir or payops.reports,
-        label,
-        REPORT_HEADERS,
-        rows,
-        summary,
-        sheet_title="runs",
+        write_table_reports, folder, label, REPORT_HEADERS, rows, summary, sheet_title="runs"
     )
     await _publish("settle-now", f"Settle now {reference}", {**summary, "runs_seen": 1}, rows, payops)
     if run.failed:

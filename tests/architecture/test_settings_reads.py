@@ -46,11 +46,8 @@ def environment_reads(source: str) -> list[int]:
 
 def from_env_calls(source: str) -> list[int]:
     """Lines calling ``<anything>.from_env()`` (the settings read)."""
-    return sorted(
-        node.lineno
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "from_env"
-    )
+    calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
+    return sorted(c.lineno for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "from_env")
 
 
 def modules() -> list[tuple[str, str]]:
