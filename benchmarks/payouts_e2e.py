@@ -199,9 +199,10 @@ def main() -> None:
         del people
         # Start a Prefect server before timing (its ~20 s start is not the flow's cost); it dies with us.
         from deployments.prefect_server import prefect_api
+        from store import PayopsSettings
 
         reports = str(Path(tmp) / "reports")
-        with prefect_api(say=lambda line: print(line, file=sys.stderr)):
+        with prefect_api(PayopsSettings.from_env(), say=lambda line: print(line, file=sys.stderr)):
             cold = None
             if not args.warm_only:
                 cold = with_sandbox(

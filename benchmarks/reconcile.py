@@ -58,7 +58,7 @@ async def seed(n: int) -> dict:
     """Fund the wallet, take the baseline close, send n payouts in batches of 100, wait for them final."""
     import httpx
 
-    from store import migrate, open_engine
+    from store import PayopsSettings, upgrade_database
     from store.reconciliation import ReconciliationStore
     from tasks.daily_close import run_close
 
@@ -66,8 +66,7 @@ async def seed(n: int) -> dict:
     httpx.post(f"{base}/_sandbox/businesses/demo/test/wallet/fund", json={"amount": str(n * 40)}, timeout=30)
     limits = {"GHS": {"perTransaction": "100000.00", "daily": str(n * 100), "monthly": str(n * 100)}}
     httpx.put(f"{base}/_sandbox/businesses/demo/test/limits", json={"limits": limits}, timeout=30)
-    engine = open_engine()
-    migrate(engine)
+    engine = upgrade_database(PayopsSettings.from_env())  # the benchmark's own new home
     store = ReconciliationStore(engine)
     t0 = time.perf_counter()
     async with await _client() as client:
@@ -99,13 +98,12 @@ async def seed(n: int) -> dict:
 
 
 async def variant(name: str, naive_rows: int) -> dict:
-    from store import migrate, open_engine
+    from store import PayopsSettings, open_database
     from store.reconciliation import ReconciliationStore
     from tasks.daily_close import run_close
     from tasks.reconciliation import cents, wallet_effect
 
-    engine = open_engine()
-    migrate(engine)
+    engine = open_database(PayopsSettings.from_env())  # seeded (and upgraded) by the parent
     store = ReconciliationStore(engine)
     since = store.checks("day", "bench-0", 1)[0].taken_at  # the baseline close (the close variant adds one)
     rss_before = _peak_rss_mb()

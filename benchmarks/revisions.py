@@ -149,10 +149,11 @@ def main() -> None:
 
 def _payouts(args: argparse.Namespace, base: Path, head: Path, tmp: Path) -> dict:
     from deployments.prefect_server import prefect_api
+    from store import PayopsSettings
 
     sheet = write_sheet(tmp / "payouts.xlsx", payroll_rows(args.payout_rows))
     env_file = tmp / "sandbox.env"
-    with prefect_api(say=lambda line: print(line, file=sys.stderr)) as api:
+    with prefect_api(PayopsSettings.from_env(), say=lambda line: print(line, file=sys.stderr)) as api:
         emulator = start_sandbox(free_port(), env_file, start_timeout_s=120)
         try:
             env = {**read_env_file(env_file), "PREFECT_API_URL": api}

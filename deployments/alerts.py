@@ -15,14 +15,16 @@ for the server.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import yaml
+
+if TYPE_CHECKING:
+    from store.settings import PayopsSettings
 
 AUTOMATIONS_DIR = Path(__file__).with_name("automations")
 NAME_PREFIX = "payops: "
@@ -79,27 +81,25 @@ def load_alert_specs(folder: Path = AUTOMATIONS_DIR) -> list[AlertSpec]:
     return specs
 
 
-def prefect_ui_url() -> str:
+def prefect_ui_url(settings: PayopsSettings) -> str:
     """The Prefect UI address for links: PAYOPS_PREFECT_UI_URL, PREFECT_UI_URL, else the API's host."""
-    from prefect.settings import PREFECT_API_URL
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
 
-    from deployments.console.settings import ConsoleSettings
-
-    configured = ConsoleSettings().ui_url()
+    configured = settings.prefect_ui_url or PREFECT_UI_URL.value()
     if configured:
-        return configured
+        return str(configured).rstrip("/")
     api = str(PREFECT_API_URL.value() or "http://127.0.0.1:4200/api")
     return api.rstrip("/").removesuffix("/api")
 
 
-def console_url() -> str:
+def console_url(settings: PayopsSettings) -> str:
     """The console address for links: PAYOPS_CONSOLE_URL, else this payops home's `payops serve` console,
     else the local default."""
     from store.home import read_serve_record
 
-    record = read_serve_record()
+    record = read_serve_record(settings.home_dir())
     served = record.console_url if record is not None else None
-    return (os.environ.get("PAYOPS_CONSOLE_URL") or served or DEFAULT_CONSOLE_URL).rstrip("/")
+    return (settings.console or served or DEFAULT_CONSOLE_URL).rstrip("/")
 
 
 def fill_links(template: str, console: str, prefect_ui: str) -> str:
@@ -138,6 +138,7 @@ async def resolve_block(name: str) -> tuple[UUID, str]:
 
 async def apply_automations(
     block: str,
+    settings: PayopsSettings,
     *,
     console: str | None = None,
     prefect_ui: str | None = None,
@@ -150,8 +151,8 @@ async def apply_automations(
 
     specs = load_alert_specs(folder)
     block_id, _ = await resolve_block(block)
-    console = console or console_url()
-    prefect_ui = prefect_ui or prefect_ui_url()
+    console = console or console_url(settings)
+    prefect_ui = prefect_ui or prefect_ui_url(settings)
     done = []
     async with get_client() as client:
         for spec in specs:

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 
 from store.approval_requests import ApprovalRequests, RequestView
 from store.approvals import Approvals, RunDecision
+from store.settings import PayopsSettings
 from store.users import UserError
 from tasks.approval_gate import FINDING_TITLES
 from tasks.approvals import Subject, fingerprint, load_approval_key, sign_approval, sign_rejection
@@ -111,6 +112,7 @@ def _shown_subject(engine: Engine, request: RequestView) -> Subject:
 async def decide(
     engine: Engine,
     auditor: Auditor,
+    settings: PayopsSettings,
     *,
     run_id: UUID,
     user: str,
@@ -127,7 +129,7 @@ async def decide(
     if role != "approver":
         auditor.record(user, "approval.refused", obj, client, reason=f"role {role} cannot approve")
         raise DecisionError(403, "Only approvers can approve or reject payout runs.")
-    key = await load_approval_key()
+    key = await load_approval_key(settings)
     state = await pending(engine, run_id)
     if state is None:
         raise DecisionError(409, "This run is not waiting for approval.")

@@ -28,26 +28,25 @@ def unattended_home(home: Path, policy: str = "none", operator: str | None = DEM
     PAYOPS_API_TOKEN). Never the home `payops serve` uses: "none" there would turn its approvals off."""
     import secrets
 
-    from store import migrate, open_engine
+    from store import PayopsSettings, upgrade_database
     from store.approvals import state_policy
     from store.users import UserError, Users
 
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    engine = open_engine(f"sqlite:///{home / 'payops.sqlite3'}")
-    try:
-        migrate(engine)
-        state_policy(engine, policy)
-        env = {"PAYOPS_HOME": str(home)}
-        if operator:
-            users = Users(engine)
-            try:
-                users.add(operator, "operator", secrets.token_urlsafe(18))
-            except UserError:  # made by an earlier run: only its token is new
-                pass
-            env["PAYOPS_API_TOKEN"] = users.issue_token(operator, "unattended")
-        return env
-    finally:
-        engine.dispose()
+    # This home's own SQLite file, whatever PAYOPS_DATABASE_URL says; upgraded, as serve would: the home is
+    # the caller's own (an earlier checkout's demo home may be behind).
+    settings = PayopsSettings(home=home, database_url=f"sqlite:///{home.expanduser() / 'payops.sqlite3'}")
+    settings.home_dir()  # made (mode 0700) before its database file
+    engine = upgrade_database(settings)
+    state_policy(engine, policy)
+    env = {"PAYOPS_HOME": str(home)}
+    if operator:
+        users = Users(engine)
+        try:
+            users.add(operator, "operator", secrets.token_urlsafe(18))
+        except UserError:  # made by an earlier run: only its token is new
+            pass
+        env["PAYOPS_API_TOKEN"] = users.issue_token(operator, "unattended")
+    return env
 
 
 def main() -> int:

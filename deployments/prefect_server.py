@@ -20,10 +20,14 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
-from deployments.processes import free_port, start_child, stop_child, wait_http
+from deployments.processes import children_use_prefect_api, free_port, start_child, stop_child, wait_http
+
+if TYPE_CHECKING:
+    from store.settings import PayopsSettings
 
 NOTICE = "starting a local Prefect server, about 20 s; `payops serve` keeps one running"
 STARTUP_TIMEOUT_S = 180.0
@@ -54,7 +58,8 @@ def answers(api_url: str, timeout: float = 0.5) -> bool:
 class LocalPrefectServer:
     """A temporary Prefect API server owned by this process (stopped by :meth:`stop` or by its death)."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, home: Path, port: int | None = None) -> None:
+        self.home = home  # the payops home whose Prefect database (PREFECT_HOME) the server uses
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self._logs: tempfile.TemporaryDirectory[str] | None = None
@@ -86,9 +91,7 @@ class LocalPrefectServer:
         ]
 
     def environment(self) -> dict[str, str]:
-        from store.home import payops_home
-
-        env = home_prefect_env({k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, payops_home())
+        env = home_prefect_env({k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, self.home)
         env.update(
             {
                 "PREFECT_UI_ENABLED": "0",
@@ -128,23 +131,24 @@ def _configured_api_url() -> str | None:
 
 
 @contextmanager
-def prefect_api(say: Callable[[str], None]) -> Iterator[str]:
-    """The Prefect API URL flows in this block use (see the module docstring); a temporary server started
-    here stops when the block ends."""
+def prefect_api(settings: PayopsSettings, say: Callable[[str], None]) -> Iterator[str]:
+    """The Prefect API URL flows in this block use (see the module docstring): the configured one, the
+    ``payops serve`` of the settings' home, else a temporary server started here that stops when the block
+    ends."""
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_SERVER_ALLOW_EPHEMERAL_MODE,
         temporary_settings,
     )
 
-    from store.home import payops_home, read_serve_record
+    from store.home import read_serve_record
 
     configured = _configured_api_url()
     if configured:
         yield configured
         return
     server: LocalPrefectServer | None = None
-    home = payops_home()
+    home = settings.home_dir()
     record = read_serve_record(home)
     if record is not None:
         url = record.prefect_api_url
@@ -155,18 +159,15 @@ def prefect_api(say: Callable[[str], None]) -> Iterator[str]:
             )
     else:
         say(NOTICE)
-        server = LocalPrefectServer()
+        server = LocalPrefectServer(home)
         server.start()
         url = server.api_url
-    previous = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = url  # for processes started from here
     try:
-        with temporary_settings({PREFECT_API_URL: url, PREFECT_SERVER_ALLOW_EPHEMERAL_MODE: False}):
+        with (
+            children_use_prefect_api(url),
+            temporary_settings({PREFECT_API_URL: url, PREFECT_SERVER_ALLOW_EPHEMERAL_MODE: False}),
+        ):
             yield url
     finally:
-        if previous is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = previous
         if server is not None:
             server.stop()

@@ -30,6 +30,7 @@ __all__ = [
     "ROOT",
     "StopRequested",
     "Supervisor",
+    "children_use_prefect_api",
     "exit_by_deadline",
     "free_port",
     "kill_descendants",
@@ -181,6 +182,24 @@ def wait_http(url: str, proc: subprocess.Popen[bytes] | None, timeout: float, wh
             pass
         time.sleep(0.3)
     raise RuntimeError(f"{what} did not answer at {url} within {timeout:.0f} s")
+
+
+@contextmanager
+def children_use_prefect_api(url: str) -> Iterator[None]:
+    """Children started inside the block talk to the Prefect API at ``url``: the one place payops writes
+    ``PREFECT_API_URL`` into its own environment, which the processes it starts (the deployments' flow runs,
+    the console, a served flow's subprocess) inherit. The previous value comes back when the block ends.
+    This process's own Prefect client reads Prefect's settings, not the environment: callers pair this with
+    ``prefect.settings.temporary_settings``."""
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
 
 
 def prefect_cli() -> list[str]:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import yaml
@@ -31,6 +31,7 @@ from deployments.processes import (
     ROOT,
     StopRequested,
     Supervisor,
+    children_use_prefect_api,
     exit_by_deadline,
     free_port,
     kill_descendants,
@@ -42,6 +43,9 @@ from deployments.processes import (
     stop_on_signals,
     wait_http,
 )
+
+if TYPE_CHECKING:
+    from store.settings import PayopsSettings
 
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
 PAYOUT_DEPLOYMENT = "payout-spreadsheet/payout-spreadsheet"
@@ -154,49 +158,49 @@ def approval_key(env: MutableMapping[str, str], home: Path) -> str | None:
 FIRST_ADMIN = "admin"
 
 
-def ensure_first_admin(home: Path, say: Callable[[str], None] = print) -> Path | None:
-    """Say the approval policy in force; on a database without an enabled admin: create ``admin`` with a
-    random password written to a 0600 file under ``home``; returns the file (never the password itself)."""
-    from store import migrate, open_engine
+def ensure_first_admin(settings: PayopsSettings, say: Callable[[str], None] = print) -> Path | None:
+    """Bring the payops database to the newest revision (serve is one of the two entry points that migrate);
+    say the approval policy in force; on a database without an enabled admin: create ``admin`` with a random
+    password written to a 0600 file under the home; returns the file (never the password itself)."""
+    from store import upgrade_database
     from store.approvals import Approvals
     from store.users import Users
     from tasks.auditing import Auditor
 
-    engine = open_engine()
-    try:
-        migrate(engine)
-        policy = Approvals(engine).policy()
-        say(f"approval policy: {policy.describe()} (console: Approval policy; CLI: payops approvals policy)")
-        users = Users(engine)
-        if any(u.role == "admin" and not u.disabled for u in users.all()):
-            return None
-        path = home / "first-admin-password"
-        password = secrets.token_urlsafe(18)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(password + "\n")
-        users.add(FIRST_ADMIN, "admin", password)
-        Auditor(engine, lambda **event: None).record("payops serve", "user.added", f"user:{FIRST_ADMIN}")
-        say(
-            f"first admin created: user {FIRST_ADMIN!r}, password in {path} (mode 0600); "
-            "reset it on the console's Users page"
-        )
-        return path
-    finally:
-        engine.dispose()
+    home = settings.home_dir()
+    engine = upgrade_database(settings)
+    policy = Approvals(engine).policy()
+    say(f"approval policy: {policy.describe()} (console: Approval policy; CLI: payops approvals policy)")
+    users = Users(engine)
+    if any(u.role == "admin" and not u.disabled for u in users.all()):
+        return None
+    path = home / "first-admin-password"
+    password = secrets.token_urlsafe(18)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(password + "\n")
+    users.add(FIRST_ADMIN, "admin", password)
+    auditor = Auditor(engine, lambda **event: None, key=settings.audit_key_bytes())
+    auditor.record("payops serve", "user.added", f"user:{FIRST_ADMIN}")
+    say(
+        f"first admin created: user {FIRST_ADMIN!r}, password in {path} (mode 0600); "
+        "reset it on the console's Users page"
+    )
+    return path
 
 
-def apply_alerts(say: Callable[[str], None]) -> bool:
-    """Apply the alert automations when ``PAYOPS_ALERTS_BLOCK`` names a notification block (operations.md).
-    A wrong block is reported and the rest of the all-in-one still starts: alerts are not worth an outage."""
+def apply_alerts(settings: PayopsSettings, console: str, say: Callable[[str], None]) -> bool:
+    """Apply the alert automations when ``PAYOPS_ALERTS_BLOCK`` names a notification block (operations.md),
+    their links to ``console``. A wrong block is reported and the rest of the all-in-one still starts: alerts
+    are not worth an outage."""
     from deployments.alerts import AlertSetupError, apply_automations
 
-    block = os.environ.get("PAYOPS_ALERTS_BLOCK")
+    block = settings.alerts_block
     if not block:
         say("alerts: off (set PAYOPS_ALERTS_BLOCK to a notification block to turn them on)")
         return False
     try:
-        done = asyncio.run(apply_automations(block))
+        done = asyncio.run(apply_automations(block, settings, console=console))
     except (AlertSetupError, httpx.HTTPError) as exc:
         say(f"alerts: not applied: {exc}")
         return False
@@ -369,11 +373,12 @@ def run_all_in_one(
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from deployments.prefect_server import home_prefect_env
-    from store.home import ServeRecord, payops_home, read_serve_record, write_serve_record
+    from store.home import ServeRecord, read_serve_record, write_serve_record
+    from store.settings import PayopsSettings
 
     os.chdir(ROOT)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    home = payops_home()
+    home = PayopsSettings.from_env().home_dir()
     running = read_serve_record(home)
     if running is not None:
         say(f"error: payops serve already runs for the home {home} (pid {running.pid}):")
@@ -403,13 +408,11 @@ def run_all_in_one(
                 env = prefect_server_env(host, ports["prefect"], home_prefect_env(os.environ, home))
                 proc = sup.start("prefect-server", [*prefect_cli(), "server", "start"], env)
                 wait_http(f"{prefect}/api/health", proc, 120, "the Prefect server")
-                os.environ["PREFECT_API_URL"] = f"{prefect}/api"
-                os.environ.setdefault("PAYOPS_PREFECT_UI_URL", prefect)
+                settings.enter_context(children_use_prefect_api(f"{prefect}/api"))
+                os.environ.setdefault("PAYOPS_PREFECT_UI_URL", prefect)  # for the flows served here
                 # Prefect read its settings at import: without this, this process's own client (templates,
                 # the runner) would start a second, hidden temporary server on the same SQLite file.
-                settings.enter_context(
-                    temporary_settings(updates={PREFECT_API_URL: os.environ["PREFECT_API_URL"]})
-                )
+                settings.enter_context(temporary_settings(updates={PREFECT_API_URL: f"{prefect}/api"}))
             else:
                 say("using the Prefect server at PREFECT_API_URL")
             env_file: Path | None = None
@@ -423,7 +426,9 @@ def run_all_in_one(
                 wait_http(f"{sandbox_url}/openapi.json", proc, 60, "the emulator")
                 os.environ.update(read_env_file(env_file))
             key_file = approval_key(os.environ, home)  # for the flows served here and the console
-            ensure_first_admin(home, say)
+            # payops' settings as serve's children will read them (the emulator's credentials, the key)
+            payops = PayopsSettings.from_env()
+            ensure_first_admin(payops, say)
             console_url = f"http://{host}:{ports['console']}"
             console_env = dict(os.environ)
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
@@ -433,7 +438,7 @@ def run_all_in_one(
             proc = sup.start("console", [*console, "--port", str(ports["console"])], console_env)
             wait_http(f"{console_url}/healthz", proc, 60, "the console")
             os.environ.setdefault("PAYOPS_CONSOLE_URL", console_url)
-            apply_alerts(say)
+            apply_alerts(payops, payops.console or console_url, say)
             specs = asyncio.run(resolve_templates(load_specs()))
             deployments = runner_deployments(specs, warn=say)
             runner = ServedDeployments(deployments)

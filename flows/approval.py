@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,13 +32,13 @@ from prefect.states import Running
 from pydantic import Field
 
 from flows.summaries import Decision
+from store.settings import PayopsSettings
 from tasks.alerts import emit_approval_reminder
 from tasks.approval_gate import FINDING_TITLES, ApprovalDesk
 from tasks.approvals import ApprovalRefused, Requirement, Start, Subject, check_approvals, read_rejecter
 from tasks.artifacts import artifact_key, markdown_table
 from tasks.money import money_text
 
-CONSOLE_URL_ENV, UI_URL_ENVS = "PAYOPS_CONSOLE_URL", ("PAYOPS_PREFECT_UI_URL", "PREFECT_UI_URL")
 PAUSE_GRACE_S = 60
 
 
@@ -78,29 +77,30 @@ class Ask:
     reminder_s: int
 
 
-def prefect_ui_url() -> str | None:
-    """The Prefect UI's address for links (PAYOPS_PREFECT_UI_URL, PREFECT_UI_URL), when one is set."""
-    for name in UI_URL_ENVS:
-        if os.environ.get(name):
-            return os.environ[name].rstrip("/")
+def prefect_ui_url(settings: PayopsSettings) -> str | None:
+    """The Prefect UI's address for links (PAYOPS_PREFECT_UI_URL, else Prefect's PREFECT_UI_URL setting)."""
+    if settings.prefect_ui_url:
+        return settings.prefect_ui_url.rstrip("/")
     from prefect.settings import PREFECT_UI_URL
 
     value = PREFECT_UI_URL.value()
     return str(value).rstrip("/") if value else None
 
 
-def artifacts_link(run_id: str) -> str | None:
+def artifacts_link(run_id: str, settings: PayopsSettings) -> str | None:
     """The Prefect UI page of a flow run's artifacts (None without a UI address)."""
-    ui = prefect_ui_url()
+    ui = prefect_ui_url(settings)
     return f"{ui}/runs/flow-run/{run_id}?tab=Artifacts" if ui else None
 
 
-def console_run_url(run_id: str) -> str | None:
-    console = os.environ.get(CONSOLE_URL_ENV, "").rstrip("/")
+def console_run_url(run_id: str, settings: PayopsSettings) -> str | None:
+    console = settings.console
     return f"{console}/runs/{run_id}" if console else None
 
 
-def resume_description(ask: Ask, figures: dict[str, dict[str, Any]], findings: dict[str, list[int]]) -> str:
+def resume_description(
+    ask: Ask, figures: dict[str, dict[str, Any]], findings: dict[str, list[int]], settings: PayopsSettings
+) -> str:
     """The Resume dialog's markdown: the same context as the console's approval page, and where to approve."""
     run_id = ask.subject.run_id
     rows = ask.subject.rows
@@ -144,12 +144,12 @@ def resume_description(ask: Ask, figures: dict[str, dict[str, Any]], findings: d
     for kind, found in findings.items():
         where = f" (rows {', '.join(map(str, found[:20]))}{'…' if len(found) > 20 else ''})" if found else ""
         lines.append(f"- **{len(found) or ''} {FINDING_TITLES[kind]}**{where}".replace("** ", "**", 1))
-    link = artifacts_link(run_id)
+    link = artifacts_link(run_id, settings)
     lines += [
         "",
         f"Pre-flight: [artifacts of this run]({link})" if link else "Pre-flight: this run's artifacts",
     ]
-    page = console_run_url(run_id)
+    page = console_run_url(run_id, settings)
     where = f"the console, {page}," if page else "the console"
     lines += [
         "",

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, field_validator
 from flows.outcomes import end_run
 from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, Text
 from flows.summaries import EventsCatchUpSummary
+from store.settings import PayopsSettings
 from tasks.alerts import events_catch_up_hook
 from tasks.artifacts import markdown_table
 from tasks.clients import open_clients
@@ -86,17 +87,22 @@ async def events_catch_up(params: EventsCatchUpParams = EventsCatchUpParams()) -
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `EventsCatchUpSummary`."""
     async with open_clients():
-        summary = await _events_catch_up(params)
+        summary = await _events_catch_up(params, PayopsSettings.from_env())
     return end_run(EventsCatchUpSummary.model_validate(summary))
 
 
-async def _events_catch_up(params: EventsCatchUpParams | None = None) -> dict[str, Any]:
-    params = params or EventsCatchUpParams()
+async def _events_catch_up(params: EventsCatchUpParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
     t0 = time.perf_counter()
     settings = load_settings(params.credentials_block)
     result = await sync_events_task(
-        settings, params.variable, params.page_size, params.rate_limit_per_s, params.emitter, params.forward
+        settings,
+        payops,
+        params.variable,
+        params.page_size,
+        params.rate_limit_per_s,
+        params.emitter,
+        params.forward,
     )
     summary: dict[str, Any] = {"outcome": "completed", **summary_of(result, params.variable)}
     summary["api_calls"] = dict(sorted(result.api_calls.items()))

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from flows.outcomes import end_run
 from flows.run_params import FORM_CONFIG, CredentialsBlock, ReportDir, Text
 from flows.summaries import FollowupSummary
+from store.settings import PayopsSettings
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.followup import FollowupRefused, follow_up_task, update_run_record, waiting_runs
@@ -45,7 +46,7 @@ async def payout_followup(params: FollowupParams = FollowupParams()) -> State:
     logger = get_run_logger()
     settings = load_settings(params.credentials_block)
     if params.label:
-        targets = [(params.label, report_root(params.report_dir))]
+        targets = [(params.label, report_root(params.report_dir or PayopsSettings.from_env().reports))]
     else:
         targets = await waiting_runs(params.recent_runs)
     moved: dict[str, dict[str, list[str]]] = {}

@@ -24,6 +24,7 @@ from flows.outcomes import end_run, state_message
 from flows.pipeline import RunEnded, SheetRun, send_parts
 from flows.run_params import SheetRunParams, Text, sheet_run_name, tag_run
 from flows.summaries import Decision, PayoutRunSummary
+from store.settings import PayopsSettings
 from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
 from tasks.approval_gate import (
     ApprovalDesk,
@@ -298,12 +299,12 @@ def _outcomes(
     return out
 
 
-async def _start(params: PayoutRunParams) -> Start:
+async def _start(params: PayoutRunParams, settings: PayopsSettings) -> Start:
     """Who started this run: the signed start the console or the CLI gave it, else nobody in payops."""
     if not params.start:
         return Start()
     try:
-        key = await load_approval_key()
+        key = await load_approval_key(settings)
     except ApprovalKeyMissing as exc:
         raise ApprovalRefused(str(exc)) from None
     return read_start(key, params.start, params.source)
@@ -313,11 +314,13 @@ async def _start(params: PayoutRunParams) -> Start:
 async def payout_spreadsheet(params: PayoutRunParams) -> State:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report.
 
-    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `PayoutRunSummary`.
+    Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `PayoutRunSummary`. The payops
+    settings are read here, once, and passed on.
     """
+    settings = PayopsSettings.from_env()
     try:
-        async with open_clients(), payops_store() as store:
-            summary = PayoutRunSummary.model_validate(await _pay(params, store))
+        async with open_clients(), payops_store(settings) as store:
+            summary = PayoutRunSummary.model_validate(await _pay(params, store, settings))
         try:
             await publish_run_record(summary.as_json())
         except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it
@@ -328,12 +331,14 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
         progress().phase("done")
 
 
-async def _refused(summary: dict[str, Any], decision: Decision | None = None) -> dict[str, Any]:
+async def _refused(
+    run: SheetRun, summary: dict[str, Any], decision: Decision | None = None
+) -> dict[str, Any]:
     """A run that sends nothing: its summary artifact says why (who decided, the first row errors, counts)."""
     model = PayoutRunSummary.model_validate(summary)
     model.decision = decision
     label = summary["label"] or PurePath(str(summary["source"])).stem
-    await publish_run_artifacts(label, summary, None, why=state_message(model))
+    await publish_run_artifacts(label, summary, None, run.settings, why=state_message(model))
     summary["decision"] = decision
     return summary
 
@@ -341,7 +346,7 @@ async def _refused(summary: dict[str, Any], decision: Decision | None = None) ->
 async def _not_approved(run: SheetRun, store: Any, comment: str, decision: Decision | None) -> NoReturn:
     """End a run that needed approval and got none: the summary's ``approval`` says why."""
     run.summary["approval"] = await with_decisions({"approved": False, "comment": comment}, store)
-    run.end(await _refused(run.finish("not_approved"), decision))
+    run.end(await _refused(run, run.finish("not_approved"), decision))
 
 
 # -- the phases' results ------------------------------------------------------------------------------------
@@ -372,9 +377,11 @@ class Sent:
 
 
 # -- the pipeline -------------------------------------------------------------------------------------------
-async def _pay(params: PayoutRunParams, store: Engine | PolicyUnreadable) -> dict[str, Any]:
+async def _pay(
+    params: PayoutRunParams, store: Engine | PolicyUnreadable, payops: PayopsSettings
+) -> dict[str, Any]:
     """sheet → pre-flight → approval → send → poll → report; a phase that ends the run returns its summary."""
-    run = SheetRun.begin(params)
+    run = SheetRun.begin(params, payops)
     try:
         sheet = await _read(run)
         settings = await _settings(run, sheet)
@@ -398,7 +405,8 @@ async def _read(run: SheetRun) -> Sheet:
     run.meter.phase("read_validate")
     if isinstance(intake, SheetRefused):
         logger.error("sheet read: refused: %s; nothing sent", intake.message)
-        run.end(await _refused(run.meter.into(refusal_summary(params.source, params.label, intake.errors))))
+        refusal = refusal_summary(params.source, params.label, intake.errors)
+        run.end(await _refused(run, run.meter.into(refusal)))
     release_freed_memory(len(intake.rows))  # the parser's frame and the cells validation no longer needs
     logger.info(
         "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
@@ -414,7 +422,7 @@ async def _read(run: SheetRun) -> Sheet:
         )
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
-            run.end(await _refused(run.finish("invalid_input")))
+            run.end(await _refused(run, run.finish("invalid_input")))
     return Sheet(intake, columns)
 
 
@@ -433,14 +441,14 @@ async def _settings(run: SheetRun, sheet: Sheet) -> PaymentsSettings:
             run.summary["report_files"] = await asyncio.to_thread(
                 write_validation_report_task, sheet.intake, run.params.report_dir, run.label
             )
-        run.end(await _refused(run.finish("preflight_failed")))
+        run.end(await _refused(run, run.finish("preflight_failed")))
 
 
 async def _gate(run: SheetRun, sheet: Sheet, store: Engine | PolicyUnreadable) -> Gate:
     """Who started the run and what the approval policy asks of it; unreadable, the run ends Not approved."""
     params = run.params
     try:
-        start = await _start(params)
+        start = await _start(params, run.settings)
         if isinstance(store, PolicyUnreadable):
             raise store
         policy = await asyncio.to_thread(read_policy, store)
@@ -469,7 +477,11 @@ async def _preflight(run: SheetRun, sheet: Sheet, gate: Gate, settings: Payments
     if intake.rows:
         progress().phase("preflight")
         pf = await preflight_task(
-            settings, untraversed(intake.rows), _preflight_options(params), params.rate_limit_per_s
+            settings,
+            untraversed(intake.rows),
+            _preflight_options(params),
+            params.rate_limit_per_s,
+            run.settings,
         )
         run.meter.api_calls.update(pf.api_calls)
         summary["fee_total"] = money(pf.fee_total)
@@ -504,15 +516,15 @@ async def _preflight(run: SheetRun, sheet: Sheet, gate: Gate, settings: Payments
             )
         logger.info("dry run %s: nothing sent", run.label)
         ended = run.finish("dry_run")
-        await publish_run_artifacts(run.label, ended, [])
+        await publish_run_artifacts(run.label, ended, [], run.settings)
         run.end(ended)
     if pf is None:
         logger.error("no valid rows: nothing to send")
-        run.end(await _refused(run.finish("invalid_input")))
+        run.end(await _refused(run, run.finish("invalid_input")))
     if pf.problems and not params.allow_preflight_problems:
         for p in pf.problems:
             logger.error("pre-flight: %s", p)
-        run.end(await _refused(run.finish("preflight_failed")))
+        run.end(await _refused(run, run.finish("preflight_failed")))
     return pf
 
 
@@ -521,7 +533,7 @@ async def _approval(run: SheetRun, sheet: Sheet, pf: Preflight, gate: Gate, stor
     if not gate.need.required:
         return
     names_checked = run.params.check_names and no_name_column(sheet.intake) is None
-    answer = await _approve(run.params, run.label, sheet.intake.rows, pf, gate, store, names_checked)
+    answer = await _approve(run, sheet.intake.rows, pf, gate, store, names_checked)
     run.meter.phase("approval")
     await _preflight_artifact(run.label, pf, sheet.intake.rows, _decision_line(answer))
     if not answer.approved:
@@ -537,7 +549,7 @@ async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSe
     params, label, rows = run.params, run.label, sheet.intake.rows
     batches = batch_count(rows)
     run.summary["batches"] = batches
-    await record_approved_payouts(label, rows, pf.fees_by_row)
+    await record_approved_payouts(run.settings, label, rows, pf.fees_by_row)
     pf.release_row_detail()  # the fees by row, now recorded: ~50 MB on 100,000 rows
 
     async def send_one(index: int) -> BatchResult:
@@ -636,7 +648,9 @@ async def _report(
     awaiting_review = sorted(poll.awaiting_review)  # read from the states, before _outcomes consumes them
     outcomes = _outcomes(intake, sent.results, states)  # consumes the batches' answers and the states
     retried = await mark_retried(retries, label, outcomes)  # rows a retry claimed while the run polled
-    summary["reconciliation"] = await reconcile_at_run_end(settings, label, outcomes, params.rate_limit_per_s)
+    summary["reconciliation"] = await reconcile_at_run_end(
+        settings, run.settings, label, outcomes, params.rate_limit_per_s
+    )
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]
     summary.update(
@@ -675,7 +689,7 @@ async def _report(
     )
     run.meter.phase("report")
     summary["duration_s"] = run.meter.elapsed
-    await publish_run_artifacts(label, summary, attention_table(outcomes))
+    await publish_run_artifacts(label, summary, attention_table(outcomes), run.settings)
     run.logger.info(
         "reports written for %s: %s", label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items())
     )
@@ -692,8 +706,7 @@ APPROVAL_REQUIRED = "**Approval required**: nothing is sent until this run is ap
 
 
 async def _approve(
-    params: PayoutRunParams,
-    label: str,
+    run: SheetRun,
     rows: list[PayoutRow],
     pf: Preflight,
     gate: Gate,
@@ -702,9 +715,11 @@ async def _approve(
 ) -> Answer:
     """The approval phase: what the approvers see goes to the payops database, then the run pauses until
     enough valid signed approvals, a rejection or the deadline. No key: not paused at all, nothing sent."""
+    params, label = run.params, run.label
     try:
-        key = await load_approval_key()  # approvals are always signed: no key, no pause, nothing sent
-    except ApprovalKeyMissing as exc:
+        key = await load_approval_key(run.settings)  # always signed: no key, no pause, nothing sent
+        audit_key = await asyncio.to_thread(run.settings.audit_key_bytes)
+    except (ApprovalKeyMissing, ValueError, OSError) as exc:
         get_run_logger().error("%s; nothing sent", exc)
         return Answer(False, str(exc), refusal=Decision(kind="not_approved", reason=str(exc)))
     from prefect.runtime import flow_run
@@ -722,7 +737,7 @@ async def _approve(
     ask = Ask(label, subject, need, start, params.approval_timeout_s, params.approval_reminder_s)
     figures = currency_figures(pf)
     found = findings(rows, pf.names, names_checked)
-    desk = ApprovalDesk(store)
+    desk = ApprovalDesk(store, audit_key=audit_key)
     await asyncio.to_thread(
         desk.open,
         run_id=run_id,
@@ -738,7 +753,7 @@ async def _approve(
     )
     emit_needs_approval(label, pf, params.approval_timeout_s)
     progress().phase("approval")
-    return await ask_approval(ask, key, desk, resume_description(ask, figures, found))
+    return await ask_approval(ask, key, desk, resume_description(ask, figures, found, run.settings))
 
 
 def _decision_line(answer: Answer) -> str:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
 from flows.run_params import SheetRunParams, SheetRunStart, start_sheet_run
+from store.settings import PayopsSettings
 from tasks.intake import IntakeOptions
 from tasks.progress import progress
 from tasks.run_meter import RunMeter
@@ -33,16 +34,21 @@ class RunEnded(Exception):  # noqa: N818 - not an error: the run's regular end b
 
 @dataclass
 class SheetRun:
-    """One run of a sheet-driven flow: its parameters, logger, meter, label and summary as they grow."""
+    """One run of a sheet-driven flow: its parameters, payops settings (read once at the flow's start),
+    logger, meter, label and summary as they grow."""
 
     params: SheetRunParams
+    settings: PayopsSettings
     begun: SheetRunStart
     label: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def begin(cls, params: SheetRunParams) -> SheetRun:
-        return cls(params, start_sheet_run(params))
+    def begin(cls, params: SheetRunParams, settings: PayopsSettings) -> SheetRun:
+        """The run's context; an empty ``report_dir`` (a run started in Prefect's UI leaves it so) becomes the
+        settings' report root."""
+        params = params.model_copy(update={"report_dir": params.report_dir or settings.reports})
+        return cls(params, settings, start_sheet_run(params))
 
     @property
     def logger(self) -> Any:

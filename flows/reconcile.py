@@ -23,12 +23,13 @@ from pydantic import BaseModel, Field, model_validator
 from flows.outcomes import end_run
 from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
 from flows.summaries import ReconciliationSummary
+from store.settings import PayopsSettings
 from tasks.alerts import emit_reconciliation_difference
 from tasks.artifacts import artifact_key, markdown_table, report_lines
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
 from tasks.daily_close import LOOKBACK, business_day, run_close_task, write_close_reports
-from tasks.reconciliation import KINDS, _open_store, label_for_reference, reconcile_run_task
+from tasks.reconciliation import KINDS, label_for_reference, open_store, reconcile_run_task
 
 
 class ReconcileRunParams(BaseModel):
@@ -70,21 +71,18 @@ async def reconcile_run(params: ReconcileRunParams) -> State:
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
     async with open_clients():
-        summary = await _reconcile_run(params)
+        summary = await _reconcile_run(params, PayopsSettings.from_env())
     return end_run(ReconciliationSummary.model_validate(summary))
 
 
-async def _reconcile_run(params: ReconcileRunParams) -> dict[str, Any]:
+async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
     label = params.label
     trigger = "cli" if label else "event"
     if not label:
-        store = await asyncio.to_thread(_open_store)
-        try:
-            label = await label_for_reference(store, params.reference) or ""
-            run = await asyncio.to_thread(store.run, label) if label else None
-        finally:
-            store.engine.dispose()
+        store = await asyncio.to_thread(open_store, payops)
+        label = await label_for_reference(store, params.reference) or ""
+        run = await asyncio.to_thread(store.run, label) if label else None
         if not label:
             logger.info("payout %s belongs to no recorded payops run: nothing to reconcile", params.reference)
             return {"label": None, "outcome": "completed", "scope": "run", "status": "not_a_payops_run"}
@@ -94,7 +92,7 @@ async def _reconcile_run(params: ReconcileRunParams) -> dict[str, Any]:
     settings = load_settings(params.credentials_block)
     t0 = time.perf_counter()
     check = await reconcile_run_task(
-        settings, label, trigger, params.unchecked_after_hours * 3600, params.rate_limit_per_s
+        settings, payops, label, trigger, params.unchecked_after_hours * 3600, params.rate_limit_per_s
     )
     s = check.summary
     summary: dict[str, Any] = {
@@ -162,11 +160,11 @@ async def reconcile_day(params: ReconcileDayParams = ReconcileDayParams()) -> St
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
     async with open_clients():
-        summary = await _reconcile_day(params)
+        summary = await _reconcile_day(params, PayopsSettings.from_env())
     return end_run(ReconciliationSummary.model_validate(summary))
 
 
-async def _reconcile_day(params: ReconcileDayParams) -> dict[str, Any]:
+async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
     t0 = time.perf_counter()
     now = datetime.now(UTC)
@@ -176,6 +174,7 @@ async def _reconcile_day(params: ReconcileDayParams) -> dict[str, Any]:
     settings = load_settings(params.credentials_block)
     close = await run_close_task(
         settings,
+        payops,
         day.isoformat(),
         "schedule" if params.day is None else "cli",
         params.unchecked_after_hours * 3600,
@@ -195,7 +194,7 @@ async def _reconcile_day(params: ReconcileDayParams) -> dict[str, Any]:
         "api_calls": dict(sorted(close.api_calls.items())),
     }
     summary["report_files"] = await asyncio.to_thread(
-        write_close_reports, params.report_dir, label, result, summary
+        write_close_reports, params.report_dir or payops.reports, label, result, summary
     )
     summary["phase_durations_s"] = {
         "close": round(fetched - t0, 3),
@@ -224,7 +223,7 @@ async def _reconcile_day(params: ReconcileDayParams) -> dict[str, Any]:
             "day", day.isoformat(), result.status, by_kind, summary["report_files"]
         )
         logger.warning("close %s: %d difference(s): %s", day, len(result.differences), by_kind)
-    lines += report_lines(summary["report_files"])
+    lines += report_lines(summary["report_files"], payops)
     await acreate_markdown_artifact(
         key=f"reconciliation-{day.isoformat()}", markdown="\n".join(lines), description=label
     )

@@ -24,6 +24,7 @@ from connectors.payments.models import REFERENCE_PATTERN
 from flows.outcomes import end_run
 from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
 from flows.summaries import SettlementRunSummary
+from store.settings import PayopsSettings
 from tasks.alerts import emit_settlement_alerts
 from tasks.artifacts import markdown_table, report_lines
 from tasks.clients import open_clients
@@ -178,7 +179,9 @@ def table_rows(rows: list[list[Any]]) -> list[dict[str, Any]]:
     return [{h: r[i] for h, i in zip(TABLE_HEADERS, idx, strict=True)} for r in rows]
 
 
-def summary_markdown(title: str, summary: dict[str, Any], rows: list[list[Any]]) -> str:
+def summary_markdown(
+    title: str, summary: dict[str, Any], rows: list[list[Any]], payops: PayopsSettings
+) -> str:
     lines = [f"# {title}", "", f"**Outcome:** {summary['outcome']}", ""]
     settled = bool(summary.get("run_id") and "status" in summary)
     if settled:  # settle-now: its one run, most important columns first
@@ -187,7 +190,7 @@ def summary_markdown(title: str, summary: dict[str, Any], rows: list[list[Any]])
         lines.append(markdown_table(headers, [[summary.get(k) for k in keys]]))
     else:
         lines += _retry_markdown(summary, rows)
-    lines += report_lines(summary.get("report_files"))
+    lines += report_lines(summary.get("report_files"), payops)
     return "\n".join(lines)
 
 
@@ -231,9 +234,11 @@ def _alert_markdown(alert: RetryResult, not_attempted: int) -> str:
     )
 
 
-async def _publish(prefix: str, title: str, summary: dict[str, Any], rows: list[list[Any]]) -> None:
+async def _publish(
+    prefix: str, title: str, summary: dict[str, Any], rows: list[list[Any]], payops: PayopsSettings
+) -> None:
     await acreate_markdown_artifact(
-        key=f"{prefix}-summary", markdown=summary_markdown(title, summary, rows), description=title
+        key=f"{prefix}-summary", markdown=summary_markdown(title, summary, rows, payops), description=title
     )
     await acreate_table_artifact(
         key=f"{prefix}-runs",
@@ -254,14 +259,13 @@ async def retry_failed_settlements(
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `SettlementRunSummary`."""
     async with open_clients():
-        summary, message = await _retry_failed_settlements(params)
+        summary, message = await _retry_failed_settlements(params, PayopsSettings.from_env())
     return end_run(SettlementRunSummary.model_validate(summary), message)
 
 
 async def _retry_failed_settlements(
-    params: SettlementRetryParams | None = None,
+    params: SettlementRetryParams, payops: PayopsSettings
 ) -> tuple[dict[str, Any], str | None]:
-    params = params or SettlementRetryParams()
     logger = get_run_logger()
     t0 = time.perf_counter()
     started = datetime.now(UTC)
@@ -330,7 +334,7 @@ async def _retry_failed_settlements(
     summary["duration_s"] = round(time.perf_counter() - t0, 3)
     summary["report_files"] = await asyncio.to_thread(
         write_table_reports,
-        params.report_dir,
+        params.report_dir or payops.reports,
         label,
         REPORT_HEADERS,
         rows,
@@ -341,7 +345,7 @@ async def _retry_failed_settlements(
             for r in rows
         ],
     )
-    await _publish("settlement-retry", f"Settlement retry {label}", summary, rows)
+    await _publish("settlement-retry", f"Settlement retry {label}", summary, rows, payops)
     await emit_settlement_alerts(label, results, summary["report_files"])
     for r in results:
         if r.action == "skipped":
@@ -383,14 +387,13 @@ async def settle_now(params: SettleNowParams = SettleNowParams()) -> State:
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `SettlementRunSummary`."""
     async with open_clients():
-        summary, message = await _settle_now(params)
+        summary, message = await _settle_now(params, PayopsSettings.from_env())
     return end_run(SettlementRunSummary.model_validate(summary), message)
 
 
-async def _settle_now(params: SettleNowParams | None = None) -> tuple[dict[str, Any], str | None]:
+async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[dict[str, Any], str | None]:
     from prefect.runtime import flow_run
 
-    params = params or SettleNowParams()
     logger = get_run_logger()
     t0 = time.perf_counter()
     started = datetime.now(UTC)
@@ -444,10 +447,11 @@ async def _settle_now(params: SettleNowParams | None = None) -> tuple[dict[str, 
     action = "settle_now"
     reason = f"outcome {run.outcome}" if run.completed else f"still {run.status} at the poll deadline"
     rows = [[*_run_cells(run), action, reason, *([None] * 6)]]
+    folder = params.report_dir or payops.reports
     summary["report_files"] = await asyncio.to_thread(
-        write_table_reports, params.report_dir, label, REPORT_HEADERS, rows, summary, sheet_title="runs"
+        write_table_reports, folder, label, REPORT_HEADERS, rows, summary, sheet_title="runs"
     )
-    await _publish("settle-now", f"Settle now {reference}", {**summary, "runs_seen": 1}, rows)
+    await _publish("settle-now", f"Settle now {reference}", {**summary, "runs_seen": 1}, rows, payops)
     if run.failed:
         logger.warning(
             "settlement run %s completed %s: retry it with `payops settlements retry --run-id %s`",

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from flows.outcomes import end_run
 from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir
 from flows.summaries import TransactionsReportSummary
+from store.settings import PayopsSettings
 from tasks.artifacts import markdown_table, report_lines
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
@@ -84,7 +85,7 @@ class TransactionsReportParams(BaseModel):
         return self
 
 
-def _markdown(summary: dict[str, Any]) -> str:
+def _markdown(summary: dict[str, Any], payops: PayopsSettings) -> str:
     lines = [f"# Transactions {summary['from']} → {summary['to']}", "", f"**Outcome:** {summary['outcome']}"]
     lines += ["", f"{summary['transactions']} transaction(s); filters: {summary['filters'] or 'none'}", ""]
     totals = [[k, c, v] for k, cur in summary["totals_by_kind_direction"].items() for c, v in cur.items()]
@@ -93,7 +94,7 @@ def _markdown(summary: dict[str, Any]) -> str:
     recon = [[k, e["count"]] for k, e in summary["by_reconciliation"].items()]
     if recon:
         lines += ["", markdown_table(["reconciliation", "transactions"], recon)]
-    lines += report_lines(summary.get("report_files"))
+    lines += report_lines(summary.get("report_files"), payops)
     return "\n".join(lines)
 
 
@@ -105,12 +106,11 @@ async def transactions_report(
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `TransactionsReportSummary`."""
     async with open_clients():
-        summary = await _transactions_report(params)
+        summary = await _transactions_report(params, PayopsSettings.from_env())
     return end_run(TransactionsReportSummary.model_validate(summary))
 
 
-async def _transactions_report(params: TransactionsReportParams | None = None) -> dict[str, Any]:
-    params = params or TransactionsReportParams()
+async def _transactions_report(params: TransactionsReportParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
     t0 = time.perf_counter()
     default_start, default_end = previous_day(datetime.now(UTC))
@@ -161,14 +161,16 @@ async def _transactions_report(params: TransactionsReportParams | None = None) -
         "api_calls": dict(sorted(data.api_calls.items())),
     }
     summary["report_files"] = await asyncio.to_thread(
-        write_transactions_report, params.report_dir, label, data, summary
+        write_transactions_report, params.report_dir or payops.reports, label, data, summary
     )
     summary["phase_durations_s"] = {
         "fetch": round(fetched - t0, 3),
         "report": round(time.perf_counter() - fetched, 3),
     }
     summary["duration_s"] = round(time.perf_counter() - t0, 3)
-    await acreate_markdown_artifact(key="transactions-report", markdown=_markdown(summary), description=label)
+    await acreate_markdown_artifact(
+        key="transactions-report", markdown=_markdown(summary, payops), description=label
+    )
     if summary["mismatched"]:
         rows = [r for r in transaction_rows(data.transactions) if r[RECONCILIATION_COLUMN] == "mismatched"]
         await acreate_table_artifact(

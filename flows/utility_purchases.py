@@ -25,6 +25,7 @@ from flows.outcomes import end_run
 from flows.pipeline import RunEnded, SheetRun, send_parts
 from flows.run_params import SheetRunParams, sheet_run_name, tag_run
 from flows.summaries import PurchaseRunSummary
+from store.settings import PayopsSettings
 from tasks.artifacts import artifact_key, markdown_table, report_lines
 from tasks.clients import open_clients
 from tasks.credentials import load_settings
@@ -73,7 +74,7 @@ def _issues(items: list[Any]) -> list[dict[str, Any]]:
     return [{"row": i.row, "column": i.column, "message": i.message} for i in items]
 
 
-def _markdown(summary: dict[str, Any], attention: list[list[Any]]) -> str:
+def _markdown(summary: dict[str, Any], attention: list[list[Any]], payops: PayopsSettings) -> str:
     lines = [f"# Utility purchases `{summary['label']}`", "", f"**Outcome:** {summary['outcome']}", ""]
     keys = ["rows_total", "rows_valid", "rows_invalid", "amount_total", "fee_total", "gross_total"]
     lines.append(markdown_table(keys, [[summary.get(k) for k in keys]]))
@@ -92,18 +93,22 @@ def _markdown(summary: dict[str, Any], attention: list[list[Any]]) -> str:
         lines += ["", "## Sheet errors", ""]
         rows = [[e["row"], e["column"], e["message"]] for e in summary["errors"][:200]]
         lines.append(markdown_table(["row", "column", "problem"], rows))
-    lines += report_lines(summary.get("report_files"))
+    lines += report_lines(summary.get("report_files"), payops)
     return "\n".join(lines)
 
 
-async def _publish(label: str, summary: dict[str, Any], outcomes: dict[int, PurchaseOutcome]) -> None:
+async def _publish(
+    run: SheetRun, label: str, summary: dict[str, Any], outcomes: dict[int, PurchaseOutcome]
+) -> None:
     attention = [
         [o.row, o.reference, o.submission, o.status, o.failure_reason or o.error_code or ""]
         for o in outcomes.values()
         if needs_attention(o)
     ]
     await acreate_markdown_artifact(
-        key=artifact_key(label, "utilities"), markdown=_markdown(summary, attention), description=label
+        key=artifact_key(label, "utilities"),
+        markdown=_markdown(summary, attention, run.settings),
+        description=label,
     )
     if attention:
         headers = ["row", "reference", "submission", "status", "reason"]
@@ -127,7 +132,7 @@ async def utility_purchases(params: UtilityRunParams) -> State:
 async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     """sheet → quotes (the pre-flight) → buy → poll → report, the payout flow's skeleton (flows/pipeline.py);
     a phase that ends the run returns its summary."""
-    run = SheetRun.begin(params)
+    run = SheetRun.begin(params, PayopsSettings.from_env())
     try:
         settings = load_settings(params.credentials_block)
         sheet = await _read(run, settings)
@@ -141,7 +146,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
 
 async def _end(run: SheetRun, outcome: str) -> NoReturn:
     summary = run.finish(outcome)
-    await _publish(run.label, summary, {})
+    await _publish(run, run.label, summary, {})
     run.end(summary)
 
 
@@ -341,7 +346,7 @@ async def _report(
     )
     run.meter.phase("report")
     summary["duration_s"] = run.meter.elapsed
-    await _publish(label, summary, outcomes)
+    await _publish(run, label, summary, outcomes)
     for ref in summary["unresolved"]:
         logger.warning(
             "purchase %s awaits the service (%s): not bought again", ref, poll.outcomes[ref].status

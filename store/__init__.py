@@ -7,7 +7,24 @@ by Alembic: a SQLite file under the payops home by default (no server needed), P
 the Payments Service stays the source of truth for money. This room imports neither Prefect nor httpx.
 """
 
-from store.database import Base, database_url, migrate, open_engine
-from store.home import payops_home
+from store.database import (
+    Base,
+    SchemaBehind,
+    migrate,
+    open_database,
+    open_engine,
+    shown_url,
+    upgrade_database,
+)
+from store.settings import PayopsSettings
 
-__all__ = ["Base", "database_url", "migrate", "open_engine", "payops_home"]
+__all__ = [
+    "Base",
+    "PayopsSettings",
+    "SchemaBehind",
+    "migrate",
+    "open_database",
+    "open_engine",
+    "shown_url",
+    "upgrade_database",
+]

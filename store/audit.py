@@ -2,7 +2,8 @@
 
 Each entry stores the hash of the previous entry and its own HMAC over (previous hash, its fields), so editing
 or deleting a row breaks the chain at that row (:func:`verify`). The key lives outside the database
-(``PAYOPS_AUDIT_KEY``, else the file ``audit.key`` in the payops home, made on first use with mode 0600): who
+(``PAYOPS_AUDIT_KEY``, else the file ``audit.key`` in the payops home, made on first use with mode 0600:
+`store.settings.PayopsSettings.audit_key_bytes`; every function here takes it as ``key``): who
 can write the database but not read the key cannot edit a row and re-chain the rest. Entries are numbered 1,
 2, 3... and the number is the primary key: two writers appending at once collide on it and the loser retries
 with the new tail, so the chain stays linear on SQLite and PostgreSQL alike. Removing the newest entries
@@ -15,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,29 +24,10 @@ from sqlalchemy import DateTime, Engine, Integer, String, Text, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from store.database import Base, payops_home
+from store.database import Base
 from store.users import utcnow
 
 GENESIS = "0" * 64
-KEY_ENV, KEY_FILE, MIN_KEY_LENGTH = "PAYOPS_AUDIT_KEY", "audit.key", 16
-
-
-def audit_key() -> bytes:
-    """The chain's key: ``PAYOPS_AUDIT_KEY`` (every host writing one shared database sets the same), else
-    ``audit.key`` in the payops home, made on first use (mode 0600)."""
-    value = os.environ.get(KEY_ENV, "")
-    if value:
-        if len(value) < MIN_KEY_LENGTH:
-            raise ValueError(f"{KEY_ENV} is too short: at least {MIN_KEY_LENGTH} characters")
-        return value.encode()
-    path = payops_home() / KEY_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_bytes().strip()
-    with os.fdopen(fd, "w") as fh:
-        fh.write(secrets.token_hex(32))
-    return path.read_bytes().strip()
 
 
 class AuditEntry(Base):
@@ -64,10 +44,10 @@ class AuditEntry(Base):
     hash: Mapped[str] = mapped_column(String(64))
 
 
-def chain_id(key: bytes | None = None) -> str:
+def chain_id(key: bytes) -> str:
     """A public name of the chain a key signs (never the key): tells this chain's outside copies from
     another installation's on a shared Prefect server."""
-    return hmac.new(key or audit_key(), b"payops.audit.chain", hashlib.sha256).hexdigest()[:16]
+    return hmac.new(key, b"payops.audit.chain", hashlib.sha256).hexdigest()[:16]
 
 
 def entry_hash(
@@ -86,11 +66,17 @@ def entry_hash(
 
 
 def append(
-    engine: Engine, actor: str, action: str, obj: str, client: str = "", detail: dict | None = None
+    engine: Engine,
+    actor: str,
+    action: str,
+    obj: str,
+    client: str = "",
+    detail: dict | None = None,
+    *,
+    key: bytes,
 ) -> AuditEntry:
-    """Append one entry at the tail of the chain; returns it."""
+    """Append one entry at the tail of the chain, hashed under ``key``; returns it."""
     text = json.dumps(detail or {}, sort_keys=True, default=str, ensure_ascii=False)
-    key = audit_key()
     for _ in range(50):
         with Session(engine) as db:
             tail = db.scalar(select(AuditEntry).order_by(AuditEntry.seq.desc()).limit(1))
@@ -129,14 +115,11 @@ class Verdict:
         return not self.problems
 
 
-def verify(
-    engine: Engine, copies: Iterable[tuple[int, str]] | None = None, key: bytes | None = None
-) -> Verdict:
+def verify(engine: Engine, copies: Iterable[tuple[int, str]] | None = None, *, key: bytes) -> Verdict:
     """Walk the chain; every break (edited, deleted or inserted row) is one problem naming the entry.
 
     ``copies``: ``(seq, hash)`` of the entries' outside copies (the Prefect events); an entry whose hash
     differs from its copy, or a copy with no entry (the newest entries deleted), is a problem too."""
-    key = key or audit_key()
     problems: list[str] = []
     hashes: dict[int, str] = {}
     prev, expected, count = GENESIS, 1, 0

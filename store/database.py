@@ -1,16 +1,27 @@
-"""Where the payops database is, how to open it, and how to bring its schema up to date."""
+"""How to open the payops database, and who brings its schema up to date.
+
+One engine per database URL per process (:func:`open_database`), its schema checked once. Only `payops serve`
+and `payops db upgrade` migrate a database that is behind (:func:`upgrade_database`); every other entry
+point refuses it with :class:`SchemaBehind` (one line naming the database, never its password, and the
+command to run). An empty database (a new home's SQLite file, a new PostgreSQL database) has nothing to
+migrate: the first entry point that opens it creates it at the newest revision.
+"""
 
 from __future__ import annotations
 
-import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
 from sqlalchemy.orm import DeclarativeBase
 
-from store.home import payops_home
+if TYPE_CHECKING:
+    from store.settings import PayopsSettings
+
+UPGRADE_COMMAND = "payops db upgrade"
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest revision of every branch in ``migrations/versions`` (a test checks it against Alembic's own
@@ -23,9 +34,27 @@ class Base(DeclarativeBase):
     """Every payops table. Each feature declares its tables in its own module of this package."""
 
 
-def database_url() -> str:
-    """``PAYOPS_DATABASE_URL`` (e.g. ``postgresql+psycopg://user:pw@host/db``), else a SQLite file at home."""
-    return os.environ.get("PAYOPS_DATABASE_URL") or f"sqlite:///{payops_home() / 'payops.sqlite3'}"
+def shown_url(url: str) -> str:
+    """``url`` as an operator may read it: the password masked (``***``); a URL that cannot be parsed is not
+    shown at all (it could be a password pasted in the wrong place)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(the configured database URL cannot be parsed)"
+
+
+class SchemaBehind(RuntimeError):
+    """The database's schema is not the one this payops needs; the message is one line for an operator."""
+
+    def __init__(self, url: str, recorded: frozenset[str]) -> None:
+        have = ", ".join(sorted(recorded)) or "none"
+        need = ", ".join(sorted(SCHEMA_HEADS))
+        super().__init__(
+            f"the payops database {shown_url(url)} is at revision {have}, this payops needs {need}:"
+            f" run `{UPGRADE_COMMAND}` (or `payops serve`, which upgrades it)"
+        )
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API connection
@@ -38,9 +67,9 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API
     cursor.close()
 
 
-def open_engine(url: str | None = None) -> Engine:
-    """A new engine for ``url`` (default :func:`database_url`). The caller owns it and disposes of it."""
-    url = url or database_url()
+def open_engine(url: str) -> Engine:
+    """A new engine for ``url``; the caller owns it and disposes of it. Entry points use
+    :func:`open_database`, which keeps one per URL for the process."""
     engine = create_engine(url, pool_pre_ping=True)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -74,8 +103,9 @@ def recorded_revisions(engine: Engine) -> frozenset[str]:
         return frozenset()
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest revision (every branch head); safe to call on every start."""
+def migrate(engine: Engine, audit_key: Callable[[], bytes] | None = None) -> None:
+    """Bring the schema to the newest revision (every branch head); nothing to do when it is there.
+    ``audit_key`` reads the audit chain's key for a migration that re-chains existing entries."""
     if recorded_revisions(engine) == SCHEMA_HEADS:
         return
     from alembic import command
@@ -83,6 +113,7 @@ def migrate(engine: Engine) -> None:
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["audit_key"] = audit_key
     with engine.begin() as connection:
         if engine.dialect.name == "postgresql":
             # Workers starting together would each create alembic_version and the tables (a unique-key
@@ -90,3 +121,59 @@ def migrate(engine: Engine) -> None:
             connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7261001)")
         config.attributes["connection"] = connection
         command.upgrade(config, "heads")
+
+
+def _is_empty(engine: Engine) -> bool:
+    """True when the database holds no table at all (a new SQLite file, a new PostgreSQL database)."""
+    return not inspect(engine).get_table_names()
+
+
+def check_schema(engine: Engine, url: str, audit_key: Callable[[], bytes] | None = None) -> None:
+    """Nothing when the schema is at the newest revision; an empty database is created there (there is
+    nothing to migrate); anything else raises :class:`SchemaBehind`."""
+    recorded = recorded_revisions(engine)
+    if recorded == SCHEMA_HEADS:
+        return
+    if not recorded and _is_empty(engine):
+        migrate(engine, audit_key)
+        return
+    raise SchemaBehind(url, recorded)
+
+
+# One engine per database URL for the process, and whether its schema was checked: every store of a process
+# (the console's routes and its webhook relay, a flow's approval gate, pre-flight cache and reconciliation)
+# shares one connection pool, and the schema is read once, not per use. A module-level cache on purpose:
+# engines are thread-safe and meant to live as long as the process (SQLAlchemy's own advice).
+_engines: dict[str, Engine] = {}
+_checked: set[str] = set()
+_lock = threading.Lock()
+
+
+def _engine_for(url: str) -> Engine:
+    engine = _engines.get(url)
+    if engine is None:
+        engine = _engines[url] = open_engine(url)
+    return engine
+
+
+def open_database(settings: PayopsSettings) -> Engine:
+    """The process's engine for the settings' database, its schema checked (:func:`check_schema`) the first
+    time. Raises :class:`SchemaBehind`; the caller never disposes of it."""
+    url = settings.database
+    with _lock:
+        engine = _engine_for(url)
+        if url not in _checked:
+            check_schema(engine, url, settings.audit_key_bytes)
+            _checked.add(url)
+    return engine
+
+
+def upgrade_database(settings: PayopsSettings) -> Engine:
+    """The process's engine for the settings' database, migrated to the newest revision (`payops serve`,
+    `payops db upgrade`)."""
+    url = settings.database
+    with _lock:
+        engine = _engine_for(url)
+        migrate(engine, settings.audit_key_bytes)
+        _checked.add(url)
+    return engine

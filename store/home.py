@@ -1,9 +1,10 @@
 """The payops home and the record `payops serve` keeps in it of what it runs.
 
-A home (``PAYOPS_HOME``, default ``~/.payops``) is the unit of isolation: the payops database (users, audit,
-lookup caches), the approval key, the reports, the emulator's client settings and `payops serve`'s Prefect
-server with its database all live under it. A command run with a home finds that home's `payops serve` in
-the record (``serve.json``), never by trying a shared address another home may own.
+A home (``PAYOPS_HOME``, default ``~/.payops``: `store.settings.PayopsSettings.home_dir`) is the unit of
+isolation: the payops database (users, audit, lookup caches), the approval key, the reports, the emulator's
+client settings and `payops serve`'s Prefect server with its database all live under it. A command run with
+a home finds that home's `payops serve` in the record (``serve.json``), never by trying a shared address
+another home may own.
 """
 
 from __future__ import annotations
@@ -20,18 +21,10 @@ __all__ = [
     "RECORD_NAME",
     "ServeRecord",
     "clear_serve_record",
-    "payops_home",
     "read_serve_record",
     "record_path",
     "write_serve_record",
 ]
-
-
-def payops_home() -> Path:
-    """The folder payops keeps its own files in: ``PAYOPS_HOME``, default ``~/.payops`` (mode 0700)."""
-    home = Path(os.environ.get("PAYOPS_HOME") or Path.home() / ".payops").expanduser()
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return home
 
 
 class ServeRecord(BaseModel):
@@ -59,8 +52,8 @@ class ServeRecord(BaseModel):
         return out
 
 
-def record_path(home: Path | None = None) -> Path:
-    return (home or payops_home()) / RECORD_NAME
+def record_path(home: Path) -> Path:
+    return home / RECORD_NAME
 
 
 def _running(pid: int) -> bool:
@@ -73,7 +66,7 @@ def _running(pid: int) -> bool:
     return True
 
 
-def read_serve_record(home: Path | None = None, *, running: bool = True) -> ServeRecord | None:
+def read_serve_record(home: Path, *, running: bool = True) -> ServeRecord | None:
     """The record of this home's `payops serve`; None when there is none, when it cannot be read, or (with
     ``running``) when the process that wrote it is gone (a serve that was killed leaves its record)."""
     try:
@@ -85,7 +78,7 @@ def read_serve_record(home: Path | None = None, *, running: bool = True) -> Serv
     return record
 
 
-def write_serve_record(record: ServeRecord, home: Path | None = None) -> Path:
+def write_serve_record(record: ServeRecord, home: Path) -> Path:
     """Write ``record`` (mode 0600; replaced atomically, so a reader never sees half of it)."""
     path = record_path(home)
     partial = path.with_suffix(".partial")
@@ -96,7 +89,7 @@ def write_serve_record(record: ServeRecord, home: Path | None = None) -> Path:
     return path
 
 
-def clear_serve_record(pid: int, home: Path | None = None) -> None:
+def clear_serve_record(pid: int, home: Path) -> None:
     """Remove the record when process ``pid`` wrote it (a second serve's record is never removed)."""
     record = read_serve_record(home, running=False)
     if record is not None and record.pid == pid:

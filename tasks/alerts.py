@@ -33,7 +33,6 @@ Prefect Variable; an alert is emitted when its condition turns on, not on every 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -42,6 +41,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from connectors.payments.models import PAYOUT_FAILED_STATUSES
+from store.settings import PayopsSettings
 from tasks.money import money
 from tasks.payment_events import Emitter, default_emitter
 
@@ -72,8 +72,6 @@ EVENT_NAMES = (
 
 FAILED_OUTCOMES = {"invalid_input", "preflight_failed"}
 CROSSINGS_VARIABLE = "payops-alert-crossings"
-LAG_ALERT_MINUTES_ENV = "PAYOPS_EVENTS_LAG_ALERT_MINUTES"
-DEFAULT_LAG_ALERT_MINUTES = 15.0
 MAX_PROBLEMS = 5
 MAX_TEXT = 200
 
@@ -373,28 +371,24 @@ def emit_low_balance(
 
 
 # -- events feed ------------------------------------------------------------------------------------------
-def lag_alert_after() -> timedelta:
-    """How old a caught-up event may be before the feed counts as lagging (env, default 15 minutes)."""
-    raw = os.environ.get(LAG_ALERT_MINUTES_ENV)
-    try:
-        minutes = float(raw) if raw else DEFAULT_LAG_ALERT_MINUTES
-    except ValueError:
-        raise ValueError(f"{LAG_ALERT_MINUTES_ENV} must be a number of minutes, got {raw!r}") from None
-    return timedelta(minutes=minutes)
+def lag_alert_after(settings: PayopsSettings) -> timedelta:
+    """How old a caught-up event may be before the feed counts as lagging
+    (``PAYOPS_EVENTS_LAG_ALERT_MINUTES``, default 15 minutes)."""
+    return timedelta(minutes=settings.events_lag_alert_minutes)
 
 
 async def emit_events_lag(
     summary: Mapping[str, Any],
+    limit: timedelta,
     now: datetime | None = None,
     crossings: Crossings | None = None,
     emitter: Emitter | None = None,
 ) -> bool:
-    """Emit `payops.events.lagging` when the catch-up had to emit events older than `lag_alert_after()` (the
-    webhooks and the schedule both missed them), once per crossing. True when emitted."""
+    """Emit `payops.events.lagging` when the catch-up had to emit events older than ``limit`` (the webhooks
+    and the schedule both missed them), once per crossing. True when emitted."""
     now = now or datetime.now(UTC)
     oldest = summary.get("oldest_emitted_at")
     oldest_at = datetime.fromisoformat(oldest) if isinstance(oldest, str) else oldest
-    limit = lag_alert_after()
     lag = now - oldest_at if oldest_at is not None else timedelta(0)
     lagging = lag > limit
     if not await (crossings or Crossings()).turned_on("events-lagging", lagging):
@@ -411,12 +405,13 @@ async def emit_events_lag(
 
 
 async def events_catch_up_hook(flow: Any, flow_run: Any, state: Any) -> None:
-    """Completion hook of `events-catch-up`: the lag check on the run's summary."""
+    """Completion hook of `events-catch-up` (an entry point: Prefect calls it in the flow's process): the lag
+    check on the run's summary, against the limit the settings give."""
     summary = await state.aresult(raise_on_failure=False)
     if hasattr(summary, "as_json"):  # the flow's EventsCatchUpSummary
         summary = summary.as_json()
     if isinstance(summary, Mapping):
-        await emit_events_lag(summary)
+        await emit_events_lag(summary, lag_alert_after(PayopsSettings.from_env()))
 
 
 # -- reconciliation ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from store.approval_requests import ROW_FIELDS, ApprovalRequests
 from store.approvals import ApprovalPolicy, Approvals
 from store.notices import Notices
+from store.settings import PayopsSettings
 from store.users import utcnow
 from tasks.approvals import Requirement, Start, row_fields
 from tasks.auditing import Auditor
@@ -139,12 +140,12 @@ class ApprovalDesk:
     """The flow's side of the approval tables (request and rows, notices, decisions, audit) on one engine.
     Blocking calls: the flow runs them in a thread."""
 
-    def __init__(self, engine: Engine, emitter: Emitter | None = None) -> None:
+    def __init__(self, engine: Engine, emitter: Emitter | None = None, *, audit_key: bytes) -> None:
         self.engine = engine
         self.requests = ApprovalRequests(engine)
         self.notices = Notices(engine)
         self.approvals = Approvals(engine)
-        self.auditor = Auditor(engine, emitter or default_emitter)
+        self.auditor = Auditor(engine, emitter or default_emitter, key=audit_key)
 
     def open(
         self,
@@ -237,21 +238,16 @@ class ApprovalDesk:
 
 
 @asynccontextmanager
-async def payops_store() -> AsyncIterator[Engine | PolicyUnreadable]:
-    """The payops database for one run (migrated), or why it cannot be opened; disposed at the end."""
-    from store import migrate, open_engine
-
-    def opened() -> Engine:
-        engine = open_engine()
-        try:
-            migrate(engine)
-        except BaseException:
-            engine.dispose()
-            raise
-        return engine
+async def payops_store(settings: PayopsSettings) -> AsyncIterator[Engine | PolicyUnreadable]:
+    """The payops database for one run (the process's engine, its schema at the newest revision), or why it
+    cannot be read: a database behind this payops' schema is unreadable too (`payops db upgrade`)."""
+    from store import SchemaBehind, open_database
 
     try:
-        engine = await asyncio.to_thread(opened)
+        engine = await asyncio.to_thread(open_database, settings)
+    except SchemaBehind as exc:  # one line naming the database without its password, and the command
+        yield PolicyUnreadable(str(exc))
+        return
     except (
         SQLAlchemyError,
         ImportError,
@@ -260,7 +256,4 @@ async def payops_store() -> AsyncIterator[Engine | PolicyUnreadable]:
     ) as exc:  # never the URL: it may hold a password
         yield PolicyUnreadable(f"the payops database could not be opened ({type(exc).__name__})")
         return
-    try:
-        yield engine
-    finally:
-        engine.dispose()
+    yield engine

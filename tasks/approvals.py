@@ -14,13 +14,13 @@ distinct approvers who neither uploaded nor started the run. Signing: ``itsdange
 salt per kind.
 
 The key comes from ``PAYOPS_APPROVAL_KEY`` or the Prefect Secret block named by ``PAYOPS_APPROVAL_KEY_BLOCK``
-(default ``payops-approval-key``), never from flow parameters.
+(default ``payops-approval-key``), read by the caller's `store.settings.PayopsSettings`, never from flow
+parameters.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -29,6 +29,7 @@ from typing import Any
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from store.approval_requests import ROW_FIELDS
+from store.settings import PayopsSettings
 from tasks.money import money
 
 KEY_ENV, BLOCK_ENV, DEFAULT_BLOCK = "PAYOPS_APPROVAL_KEY", "PAYOPS_APPROVAL_KEY_BLOCK", "payops-approval-key"
@@ -44,13 +45,13 @@ class ApprovalKeyMissing(RuntimeError):
     pass
 
 
-def _home_key() -> str:
-    """The key `payops serve` keeps in this payops home (the file its record names), or ''."""
+def _home_key(settings: PayopsSettings) -> str:
+    """The key `payops serve` keeps in the settings' payops home (the file its record names), or ''."""
     from pathlib import Path
 
     from store.home import read_serve_record
 
-    record = read_serve_record(running=False)
+    record = read_serve_record(settings.home_dir(), running=False)
     if record is None or not record.approval_key_file:
         return ""
     try:
@@ -59,11 +60,12 @@ def _home_key() -> str:
         return ""
 
 
-async def load_approval_key() -> bytes:
+async def load_approval_key(settings: PayopsSettings) -> bytes:
     """The signing key: ``PAYOPS_APPROVAL_KEY``; else, with no block named, the one `payops serve` keeps in
-    this payops home; else the Secret block. ApprovalKeyMissing names the variable and the block."""
-    value = os.environ.get(KEY_ENV, "") or ("" if os.environ.get(BLOCK_ENV) else _home_key())
-    name = os.environ.get(BLOCK_ENV) or DEFAULT_BLOCK
+    the payops home; else the Secret block. ApprovalKeyMissing names the variable and the block."""
+    configured = settings.approval_key.get_secret_value() if settings.approval_key else ""
+    value = configured or ("" if settings.approval_key_block else _home_key(settings))
+    name = settings.approval_key_block or DEFAULT_BLOCK
     if not value:
         from prefect.blocks.system import Secret
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from store.settings import PayopsSettings
 from tasks.reports import console_report_url
 
 _KEY = re.compile(r"[^a-z0-9-]+")
@@ -27,24 +28,25 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(out)
 
 
-def report_link(path: str) -> str:
+def report_link(path: str, settings: PayopsSettings) -> str:
     """Markdown for one report file: a link the console serves (`console_report_url`), else the path as code
     text (a bare path as a link opens nothing in Prefect's UI)."""
     name = PurePosixPath(str(path)).name or str(path)
-    url = console_report_url(str(path))
+    url = console_report_url(str(path), settings)
     if url:
         return f"[{name}]({url})"
     return "`" + str(path).replace("`", "'") + "`"
 
 
-def report_lines(files: Mapping[str, Any] | None) -> list[str]:
+def report_lines(files: Mapping[str, Any] | None, settings: PayopsSettings) -> list[str]:
     """The ``## Reports`` section of an artifact (empty when the run wrote none)."""
     if not files:
         return []
-    return ["", "## Reports", ""] + [f"- {kind}: {report_link(str(path))}" for kind, path in files.items()]
+    links = [f"- {kind}: {report_link(str(path), settings)}" for kind, path in files.items()]
+    return ["", "## Reports", "", *links]
 
 
-def summary_markdown(summary: Mapping[str, Any], why: str | None = None) -> str:
+def summary_markdown(summary: Mapping[str, Any], settings: PayopsSettings, why: str | None = None) -> str:
     """Human summary of a run with links to the report files; ``why`` says why it sent nothing."""
     lines = [f"# Payout run `{summary['label']}`", "", f"**Outcome:** {summary.get('outcome')}", ""]
     if why:
@@ -95,7 +97,7 @@ def summary_markdown(summary: Mapping[str, Any], why: str | None = None) -> str:
     problems = (summary.get("preflight") or {}).get("problems") or []
     if problems:
         lines += ["", "## Pre-flight problems", ""] + [f"- {p}" for p in problems]
-    lines += report_lines(summary.get("report_files"))
+    lines += report_lines(summary.get("report_files"), settings)
     return "\n".join(lines)
 
 
@@ -103,6 +105,7 @@ async def publish_run_artifacts(
     label: str,
     summary: Mapping[str, Any],
     failed_rows: Sequence[Sequence[Any]] | None,
+    settings: PayopsSettings,
     why: str | None = None,
 ) -> None:
     """Markdown summary (with ``why`` for a run that sent nothing) and a table of the rows that need
@@ -111,7 +114,7 @@ async def publish_run_artifacts(
 
     await acreate_markdown_artifact(
         key=artifact_key(label, "summary"),
-        markdown=summary_markdown(summary, why),
+        markdown=summary_markdown(summary, settings, why),
         description=f"Payout run {label}",
     )
     if failed_rows is None:

@@ -20,8 +20,9 @@ from tasks.payment_events import Emitter, default_emitter
 log = logging.getLogger("payops.audit")
 
 
-def audit_event(entry: AuditEntry) -> dict[str, Any]:
-    """Keyword arguments of ``prefect.events.emit_event`` for one audit entry."""
+def audit_event(entry: AuditEntry, chain: str) -> dict[str, Any]:
+    """Keyword arguments of ``prefect.events.emit_event`` for one audit entry of the chain named ``chain``
+    (`store.audit.chain_id`)."""
     kind, _, ident = entry.object.partition(":")
     return {
         "event": entry.action,
@@ -41,37 +42,40 @@ def audit_event(entry: AuditEntry) -> dict[str, Any]:
             "detail": json.loads(entry.detail),
             "audit_seq": entry.seq,
             "audit_hash": entry.hash,
-            "audit_chain": chain_id(),
+            "audit_chain": chain,
         },
         "occurred": entry.at.replace(tzinfo=UTC),
     }
 
 
 class Auditor:
-    """``record(actor, "login.failed", "user:ann", client, **detail)``: row payops.login.failed + event."""
+    """``record(actor, "login.failed", "user:ann", client, **detail)``: row payops.login.failed + event.
+    ``key`` is the chain's key (`store.settings.PayopsSettings.audit_key_bytes`)."""
 
-    def __init__(self, engine: Engine, emitter: Emitter = default_emitter) -> None:
+    def __init__(self, engine: Engine, emitter: Emitter = default_emitter, *, key: bytes) -> None:
         self.engine = engine
         self.emitter = emitter
+        self.key = key
+        self.chain = chain_id(key)
 
     def record(self, actor: str, action: str, obj: str, client: str = "", **detail: Any) -> AuditEntry:
-        entry = append(self.engine, actor or "?", f"payops.{action}", obj, client, detail)
+        entry = append(self.engine, actor or "?", f"payops.{action}", obj, client, detail, key=self.key)
         try:
-            self.emitter(**audit_event(entry))
+            self.emitter(**audit_event(entry, self.chain))
         except Exception as exc:  # noqa: BLE001 - the row is the record; a lost event copy must not fail the action
             log.warning("audit entry %d: Prefect event not emitted (%s)", entry.seq, type(exc).__name__)
         return entry
 
 
-async def event_copies(days: int = 30) -> list[tuple[int, str]]:
-    """``(seq, hash)`` of this chain's entries as their Prefect events recorded them (the last ``days``; a
-    server keeps events for its retention period only)."""
+async def event_copies(chain: str, days: int = 30) -> list[tuple[int, str]]:
+    """``(seq, hash)`` of the entries of the chain named ``chain`` (`store.audit.chain_id`) as their Prefect
+    events recorded them (the last ``days``; a server keeps events for its retention period only)."""
     from datetime import datetime, timedelta
 
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter
 
-    mine = chain_id()
+    mine = chain
     found: list[tuple[int, str]] = []
     since = datetime.now(UTC) - timedelta(days=days)
     query = EventFilter(event=EventNameFilter(prefix=["payops."]), occurred=EventOccurredFilter(since=since))

@@ -30,12 +30,13 @@ from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import PaymentsClient, PaymentsSettings, Transaction
 from store.reconciliation import Check, Difference, ReconciliationStore
+from store.settings import PayopsSettings
 from tasks.clients import payments_client
 from tasks.reconciliation import (
     DEFAULT_UNCHECKED_AFTER,
     PAGE,
-    _open_store,
     cents,
+    open_store,
     records_frame,
 )
 from tasks.references import is_settlement_reference, label_slug, row_reference_slug
@@ -388,6 +389,7 @@ async def run_close(
 )
 async def run_close_task(
     settings: PaymentsSettings,
+    payops: PayopsSettings,
     day: str,
     trigger: str,
     unchecked_after_s: float,
@@ -395,19 +397,16 @@ async def run_close_task(
     rate_per_s: float,
 ) -> DayClose:
     """One task per close: every page of the window and the re-reads, then the pandas close and the store."""
-    store = await asyncio.to_thread(_open_store)
-    try:
-        async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
-            return await run_close(
-                client,
-                store,
-                day,
-                trigger,
-                unchecked_after=timedelta(seconds=unchecked_after_s),
-                lookback=timedelta(seconds=lookback_s),
-            )
-    finally:
-        store.engine.dispose()
+    store = await asyncio.to_thread(open_store, payops)
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
+        return await run_close(
+            client,
+            store,
+            day,
+            trigger,
+            unchecked_after=timedelta(seconds=unchecked_after_s),
+            lookback=timedelta(seconds=lookback_s),
+        )
 
 
 TRANSACTION_HEADERS = [

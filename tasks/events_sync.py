@@ -37,6 +37,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from connectors.payments import BadRequestError, PaymentsClient, PaymentsSettings
+from store.settings import PayopsSettings
 from store.webhook_inbox import WebhookInbox
 from tasks.clients import payments_client
 from tasks.payment_events import Emitter, ForwardFilter, default_emitter, emit
@@ -212,6 +213,7 @@ async def sync_events(
 )
 async def sync_events_task(
     settings: PaymentsSettings,
+    payops: PayopsSettings,
     variable: str,
     page_size: int,
     rate_per_s: float,
@@ -220,24 +222,19 @@ async def sync_events_task(
 ) -> SyncResult:
     """Catch up from the cursor in Variable `variable` (a retry resumes from what was saved), sharing the
     payops database's webhook inbox."""
-    from store import migrate, open_engine
+    from store import open_database
 
     emitter = load_emitter(emitter_path)
-    engine = open_engine()
-    try:
-        await asyncio.to_thread(migrate, engine)
-        inbox = WebhookInbox(engine)
-        async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
-            return await sync_events(
-                client,
-                VariableCursorStore(variable),
-                emitter,
-                page_size=page_size,
-                inbox=inbox,
-                forward=ForwardFilter(forward),
-            )
-    finally:
-        engine.dispose()
+    inbox = WebhookInbox(await asyncio.to_thread(open_database, payops))
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
+        return await sync_events(
+            client,
+            VariableCursorStore(variable),
+            emitter,
+            page_size=page_size,
+            inbox=inbox,
+            forward=ForwardFilter(forward),
+        )
 
 
 def summary_of(result: SyncResult, variable: str) -> dict[str, Any]:

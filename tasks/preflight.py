@@ -16,8 +16,9 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy.exc import SQLAlchemyError
 
 from connectors.payments import APIStatusError, NotFoundError, PaymentsClient, PaymentsSettings
-from store import migrate, open_engine
+from store import SchemaBehind, open_database
 from store.cache import NAMES, QUOTES, Cached, LookupCache, cache_key
+from store.settings import PayopsSettings
 from tasks import fee_pricing
 from tasks.clients import payments_client
 from tasks.fee_pricing import FeeRange, PriceKey
@@ -318,11 +319,13 @@ class PreflightOptions:
     policy: CachePolicy = field(default_factory=CachePolicy)
 
 
-def _open_cache() -> tuple[LookupCache | None, str | None]:
+def _open_cache(payops: PayopsSettings) -> tuple[LookupCache | None, str | None]:
     """The payops database's lookup cache, or None and why (a broken cache costs speed, never the run)."""
     try:
-        engine = open_engine()
-        migrate(engine)
+        engine = open_database(payops)
+    except SchemaBehind as exc:
+        log.warning("lookup cache unavailable (%s): every lookup is asked", exc)
+        return None, f"lookup cache unavailable ({exc}): every lookup was asked"
     except (SQLAlchemyError, ImportError) as exc:  # unreachable database, missing driver
         log.warning("lookup cache unavailable (%s): every lookup is asked", type(exc).__name__)
         return None, f"lookup cache unavailable ({type(exc).__name__}): every lookup was asked"
@@ -331,26 +334,27 @@ def _open_cache() -> tuple[LookupCache | None, str | None]:
 
 @task(cache_policy=NO_CACHE, name="preflight", **API_TASK_RETRY)
 async def preflight_task(
-    settings: PaymentsSettings, rows: list[PayoutRow], options: PreflightOptions, rate_per_s: float
+    settings: PaymentsSettings,
+    rows: list[PayoutRow],
+    options: PreflightOptions,
+    rate_per_s: float,
+    payops: PayopsSettings,
 ) -> Preflight:
-    cache, why = await asyncio.to_thread(_open_cache) if options.use_cache else (None, None)
-    try:
-        async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
-            pf = await run_preflight(
-                client,
-                rows,
-                check_names=options.check_names,
-                block_on_name_mismatch=options.block_on_name_mismatch,
-                exact_fees=options.exact_fees,
-                cache=cache,
-                policy=options.policy,
-                gate=transport.in_flight(options.concurrency),
-            )
-            pf.api_calls = Counter(client.api_calls)
-            pf.limiter = transport.stats
-    finally:
-        if cache is not None:
-            cache.engine.dispose()
+    """The pre-flight with the lookup cache of ``payops``' database (when ``options.use_cache``)."""
+    cache, why = await asyncio.to_thread(_open_cache, payops) if options.use_cache else (None, None)
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
+        pf = await run_preflight(
+            client,
+            rows,
+            check_names=options.check_names,
+            block_on_name_mismatch=options.block_on_name_mismatch,
+            exact_fees=options.exact_fees,
+            cache=cache,
+            policy=options.policy,
+            gate=transport.in_flight(options.concurrency),
+        )
+        pf.api_calls = Counter(client.api_calls)
+        pf.limiter = transport.stats
     if why:
         pf.notes.append(why)
     return pf

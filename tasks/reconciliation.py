@@ -34,6 +34,7 @@ from connectors.payments.models import (
     UTILITY_PURCHASE_FINAL_STATUSES,
 )
 from store.reconciliation import Difference, IntendedPayout, ReconciliationStore
+from store.settings import PayopsSettings
 from tasks.clients import payments_client
 from tasks.money import money
 from tasks.references import label_slug, row_reference, row_reference_slug
@@ -124,24 +125,22 @@ def approved_payouts(label: str, rows: Iterable[Any], fees_by_row: Mapping[int, 
     return out
 
 
-def _open_store() -> ReconciliationStore:
-    from store import migrate, open_engine
+def open_store(settings: PayopsSettings) -> ReconciliationStore:
+    """The reconciliation tables on the process's payops database (`store.open_database`)."""
+    from store import open_database
 
-    engine = open_engine()
-    migrate(engine)
-    return ReconciliationStore(engine)
+    return ReconciliationStore(open_database(settings))
 
 
-async def record_approved_payouts(label: str, rows: Sequence[Any], fees_by_row: Mapping[int, Any]) -> None:
+async def record_approved_payouts(
+    settings: PayopsSettings, label: str, rows: Sequence[Any], fees_by_row: Mapping[int, Any]
+) -> None:
     """Record what run ``label`` is about to send (before it sends). A database that cannot be written
     costs the run its automatic reconciliation, never its payouts: logged as an error."""
 
     def write() -> None:
-        store = _open_store()
-        try:
-            store.record_intent(label, datetime.now(UTC), approved_payouts(label, rows, fees_by_row))
-        finally:
-            store.engine.dispose()
+        store = open_store(settings)
+        store.record_intent(label, datetime.now(UTC), approved_payouts(label, rows, fees_by_row))
 
     try:
         await asyncio.to_thread(write)
@@ -376,21 +375,27 @@ async def label_for_reference(store: ReconciliationStore, reference: str) -> str
     retry_condition_fn=is_transient,
 )
 async def reconcile_run_task(
-    settings: PaymentsSettings, label: str, trigger: str, unchecked_after_s: float, rate_per_s: float
+    settings: PaymentsSettings,
+    payops: PayopsSettings,
+    label: str,
+    trigger: str,
+    unchecked_after_s: float,
+    rate_per_s: float,
 ) -> RunCheck:
     """One task per run check: its list pages and per-reference reads, then the match and the store."""
-    store = await asyncio.to_thread(_open_store)
-    try:
-        async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
-            return await reconcile_run(
-                client, store, label, trigger, unchecked_after=timedelta(seconds=unchecked_after_s)
-            )
-    finally:
-        store.engine.dispose()
+    store = await asyncio.to_thread(open_store, payops)
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
+        return await reconcile_run(
+            client, store, label, trigger, unchecked_after=timedelta(seconds=unchecked_after_s)
+        )
 
 
 async def reconcile_at_run_end(
-    settings: PaymentsSettings, label: str, outcomes: Mapping[int, Any], rate_per_s: float
+    settings: PaymentsSettings,
+    payops: PayopsSettings,
+    label: str,
+    outcomes: Mapping[int, Any],
+    rate_per_s: float,
 ) -> dict[str, Any]:
     """The payout flow's closing step: mark the run ended (rows the service refused were never paid: they
     leave the record), reconcile it, and return the summary's ``reconciliation`` entry. A failure is
@@ -399,17 +404,14 @@ async def reconcile_at_run_end(
     refused = {o.reference for o in outcomes.values() if o.submission == "refused" and o.reference}
 
     def end() -> None:
-        store = _open_store()
-        try:
-            store.forget(label, refused)
-            store.mark_ended(label, datetime.now(UTC))
-        finally:
-            store.engine.dispose()
+        store = open_store(payops)
+        store.forget(label, refused)
+        store.mark_ended(label, datetime.now(UTC))
 
     try:
         await asyncio.to_thread(end)
         after = DEFAULT_UNCHECKED_AFTER.total_seconds()
-        check = await reconcile_run_task(settings, label, "run-end", after, rate_per_s)
+        check = await reconcile_run_task(settings, payops, label, "run-end", after, rate_per_s)
     except Exception as exc:  # noqa: BLE001 - reconciliation is re-run later (`payops reconcile --run`)
         log.error("run %s: reconciliation failed (%s: %s)", label, type(exc).__name__, exc)
         return {"status": "failed", "error": f"{type(exc).__name__}: {str(exc)[:200]}"}

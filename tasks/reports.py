@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -15,6 +14,7 @@ from urllib.parse import quote
 
 import fsspec
 
+from store.settings import PayopsSettings, absolute_location
 from tasks.attention import needs_retry, outcome_kind
 from tasks.money import money
 from tasks.table_workbook import table_workbook
@@ -128,40 +128,21 @@ def _utc(moment: str) -> datetime:
     return parsed.replace(tzinfo=None)
 
 
-REPORT_ROOT_ENV = "PAYOPS_REPORT_URL"
-CONSOLE_URL_ENV = "PAYOPS_CONSOLE_URL"
-
-
-def _absolute(location: str) -> str:
-    """A local folder made absolute (an fsspec URL unchanged), without a trailing slash."""
-    if "://" in location:
-        return location.rstrip("/")
-    return os.path.abspath(os.path.expanduser(location))
-
-
-def default_report_dir() -> str:
-    """Where reports go when no folder is given: ``PAYOPS_REPORT_URL`` (a folder or fsspec URL), else the
-    ``reports`` folder under the payops home; never the working directory."""
-    configured = os.environ.get(REPORT_ROOT_ENV)
-    if configured:
-        return _absolute(configured)
-    from store import payops_home
-
-    return str(payops_home() / "reports")
-
-
 def report_root(report_dir: str) -> str:
-    """The folder a run's reports go to: ``report_dir``, or `default_report_dir` when it is empty."""
-    return report_dir or default_report_dir()
+    """The folder a run's reports go to. Each flow resolves an empty ``report_dir`` to the settings' report
+    root at its start (`store.settings.PayopsSettings.reports`); an empty one here is a caller's bug."""
+    if not report_dir:
+        raise ValueError("report_dir is empty: the entry point passes PayopsSettings.reports")
+    return report_dir
 
 
-def console_report_url(path: str) -> str | None:
+def console_report_url(path: str, settings: PayopsSettings) -> str | None:
     """The console address serving the report at ``path`` (``{PAYOPS_CONSOLE_URL}/reports/<path under the
     report root>``), or None when no console is configured or the file lies outside the report root."""
-    console = os.environ.get(CONSOLE_URL_ENV, "").strip().rstrip("/")
+    console = settings.console
     if not console:
         return None
-    root, target = default_report_dir(), _absolute(path)
+    root, target = settings.reports, absolute_location(path)
     if not target.startswith(root + "/"):
         return None
     parts = target[len(root) + 1 :].split("/")

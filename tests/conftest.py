@@ -39,17 +39,13 @@ def payops_policy_and_operator() -> Iterator[None]:
     """The session's payops database states its approval policy explicitly, "none": the tests of approvals
     set their own (a new install's default asks one approver for every run). CLI commands that start runs
     do so as the operator ``ci-operator``, through its personal API token (PAYOPS_API_TOKEN)."""
-    from store import migrate, open_engine
+    from store import PayopsSettings, upgrade_database
     from store.approvals import state_policy
     from store.users import Users
 
-    engine = open_engine()
-    try:
-        migrate(engine)
-        state_policy(engine, "none")
-        users = Users(engine)
-        users.add(OPERATOR, "operator", secrets.token_urlsafe(18))
-        os.environ["PAYOPS_API_TOKEN"] = users.issue_token(OPERATOR, "tests")
-    finally:
-        engine.dispose()
+    engine = upgrade_database(PayopsSettings.from_env())  # as `payops serve` does for its home
+    state_policy(engine, "none")
+    users = Users(engine)
+    users.add(OPERATOR, "operator", secrets.token_urlsafe(18))
+    os.environ["PAYOPS_API_TOKEN"] = users.issue_token(OPERATOR, "tests")
     yield

@@ -13,6 +13,7 @@ from deployments.cli import (
     alerts,
     cache,
     check,
+    db,
     events,
     operations,
     payouts,
@@ -46,6 +47,7 @@ app.add_typer(alerts.app, name="alerts")
 app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(cache.app, name="cache")
 app.add_typer(reconcile.app, name="reconcile")
+app.add_typer(db.app, name="db")
 
 
 def main() -> None:

@@ -18,6 +18,8 @@ import typer
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from store.settings import PayopsSettings
+
 from flows.summaries import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED, EXIT_OK, RunSummary
 
 __all__ = [
@@ -131,12 +133,13 @@ def refuse_unsafe_sheet(source: str, label: str | None, json_out: bool) -> None:
         raise typer.Exit(EXIT_INVALID) from None
 
 
-def run_on_server(call: Callable[[], Any]) -> Any:
-    """``asyncio.run(call())`` on a Prefect server: the configured one, ``payops serve``'s, or a temporary
-    one this process owns and that dies with it (deployments/prefect_server.py)."""
+def run_on_server(call: Callable[[], Any], settings: PayopsSettings | None = None) -> Any:
+    """``asyncio.run(call())`` on a Prefect server: the configured one, the ``payops serve`` of the
+    settings' home (default: this command's settings), or a temporary one this process owns and that dies
+    with it (deployments/prefect_server.py)."""
     from deployments.prefect_server import prefect_api
 
-    with prefect_api(say=lambda line: typer.echo(line, err=True)):
+    with prefect_api(settings or cli_settings(), say=lambda line: typer.echo(line, err=True)):
         return asyncio.run(call())
 
 
@@ -202,32 +205,52 @@ def column_map(entries: list[str] | None) -> dict[str, str]:
         fail(f"--column: {exc}", EXIT_INVALID)
 
 
-def default_report_dir() -> str:
-    """`tasks.reports.default_report_dir`, imported when a command runs (its writers are heavy to import)."""
-    from tasks.reports import default_report_dir as report_root
+def cli_settings() -> PayopsSettings:
+    """payops' settings for this command (read once, at its start, and passed on); a bad ``PAYOPS_*`` value
+    exits 2 naming the variable."""
+    from store.settings import PayopsSettings, SettingsError
 
-    return report_root()
+    try:
+        return PayopsSettings.from_env()
+    except SettingsError as exc:
+        fail(str(exc), EXIT_INVALID)
+
+
+def default_report_dir() -> str:
+    """Where a command's reports go when ``--report-dir`` is not given (`PayopsSettings.reports`)."""
+    return cli_settings().reports
 
 
 DATABASE_SETTING = "PAYOPS_DATABASE_URL (or PAYOPS_HOME for the default SQLite file)"
 
 
-@contextmanager
-def payops_database(url: str | None = None, *, setting: str = DATABASE_SETTING) -> Iterator[Engine]:
-    """The payops database, migrated, for one command. A database error is one line naming ``setting``;
-    the error's own text is never shown, because SQLAlchemy's messages can carry the URL and its password."""
+def open_cli_database(settings: PayopsSettings, setting: str = DATABASE_SETTING) -> Engine:
+    """The process's engine on the settings' database, its schema checked (`store.open_database`). A
+    database behind this payops' schema exits 2 with one line naming it and `payops db upgrade`; any other
+    database error is one line naming ``setting``; the error's own text is never shown, because
+    SQLAlchemy's messages can carry the URL and its password."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from store import migrate, open_engine
+    from store import SchemaBehind, open_database
 
     try:
-        engine = open_engine(url)
-    except (SQLAlchemyError, ImportError, ValueError) as exc:  # a malformed URL, a missing driver
+        return open_database(settings)
+    except SchemaBehind as exc:
+        fail(str(exc), EXIT_INVALID)
+    except (SQLAlchemyError, ImportError, ValueError, OSError) as exc:  # a malformed URL, a missing driver
         fail(f"cannot open the payops database ({type(exc).__name__}); check {setting}")
+
+
+@contextmanager
+def payops_database(
+    settings: PayopsSettings | None = None, *, setting: str = DATABASE_SETTING
+) -> Iterator[Engine]:
+    """The payops database for one command (:func:`open_cli_database`; ``settings`` default: this
+    command's); an error while it is used is one line naming ``setting``."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    engine = open_cli_database(settings or cli_settings(), setting)
     try:
-        migrate(engine)
         yield engine
     except SQLAlchemyError as exc:
         fail(f"the payops database did not answer ({type(exc).__name__}); check {setting}")
-    finally:
-        engine.dispose()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import os
+from typing import TYPE_CHECKING
 
 import typer
 
-from deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_on_server
+from deployments.cli._common import EXIT_INVALID, cli_settings, fail, quiet_prefect, run_on_server
+
+if TYPE_CHECKING:
+    from store.settings import PayopsSettings
 
 app = typer.Typer(
     no_args_is_help=True, help="Alerts: Prefect automations sending payops events to a channel."
@@ -15,8 +18,8 @@ app = typer.Typer(
 BLOCK_HELP = "Notification block: NAME or TYPE/NAME (e.g. slack-webhook/ops); default PAYOPS_ALERTS_BLOCK"
 
 
-def _block(block: str | None) -> str:
-    chosen = block or os.environ.get("PAYOPS_ALERTS_BLOCK")
+def _block(block: str | None, settings: PayopsSettings) -> str:
+    chosen = block or settings.alerts_block
     if not chosen:
         fail("name a notification block with --block or PAYOPS_ALERTS_BLOCK", EXIT_INVALID)
     return chosen
@@ -33,9 +36,10 @@ def apply(
     with quiet_prefect(True):
         from deployments.alerts import AlertSetupError, apply_automations
 
-    chosen = _block(block)
+    settings = cli_settings()
+    chosen = _block(block, settings)
     try:
-        done = run_on_server(lambda: apply_automations(chosen, console=console_url))
+        done = run_on_server(lambda: apply_automations(chosen, settings, console=console_url), settings)
     except AlertSetupError as exc:
         fail(str(exc), EXIT_INVALID)
     except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback
@@ -51,9 +55,10 @@ def test(block: str | None = typer.Option(None, "--block", help=BLOCK_HELP)) -> 
     with quiet_prefect(True):
         from deployments.alerts import AlertSetupError, send_test
 
-    chosen = _block(block)
+    settings = cli_settings()
+    chosen = _block(block, settings)
     try:
-        full_name = run_on_server(lambda: send_test(chosen))
+        full_name = run_on_server(lambda: send_test(chosen), settings)
     except AlertSetupError as exc:
         fail(str(exc), EXIT_INVALID)
     except Exception as exc:  # noqa: BLE001 - operators get one clear line, never a traceback

@@ -11,7 +11,6 @@ the run's initiator and never counts them among its approvers. A dry run sends n
 from __future__ import annotations
 
 import getpass
-import os
 import sys
 from dataclasses import dataclass
 
@@ -38,14 +37,15 @@ def read_password(prompt: str = "Password: ") -> str:
 def authenticate(user: str | None, permission: str, action: str) -> CliUser:
     """The payops user running this command, allowed ``permission``; a clear one-line refusal otherwise
     (audited as ``login.failed`` or ``access.denied``)."""
-    from deployments.cli._common import payops_database
+    from deployments.cli._common import cli_settings, payops_database
     from store.users import PERMISSIONS, Users
 
-    token = os.environ.get(TOKEN_ENV, "").strip()
+    settings = cli_settings()
+    token = settings.api_token.get_secret_value().strip() if settings.api_token else ""
     if not user and not token:
         fail(f"{action} needs to know who you are: {WHO}", EXIT_INVALID)
-    with payops_database() as engine:
-        users, auditor = Users(engine), cli_auditor(engine)
+    with payops_database(settings) as engine:
+        users, auditor = Users(engine), cli_auditor(engine, settings)
         if user:
             account, how = users.authenticate(user, read_password()), "password"
         else:
@@ -67,10 +67,11 @@ def authenticate(user: str | None, permission: str, action: str) -> CliUser:
 
 def audit_start(user: CliUser, label: str | None, source: str, **detail: object) -> None:
     """``payops.run.started`` by ``user`` from the CLI (the flow run's id is in its own audit entries)."""
-    from deployments.cli._common import payops_database
+    from deployments.cli._common import cli_settings, payops_database
 
-    with payops_database() as engine:
-        cli_auditor(engine).record(
+    settings = cli_settings()
+    with payops_database(settings) as engine:
+        cli_auditor(engine, settings).record(
             user.name, "run.started", f"label:{label or source}", "cli", source=source, via=user.how, **detail
         )
     drain_events()
@@ -79,8 +80,9 @@ def audit_start(user: CliUser, label: str | None, source: str, **detail: object)
 _emitted: list[bool] = []
 
 
-def cli_auditor(engine):  # noqa: ANN001, ANN201 - Engine and Auditor, imported lazily (fast `payops --help`)
-    """An auditor for CLI commands: the row always, its Prefect event copy when a Prefect API is set."""
+def cli_auditor(engine, settings):  # noqa: ANN001, ANN201 - Engine, PayopsSettings, Auditor: lazy imports
+    """An auditor for CLI commands (the chain's key from ``settings``): the row always, its Prefect event
+    copy when a Prefect API is set."""
     from tasks.auditing import Auditor
 
     def emit(**event: object) -> None:
@@ -92,7 +94,7 @@ def cli_auditor(engine):  # noqa: ANN001, ANN201 - Engine and Auditor, imported 
             emit_event(**event)
             _emitted.append(True)
 
-    return Auditor(engine, emit)
+    return Auditor(engine, emit, key=settings.audit_key_bytes())
 
 
 def drain_events() -> None:

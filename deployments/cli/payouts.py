@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import typer
@@ -16,9 +15,11 @@ from deployments.cli._common import (
     COLUMN,
     EXIT_INVALID,
     REPORTS_DEFAULT,
+    cli_settings,
     column_map,
     default_report_dir,
     fail,
+    open_cli_database,
     payops_database,
     quiet_prefect,
     refuse_unsafe_sheet,
@@ -27,6 +28,9 @@ from deployments.cli._common import (
 from deployments.cli.identity import TOKEN_ENV, CliUser, audit_start, authenticate
 from deployments.cli.progress_display import is_terminal, progress_display
 from flows.summaries import PayoutRunSummary
+
+if TYPE_CHECKING:
+    from store.settings import PayopsSettings
 
 
 class _SheetByDefault(TyperGroup):
@@ -50,8 +54,12 @@ app = typer.Typer(
 
 def _run_payouts(json_out: bool, approval_threshold: str | None, user: CliUser | None, **fields: Any) -> None:
     """Run the payout flow with these parameters in this process, with the progress display; exit with the
-    outcome's code. A run started by ``user`` carries their signed start (the flow's initiator)."""
+    outcome's code. A run started by ``user`` carries their signed start (the flow's initiator). A payops
+    database behind this payops' schema is refused before anything starts (the flow reads its policy
+    there)."""
     threshold = _threshold(approval_threshold)
+    settings = cli_settings()
+    open_cli_database(settings)
     with quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout)):
         from flows.payouts import PayoutRunParams, payout_spreadsheet
 
@@ -61,7 +69,7 @@ def _run_payouts(json_out: bool, approval_threshold: str | None, user: CliUser |
 
     async def started_and_paid() -> Any:
         if user is not None:
-            params.start = await signed_start(params.source, user.name)
+            params.start = await signed_start(settings, params.source, user.name)
         return await payout_spreadsheet(params, return_state=True)
 
     with progress_display(json_out):
@@ -73,14 +81,14 @@ def _run_payouts(json_out: bool, approval_threshold: str | None, user: CliUser |
         )
 
 
-async def signed_start(source: str, initiator: str) -> str:
+async def signed_start(settings: PayopsSettings, source: str, initiator: str) -> str:
     """The start the flow trusts (tasks/approvals.py); without an approval key the run has no payops
     initiator, which only matters when it needs approval: it then ends "Not approved" saying the key is
     missing."""
     from tasks.approvals import ApprovalKeyMissing, load_approval_key, sign_start
 
     try:
-        key = await load_approval_key()
+        key = await load_approval_key(settings)
     except ApprovalKeyMissing:
         return ""
     return sign_start(key, source=source, initiator=initiator, channel="cli")
@@ -88,7 +96,7 @@ async def signed_start(source: str, initiator: str) -> str:
 
 def _who(user: str | None, dry_run: bool, action: str) -> CliUser | None:
     """The payops user starting payments; a dry run sends nothing and may go unnamed."""
-    if dry_run and not user and not os.environ.get(TOKEN_ENV):
+    if dry_run and not user and cli_settings().api_token is None:
         return None
     return authenticate(user, "upload", action)
 

@@ -12,6 +12,7 @@ from deployments.cli._common import (
     REPORTS_DEFAULT,
     default_report_dir,
     fail,
+    payops_database,
     quiet_prefect,
     run_flow,
     validation_message,
@@ -84,20 +85,11 @@ def history(
     json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON"),
 ) -> None:
     """Checks of runs and closes from the payops database, newest first, with their differences."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from store import migrate, open_engine
     from store.reconciliation import ReconciliationStore
 
     scope, key = ("run", run) if run else (("day", day) if day else (None, None))
-    engine = open_engine()
-    try:
-        migrate(engine)
+    with payops_database() as engine:
         checks = ReconciliationStore(engine).checks(scope, key, limit)
-    except SQLAlchemyError as exc:
-        fail(f"payops database: {type(exc).__name__}: {str(exc)[:200]}")
-    finally:
-        engine.dispose()
     if json_out:
         rows = [
             {

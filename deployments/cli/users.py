@@ -23,17 +23,16 @@ audit_app = typer.Typer(no_args_is_help=True, help="The audit trail: verify the 
 
 
 def _engine():  # noqa: ANN202 - sqlalchemy Engine, imported lazily to keep `payops --help` fast
-    from store import migrate, open_engine
+    from deployments.cli._common import cli_settings, open_cli_database
 
-    engine = open_engine()
-    migrate(engine)
-    return engine
+    return open_cli_database(cli_settings())
 
 
 def _auditor(engine):  # noqa: ANN001, ANN202
+    from deployments.cli._common import cli_settings
     from deployments.cli.identity import cli_auditor
 
-    return cli_auditor(engine)
+    return cli_auditor(engine, cli_settings())
 
 
 def _actor() -> str:
@@ -129,18 +128,20 @@ def audit_verify() -> None:
     set: exit 0 when intact, 1 with every edited or deleted entry named."""
     from prefect.settings import PREFECT_API_URL
 
-    from store.audit import verify
+    from deployments.cli._common import cli_settings
+    from store.audit import chain_id, verify
     from tasks.auditing import event_copies
 
+    key = cli_settings().audit_key_bytes()
     copies = None
     if PREFECT_API_URL.value():
         try:
-            copies = asyncio.run(event_copies())
+            copies = asyncio.run(event_copies(chain_id(key)))
         except Exception as exc:  # noqa: BLE001 - the chain is still checked; say why the copies were not
             typer.echo(
                 f"Prefect events not compared ({type(exc).__name__}): only the chain is checked", err=True
             )
-    verdict = verify(_engine(), copies)
+    verdict = verify(_engine(), copies, key=key)
     if verdict.ok:
         compared = f"; {len(set(copies))} compared with their Prefect events" if copies is not None else ""
         typer.echo(f"audit trail intact: {verdict.entries} entries{compared}")
@@ -254,15 +255,17 @@ def approve(
     once it has every approval the policy asks (the flow checks the signatures again).
     """
     from deployments.approving import DecisionError, decide
+    from deployments.cli._common import cli_settings
     from deployments.cli.identity import read_password
     from deployments.prefect_server import prefect_api
     from store.users import Users
     from tasks.approvals import ApprovalKeyMissing, load_approval_key
 
-    with prefect_api(say=lambda line: typer.echo(line, err=True)):  # the home's serve, else a temporary one
+    settings = cli_settings()
+    with prefect_api(settings, say=lambda line: typer.echo(line, err=True)):  # the home's serve, else one
         run_id = _paused_run(flow_run_id)
         try:
-            asyncio.run(load_approval_key())  # before the password: without a key, nothing can be signed
+            asyncio.run(load_approval_key(settings))  # before the password: without a key, nothing is signed
         except ApprovalKeyMissing as exc:
             fail(str(exc))
         engine = _engine()
@@ -277,6 +280,7 @@ def approve(
                 decide(
                     engine,
                     auditor,
+                    settings,
                     run_id=run_id,
                     user=account.name,
                     role=account.role,

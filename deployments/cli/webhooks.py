@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import typer
 
-from deployments.cli._common import DATABASE_SETTING, payops_database
+from deployments.cli._common import DATABASE_SETTING, cli_settings, payops_database
 
 app = typer.Typer(no_args_is_help=True, help="Webhooks: the durable inbox and its relay to Prefect.")
 
@@ -32,8 +32,11 @@ def status(
     """Backlog (selected, not yet in Prefect), the oldest unforwarded delivery, and failing forwards."""
     from store.webhook_inbox import WebhookInbox
 
+    settings = cli_settings()
+    if database_url:
+        settings = settings.model_copy(update={"database_url": database_url})
     setting = "--database-url" if database_url else DATABASE_SETTING
-    with payops_database(database_url, setting=setting) as engine:
+    with payops_database(settings, setting=setting) as engine:
         figures = WebhookInbox(engine).status()
     if json_out:
         sys.stdout.write(json.dumps(asdict(figures)) + "\n")

@@ -1,15 +1,15 @@
-"""Console settings, read from ``PAYOPS_*`` environment variables."""
+"""Console settings, read from ``PAYOPS_*`` environment variables: payops' own (`store.settings`) and the
+console's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
-from store import payops_home
+from store.settings import PayopsSettings
 from tasks.payment_events import DEFAULT_FORWARD, ForwardFilter
-from tasks.reports import default_report_dir
 
 
 def prefect_home() -> Path:
@@ -19,10 +19,13 @@ def prefect_home() -> Path:
     return Path(PREFECT_HOME.value()).expanduser()
 
 
-class ConsoleSettings(BaseSettings):
-    """Everything the console needs; secrets are ``SecretStr`` and never rendered."""
+class ConsoleSettings(PayopsSettings):
+    """Everything the console needs (payops' settings and its own); secrets are ``SecretStr`` and never
+    rendered. Not frozen: a test moves a session's clock by lowering a timeout."""
 
-    model_config = SettingsConfigDict(env_prefix="PAYOPS_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="PAYOPS_", extra="ignore", frozen=False, env_ignore_empty=True
+    )
 
     console_session_key: SecretStr | None = Field(
         None, description="Key signing CSRF tokens; default: random per process (set it for replicas)"
@@ -33,16 +36,8 @@ class ConsoleSettings(BaseSettings):
     console_trusted_proxies: str = Field(
         "", description="Comma-separated proxy addresses/networks whose X-Forwarded-For is believed"
     )
-    upload_url: str = Field(
-        default_factory=lambda: str(payops_home() / "uploads"),
-        description="Folder or fsspec URL for uploaded sheets; default: uploads under the payops home",
-    )
-    report_url: str = Field(
-        default_factory=default_report_dir,
-        description=(
-            "Report root (folder or fsspec URL): each console run reports under it, and the console serves"
-            " every file under it at /reports/...; default: reports under the payops home"
-        ),
+    upload_url: str | None = Field(
+        None, description="Folder or fsspec URL for uploaded sheets; default: uploads under the payops home"
     )
     max_upload_mb: float = Field(20, gt=0, description="Largest sheet accepted")
     payout_deployment: str | None = Field(
@@ -50,10 +45,6 @@ class ConsoleSettings(BaseSettings):
     )
     credentials_block: str | None = Field(None, description="PaymentsCredentials block passed to runs")
     webhook_secrets: SecretStr | None = Field(None, description="Comma-separated webhook signing secrets")
-    database_url: str | None = Field(
-        None,
-        description="Users, sessions, approvals, audit, webhook inbox; default: SQLite under PAYOPS_HOME",
-    )
     webhook_forward: str = Field(
         DEFAULT_FORWARD, description="Events forwarded to Prefect: '<type glob>[:<status>|...]' rules, or '*'"
     )
@@ -71,7 +62,11 @@ class ConsoleSettings(BaseSettings):
         ForwardFilter(value)  # raises ValueError naming the bad rule
         return value
 
-    prefect_ui_url: str | None = Field(None, description="Prefect UI address for run links")
+    @property
+    def uploads(self) -> str:
+        """Where uploaded sheets go: ``PAYOPS_UPLOAD_URL``, else ``uploads`` under the payops home. Each
+        console run reports under `reports`, and the console serves every file under it at /reports/..."""
+        return self.upload_url or str(self.home_dir() / "uploads")
 
     @property
     def max_upload_bytes(self) -> int:

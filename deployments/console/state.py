@@ -11,7 +11,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from store import migrate, open_engine
+from store import open_database
 from store.approval_requests import ApprovalRequests
 from store.approvals import Approvals
 from store.notices import Notices
@@ -36,19 +36,18 @@ class Console:
 
     def __init__(self, settings: ConsoleSettings, launcher: RunLauncher, emitter: Emitter) -> None:
         self.settings = settings
-        self.engine = open_engine(settings.database_url)
-        migrate(self.engine)
+        self.engine = open_database(settings)  # the process's engine, shared with the webhook relay
         self.users = Users(self.engine)
         self.approvals = Approvals(self.engine)
         self.requests = ApprovalRequests(self.engine)
         self.notices = Notices(self.engine)
-        self.auditor = Auditor(self.engine, emitter)
+        self.auditor = Auditor(self.engine, emitter, key=settings.audit_key_bytes())
         key_setting = settings.console_session_key
         key = key_setting.get_secret_value().encode() if key_setting else secrets.token_bytes(32)
         self.csrf = CsrfTokens(key, settings.console_session_ttl_s)
         self.trusted_proxies = parse_networks(settings.console_trusted_proxies)
         self.throttle = LoginThrottle()
-        self.store = UploadStore(settings.upload_url, settings.report_url)
+        self.store = UploadStore(settings.uploads, settings.reports)
         self.launcher = launcher
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["money"] = money_text
@@ -135,6 +134,6 @@ class Console:
     async def approval_key(self) -> bytes | None:
         """The approval signing key, or None when none is configured (runs then cannot be approved)."""
         try:
-            return await load_approval_key()
+            return await load_approval_key(self.settings)
         except ApprovalKeyMissing:
             return None

@@ -28,7 +28,7 @@ from starlette.concurrency import run_in_threadpool
 
 from connectors.payments.models import WebhookEnvelope
 from connectors.payments.webhooks import WebhookVerificationError, WebhookVerifier
-from store import migrate, open_engine
+from store import open_database
 from store.webhook_inbox import GroupCommit, WebhookInbox
 from tasks.event_relay import EmitterSender, PrefectEventsSender, Relay
 from tasks.payment_events import Emitter, ForwardFilter, default_emitter, envelope_to_event
@@ -211,8 +211,7 @@ class WebhookService:
     """The receiver, its inbox and the relay of one console process; `lifespan` runs the relay."""
 
     def __init__(self, settings: ConsoleSettings, emitter: Emitter = default_emitter) -> None:
-        self.engine = open_engine(settings.database_url)
-        migrate(self.engine)
+        self.engine = open_database(settings)  # the process's engine, shared with the console's routes
         self.inbox = WebhookInbox(self.engine)
         self.receiver = WebhookReceiver(
             settings.webhook_secret_list(),

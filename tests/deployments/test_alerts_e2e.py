@@ -27,6 +27,7 @@ from flows.payouts import PayoutRunParams, payout_spreadsheet
 from flows.settlements import SettlementRetryParams, retry_failed_settlements
 from flows.wallet import WalletWatchParams, wallet_watch
 from sandbox import SandboxConfig, SandboxServer
+from store.settings import PayopsSettings
 from tasks.preflight import read_headroom
 from tests.flows.support import payroll_rows, write_sheet
 from tests.tasks.test_settlements import seed_runs, settings_for
@@ -125,8 +126,9 @@ def applied(prefect_harness, receiver: Receiver) -> Iterator[list[tuple[str, str
         headers={"Authorization": "Bearer {{token}}"},
         secrets={"token": WEBHOOK_TOKEN},
     ).save(BLOCK, overwrite=True)
-    first = asyncio.run(apply_automations(BLOCK, console="https://console.example"))
-    second = asyncio.run(apply_automations(BLOCK, console="https://console.example"))
+    settings = PayopsSettings.from_env()
+    first = asyncio.run(apply_automations(BLOCK, settings, console="https://console.example"))
+    second = asyncio.run(apply_automations(BLOCK, settings, console="https://console.example"))
 
     async def ours() -> list[Any]:
         async with get_client() as client:

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from deployments.cli import app
-from store import migrate, open_engine
+from store import PayopsSettings, upgrade_database
 from tasks.auditing import Auditor
 
 pytestmark = pytest.mark.e2e
@@ -29,14 +29,14 @@ def test_verify_finds_a_deleted_tail_through_the_prefect_events(
 
     monkeypatch.setenv("PAYOPS_HOME", str(tmp_path / "home"))  # its own chain (and audit key)
     monkeypatch.setenv("PAYOPS_DATABASE_URL", f"sqlite:///{tmp_path / 'payops.sqlite3'}")
-    engine = open_engine()
-    migrate(engine)
-    auditor = Auditor(engine, emit_event)
+    settings = PayopsSettings.from_env()
+    engine = upgrade_database(settings)
+    auditor = Auditor(engine, emit_event, key=settings.audit_key_bytes())
     for i in range(3):
         auditor.record("ada", "user.added", f"user:u{i}", "cli")
     EventsWorker.drain_all()
     deadline = time.monotonic() + 60
-    while len(asyncio.run(event_copies())) < 3:  # the server writes events a moment after receiving them
+    while len(asyncio.run(event_copies(auditor.chain))) < 3:  # the server writes them a moment later
         assert time.monotonic() < deadline, "the audit events never reached Prefect"
         time.sleep(0.5)
 

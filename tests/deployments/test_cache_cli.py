@@ -9,14 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from deployments.cli import app
-from store import database_url, migrate, open_engine
+from store import PayopsSettings, migrate, upgrade_database
 from store.cache import NAMES, Cached, LookupCache, cache_key
 
 
 def test_cache_clear_empties_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PAYOPS_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("PAYOPS_DATABASE_URL", raising=False)
-    engine = open_engine(database_url())
+    engine = upgrade_database(PayopsSettings.from_env())
     migrate(engine)
     cache = LookupCache(engine)
     keys = [cache_key("msisdn", "mtn", f"23324111000{i}") for i in range(3)]

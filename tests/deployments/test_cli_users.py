@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from deployments.cli import app
 from deployments.serve import ensure_first_admin
-from store import open_engine
+from store import PayopsSettings, upgrade_database
 from store.home import ServeRecord, write_serve_record
 from store.users import Users
 from tasks.approvals import load_approval_key
@@ -52,7 +52,7 @@ def test_users_commands_with_clear_messages(home: Path) -> None:
         assert code == 2 and "error: no user named 'nobody'" in out
     code, out = payops("users", "list")
     assert code == 0 and out.split()[:3] == ["ann", "approver", "active"]
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     users = Users(engine)
     token = users.start_session(users.authenticate("ann", PW), "")
     assert payops("users", "disable", "ann")[0] == 0
@@ -71,7 +71,7 @@ def test_audit_verify_reports_a_tampered_row(home: Path) -> None:
     assert code == 0 and out.startswith("audit trail intact: 3 entries")
     code, out = payops("audit", "list", "--action", "payops.user")
     assert code == 0 and len(out.splitlines()) == 3 and "user:bob" in out
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     with engine.begin() as conn:
         conn.execute(text("UPDATE audit_log SET object = 'user:mallory' WHERE seq = 2"))
     engine.dispose()
@@ -115,7 +115,7 @@ def test_approve_finds_the_key_payops_serve_keeps_in_the_home(
     key.write_text("a-key-payops-serve-keeps-0123456789\n")
     record = ServeRecord(pid=os.getpid(), prefect_api_url="http://unused/api", console_url="http://unused")
     write_serve_record(record.model_copy(update={"approval_key_file": str(key)}), home)
-    assert asyncio.run(load_approval_key()) == b"a-key-payops-serve-keeps-0123456789"
+    assert asyncio.run(load_approval_key(PayopsSettings.from_env())) == b"a-key-payops-serve-keeps-0123456789"
     payops("users", "add", "bea", "--role", "approver", stdin=PW + "\n")
     code, out = payops("approve", str(uuid4()), "--user", "bea", stdin="wrong password\n")
     assert code == 2 and "wrong user name or password" in out
@@ -124,12 +124,13 @@ def test_approve_finds_the_key_payops_serve_keeps_in_the_home(
 def test_serve_creates_the_first_admin_once_in_a_0600_file(home: Path) -> None:
     home.mkdir(parents=True)
     said: list[str] = []
-    path = ensure_first_admin(home, said.append)
+    path = ensure_first_admin(PayopsSettings.from_env(), said.append)
     assert path is not None and path.stat().st_mode & 0o777 == 0o600
     password = path.read_text().strip()
     assert said[0].startswith("approval policy: every currency: from 0.00: 1 approver")  # the safe default
     assert password not in said[1] and str(path) in said[1]
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     assert Users(engine).authenticate("admin", password).role == "admin"
     engine.dispose()
-    assert ensure_first_admin(home, said.append) is None and len(said) == 3 and said[2] == said[0]
+    assert ensure_first_admin(PayopsSettings.from_env(), said.append) is None
+    assert len(said) == 3 and said[2] == said[0]

@@ -42,7 +42,8 @@ def console(
         app, launcher = local_console(tmp_path, emulator, monkeypatch)
         app.state.console.users.add("ada", "admin", PASSWORD)  # as `payops users add ada --role admin` does
         with serve_in_thread(app) as url:
-            yield {"url": url, "tmp": tmp_path, "emulator": emulator, "engine": app.state.console.engine}
+            state = app.state.console
+            yield {"url": url, "tmp": tmp_path, "emulator": emulator, "engine": state.engine, "state": state}
         launcher.join(30)
 
 
@@ -169,4 +170,4 @@ def test_two_approvers_needed_operator_cannot_approve_audit_lists_every_step(con
             } == {"bea"}
         finally:
             browser.close()
-    assert verify(console["engine"]).ok
+    assert verify(console["engine"], key=console["state"].auditor.key).ok

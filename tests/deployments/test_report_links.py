@@ -16,6 +16,7 @@ from deployments.console import ConsoleSettings
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from flows.run_params import name_from_parameters
 from sandbox import SandboxServer
+from store.settings import PayopsSettings
 from tasks.artifacts import report_link, summary_markdown
 from tests.deployments.console_harness import good_sheet
 from tests.deployments.test_console_security import FakeLauncher, add, login, make
@@ -30,9 +31,10 @@ def test_a_report_under_the_root_links_to_the_console_else_shows_its_path(
     monkeypatch.setenv("PAYOPS_REPORT_URL", str(tmp_path / "reports"))
     monkeypatch.delenv("PAYOPS_CONSOLE_URL", raising=False)
     inside = str(tmp_path / "reports" / "20240101-000000-0000abcd" / "pay roll.xlsx")
-    assert report_link(inside) == f"`{inside}`"  # no console configured: code text, never a bare link
+    assert report_link(inside, PayopsSettings.from_env()) == f"`{inside}`"  # no console: code, never a link
     monkeypatch.setenv("PAYOPS_CONSOLE_URL", "http://127.0.0.1:8400/")
-    assert report_link(inside) == (
+    settings = PayopsSettings.from_env()
+    assert report_link(inside, settings) == (
         "[pay roll.xlsx](http://127.0.0.1:8400/reports/20240101-000000-0000abcd/pay%20roll.xlsx)"
     )
     for outside in [
@@ -40,8 +42,9 @@ def test_a_report_under_the_root_links_to_the_console_else_shows_its_path(
         str(tmp_path / "reports" / ".." / "x.csv"),
         str(tmp_path / "reportsX"),
     ]:
-        assert report_link(outside) == f"`{outside}`"
-    markdown = summary_markdown({"label": "L", "report_files": {"xlsx": inside, "csv": "/elsewhere/L.csv"}})
+        assert report_link(outside, settings) == f"`{outside}`"
+    files = {"xlsx": inside, "csv": "/elsewhere/L.csv"}
+    markdown = summary_markdown({"label": "L", "report_files": files}, settings)
     assert "](http://127.0.0.1:8400/reports/" in markdown and "- csv: `/elsewhere/L.csv`" in markdown
     assert not re.search(r"\]\((?!https?://)", markdown)  # no markdown link to a bare path
 
@@ -122,7 +125,7 @@ def test_a_flow_runs_artifact_link_opens_with_a_console_session(
     assert flow_run.name == "november-payroll"
     assert label in flow_run.tags
 
-    default_root = ConsoleSettings().report_url  # the console's report root when none is configured
+    default_root = ConsoleSettings().reports  # the console's report root when none is configured
     assert default_root == str(home / "reports")
     console = make(tmp_path, FakeLauncher(), report_url=default_root)
     assert make(tmp_path, FakeLauncher()).get(xlsx).status_code == 303  # no session: the login page

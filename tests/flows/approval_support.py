@@ -18,9 +18,9 @@ NO_POLICY = "none"  # what the test session states (tests/conftest.py)
 @contextmanager
 def payops_db() -> Iterator[Engine]:
     """The session's payops database (PAYOPS_HOME / PAYOPS_DATABASE_URL), migrated."""
-    from store import migrate, open_engine
+    from store import PayopsSettings, migrate, upgrade_database
 
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     try:
         migrate(engine)
         yield engine
@@ -74,15 +74,18 @@ async def decide_as(
 
     from deployments.approving import decide
     from store.approval_requests import ApprovalRequests
+    from store.settings import PayopsSettings
     from tasks.auditing import Auditor
 
     with payops_db() as engine:
         if acknowledge is None:
             request = ApprovalRequests(engine).get(run_id)
             acknowledge = list(request.findings) if request else []
+        settings = PayopsSettings.from_env()
         return await decide(
             engine,
-            Auditor(engine, lambda **event: None),
+            Auditor(engine, lambda **event: None, key=settings.audit_key_bytes()),
+            settings,
             run_id=UUID(run_id),
             user=user,
             role="approver",

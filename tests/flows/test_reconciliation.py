@@ -20,7 +20,7 @@ from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from flows.reconcile import ReconcileDayParams, ReconcileRunParams, reconcile_day, reconcile_run
 from sandbox import SandboxConfig, SandboxServer, create_app
-from store import migrate, open_engine
+from store import PayopsSettings, migrate, upgrade_database
 from store.approvals import state_policy
 from store.reconciliation import ReconciliationStore
 from tasks.daily_close import business_day
@@ -77,7 +77,7 @@ def close(tmp_path: Path) -> dict:
 
 
 def checks(label: str) -> list:
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     try:
         migrate(engine)
         return ReconciliationStore(engine).checks("run", label)

@@ -16,7 +16,7 @@ from openpyxl import Workbook
 from flows.outcomes import run_summary
 from flows.payouts import PayoutRunParams, payout_spreadsheet
 from sandbox import SandboxConfig, SandboxServer
-from store import open_engine
+from store import PayopsSettings, upgrade_database
 from store.retries import RetryRows
 from tasks.retry_sheet import prepare_retry
 from tests.flows.support import emulator_stats, in_emulator_env
@@ -106,7 +106,7 @@ def test_pay_retry_and_retry_the_retry_pay_exactly_the_failed_rows(
     assert first["payouts_by_status"].get("failed", 0) == failed and first["refused_items"] == refused
     label = first["label"]
     for attempt in (1, 2):
-        engine = open_engine()  # the session's payops database: the rows each retry claims
+        engine = upgrade_database(PayopsSettings.from_env())  # the session database: the rows retries claim
         try:
             retry = prepare_retry(reports, label, RetryRows(engine))
         finally:

@@ -21,7 +21,7 @@ from openpyxl import load_workbook
 
 from sandbox import SandboxConfig, SandboxServer
 from sandbox.engine.payouts import transition
-from store import open_engine
+from store import PayopsSettings, upgrade_database
 from store.approvals import state_policy
 from store.retries import RetryRows
 from tests.flows.support import REPO, cli_env, emulator_stats, payroll_rows, run_payops, write_sheet
@@ -43,7 +43,7 @@ def _resubmit_references(report: Path) -> list[str]:
 
 def _recorded(label: str, count: int, parent: subprocess.Popen[str]) -> None:
     """Wait until run ``label`` has recorded ``count`` failed rows (it still runs)."""
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     try:
         deadline = time.monotonic() + 120
         while len(RetryRows(engine).unclaimed(label)) < count:
@@ -57,7 +57,7 @@ def _recorded(label: str, count: int, parent: subprocess.Popen[str]) -> None:
 def test_rows_retried_while_the_run_polls_are_paid_again_once_whatever_comes_after(
     prefect_harness, server: SandboxServer, tmp_path: Path
 ) -> None:
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     state_policy(engine, "none")  # every retry is a payout run under the approval policy: here, none
     engine.dispose()
     reports = tmp_path / "reports"

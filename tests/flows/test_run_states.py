@@ -24,6 +24,7 @@ from flows.summaries import (
     TransactionsReportSummary,
 )
 from sandbox import SandboxConfig, SandboxServer
+from store.settings import PayopsSettings
 from tasks.polling import progress_description
 from tests.flows.approval_support import decide_as, run_paused
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
@@ -104,7 +105,7 @@ def test_a_settled_run_is_not_filed_under_failed_runs() -> None:
     row = ["r1", "ref", None, "completed", "settled", 3, "10.00", "GHS", "settle_now", "outcome settled"]
     summary = {"outcome": "completed", "run_id": "r1", "status": "completed", "settlement_outcome": "settled"}
     text = summary_markdown(
-        "Settle now ref", {**summary, "total": "10.00", "runs_seen": 1}, [row + [None] * 6]
+        "Settle now ref", {**summary, "total": "10.00", "runs_seen": 1}, [row + [None] * 6], PayopsSettings()
     )
     assert "Failed runs and retries" not in text and "| r1 | settled | 10.00 |" in text
 

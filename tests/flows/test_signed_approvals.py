@@ -161,3 +161,31 @@ def test_a_policy_that_cannot_be_read_sends_nothing(
     assert s.outcome == "not_approved" and _payouts(env) == before
     assert "the payops database could not be opened (OperationalError)" in s["approval"]["comment"]
     assert "hunter2" not in str(s.as_json()) and "hunter2" not in (state.message or "")
+
+
+def test_a_database_behind_this_payops_sends_nothing(
+    prefect_harness, env: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A payops database an earlier payops left behind: the flow does not migrate it (only `payops serve`
+    and `payops db upgrade` do), the run ends "Not approved" naming the database and the command, nothing
+    is sent, and the database is left as it was."""
+    import asyncio
+
+    from store.database import open_engine, recorded_revisions
+    from tests.store.test_database import _behind
+
+    url = f"sqlite:///{tmp_path / 'behind.sqlite3'}"
+    _behind(url)
+    monkeypatch.setenv("PAYOPS_DATABASE_URL", url)
+    before = _payouts(env)
+    state = asyncio.run(payout_spreadsheet(_params(tmp_path, "behind"), return_state=True))
+    s = run_summary(state)
+    assert s.outcome == "not_approved" and _payouts(env) == before
+    comment = s["approval"]["comment"]
+    assert f"the payops database {url} is at revision 0003_lookup_cache" in comment
+    assert "run `payops db upgrade`" in comment
+    engine = open_engine(url)
+    try:
+        assert recorded_revisions(engine) == {"0003_lookup_cache"}
+    finally:
+        engine.dispose()

@@ -12,7 +12,7 @@ import sys
 from decimal import Decimal
 
 from sandbox.engine.party_lookups import holder_name
-from store import migrate, open_engine
+from store import PayopsSettings, migrate, upgrade_database
 from store.cache import LookupCache
 from tasks.intake import PayoutRow
 from tasks.preflight import run_preflight
@@ -33,7 +33,7 @@ async def main(seed: int) -> None:
         )
         for i, n in enumerate(numbers)
     ]
-    engine = open_engine()
+    engine = upgrade_database(PayopsSettings.from_env())
     migrate(engine)
     em = make_emulator()
     try:

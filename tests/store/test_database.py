@@ -1,4 +1,5 @@
-"""The payops database room: where it lives, and that migrations bring an empty database up to date."""
+"""The payops database room: where it lives, that migrations bring an empty database up to date, and that
+a process opens it once and migrates it only where it is asked to (`payops serve`, `payops db upgrade`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect, text
 
-from store import database_url, migrate, open_engine, payops_home
+from store import PayopsSettings, SchemaBehind, migrate, open_database, open_engine, upgrade_database
 
 
 def test_default_database_is_a_sqlite_file_under_the_payops_home(
@@ -15,14 +16,77 @@ def test_default_database_is_a_sqlite_file_under_the_payops_home(
 ) -> None:
     monkeypatch.setenv("PAYOPS_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("PAYOPS_DATABASE_URL", raising=False)
-    assert payops_home() == tmp_path / "home"
+    settings = PayopsSettings.from_env()
+    assert settings.home_dir() == tmp_path / "home"
     assert (tmp_path / "home").stat().st_mode & 0o777 == 0o700
-    assert database_url() == f"sqlite:///{tmp_path / 'home' / 'payops.sqlite3'}"
+    assert settings.database == f"sqlite:///{tmp_path / 'home' / 'payops.sqlite3'}"
 
 
 def test_a_configured_url_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PAYOPS_DATABASE_URL", "postgresql+psycopg://u:p@127.0.0.1:5432/payops")
-    assert database_url() == "postgresql+psycopg://u:p@127.0.0.1:5432/payops"
+    assert PayopsSettings.from_env().database == "postgresql+psycopg://u:p@127.0.0.1:5432/payops"
+
+
+def _behind(url: str, revision: str = "0003_lookup_cache") -> None:
+    """A database an earlier payops left at ``revision``."""
+    from alembic import command
+    from alembic.config import Config
+
+    from store.database import MIGRATIONS
+
+    engine = open_engine(url)
+    try:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+    finally:
+        engine.dispose()
+
+
+def test_opening_the_store_twice_creates_one_engine_and_migrates_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every store of a process (console routes and relay, a flow's gate, cache and reconciliation) shares
+    one engine; a new home's empty database is created at the newest revision once, by the first opener."""
+    import alembic.command
+
+    import store.database as database
+
+    upgrades, engines = [], []
+    real_upgrade, real_open = alembic.command.upgrade, database.open_engine
+    monkeypatch.setattr(
+        alembic.command, "upgrade", lambda *a, **k: upgrades.append(a) or real_upgrade(*a, **k)
+    )
+    monkeypatch.setattr(database, "open_engine", lambda url: engines.append(url) or real_open(url))
+    settings = PayopsSettings(home=tmp_path / "home", database_url=None)
+    first = open_database(settings)
+    second = open_database(PayopsSettings(home=tmp_path / "home", database_url=None))
+    assert first is second
+    assert len(engines) == 1 and len(upgrades) == 1
+    assert upgrade_database(settings) is first and len(upgrades) == 1  # at the newest revision: nothing to do
+
+
+def test_a_database_behind_is_refused_naming_it_and_the_command(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'p.sqlite3'}"
+    _behind(url)
+    settings = PayopsSettings(home=tmp_path, database_url=url)
+    with pytest.raises(SchemaBehind) as refused:
+        open_database(settings)
+    assert str(refused.value) == (
+        f"the payops database {url} is at revision 0003_lookup_cache, this payops needs 0007_retry_rows:"
+        " run `payops db upgrade` (or `payops serve`, which upgrades it)"
+    )
+    with pytest.raises(SchemaBehind):  # still behind: refused again, never migrated behind the user's back
+        open_database(settings)
+    upgrade_database(settings)
+    assert open_database(settings) is not None
+
+
+def test_the_refusal_never_shows_a_password() -> None:
+    behind = SchemaBehind("postgresql+psycopg://payops:s3cret@db.example:5432/payops", frozenset({"0001_x"}))
+    assert "s3cret" not in str(behind) and "payops:***@db.example" in str(behind)
 
 
 def test_migrate_runs_on_an_empty_sqlite_file_and_twice(tmp_path: Path) -> None:

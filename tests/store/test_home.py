@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from store.home import ServeRecord, clear_serve_record, read_serve_record, record_path, write_serve_record
+from store.settings import PayopsSettings
 
 RECORD = ServeRecord(pid=os.getpid(), prefect_api_url="http://127.0.0.1:9/api", console_url="http://127.0.0.1:9")
 
@@ -49,13 +50,13 @@ def test_a_command_never_starts_its_own_server_beside_a_recorded_serve_that_does
 
     from deployments.prefect_server import ServeUnreachable, prefect_api
 
-    monkeypatch.setenv("PAYOPS_HOME", str(tmp_path))
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    settings = PayopsSettings(home=tmp_path)
     write_serve_record(RECORD, tmp_path)  # this process stands for serve; nothing answers on port 9
     said: list[str] = []
     unreachable = rf"payops serve of the home {tmp_path} \(pid {os.getpid()}\)"
     # No Prefect API configured here, even after a test that ran the session's Prefect harness.
     with temporary_settings(restore_defaults={PREFECT_API_URL}):
-        with pytest.raises(ServeUnreachable, match=unreachable), prefect_api(said.append):
+        with pytest.raises(ServeUnreachable, match=unreachable), prefect_api(settings, said.append):
             pass
     assert said == []

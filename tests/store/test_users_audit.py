@@ -18,6 +18,8 @@ from store.approvals import DEFAULT_POLICY, Approvals, parse_policy
 from store.audit import GENESIS, append, entry_hash, search, verify
 from store.users import UserError, Users
 
+KEY = b"test-audit-key-0123456789"
+
 PW = "a long enough password"
 FAST = PasswordHash((Argon2Hasher(time_cost=1, memory_cost=1024),))  # the real rule, cheaper parameters
 TABLES = {
@@ -205,19 +207,20 @@ def test_a_token_sign_in_hashes_nothing_and_unknown_names_cost_what_known_ones_d
 
 def test_audit_chain_reports_an_edited_or_deleted_row(engine: Engine) -> None:
     for i in range(5):
-        append(engine, "alice", "payops.login", f"user:alice#{i}", client="10.0.0.1", detail={"i": i})
-    assert verify(engine).ok and verify(engine).entries == 5
+        detail = {"i": i}
+        append(engine, "alice", "payops.login", f"user:alice#{i}", client="10.0.0.1", detail=detail, key=KEY)
+    assert verify(engine, key=KEY).ok and verify(engine, key=KEY).entries == 5
     assert [e.seq for e in search(engine, actor="alice", action="payops.login")] == [5, 4, 3, 2, 1]
     with engine.begin() as conn:
         conn.execute(text("UPDATE audit_log SET actor = 'mallory' WHERE seq = 2"))
-    verdict = verify(engine)
+    verdict = verify(engine, key=KEY)
     assert not verdict.ok and verdict.problems == [
         "entry 2: its content does not match its keyed hash (edited)"
     ]
     with engine.begin() as conn:
         conn.execute(text("UPDATE audit_log SET actor = 'alice' WHERE seq = 2"))
         conn.execute(text("DELETE FROM audit_log WHERE seq = 4"))
-    problems = verify(engine).problems
+    problems = verify(engine, key=KEY).problems
     assert "entries 4..4 are missing (deleted)" in problems
     assert "entry 5: does not follow the entry before it (edited or deleted)" in problems
 
@@ -237,8 +240,8 @@ def test_migration_and_audit_chain_on_postgresql() -> None:
             user = users.add("alice", "admin", PW)
             assert users.resolve(users.start_session(user, "::1"), 60, 60).name == "alice"
             for i in range(3):
-                append(engine, "alice", "payops.user.added", f"user:u{i}")
-            assert verify(engine).ok and verify(engine).entries == 3
+                append(engine, "alice", "payops.user.added", f"user:u{i}", key=KEY)
+            assert verify(engine, key=KEY).ok and verify(engine, key=KEY).entries == 3
             Approvals(engine).set_policy(parse_policy("100:1,1000:2"))
             assert Approvals(engine).policy().required({"GHS": Decimal("1000.00")}) == 2
         finally:
@@ -252,8 +255,8 @@ def test_an_edit_re_chained_with_the_public_rule_is_detected(engine: Engine) -> 
     import json
 
     for i in range(4):
-        append(engine, "alice", "payops.run.approved", f"run:{i}", detail={"total": "10.00"})
-    assert verify(engine).ok
+        append(engine, "alice", "payops.run.approved", f"run:{i}", detail={"total": "10.00"}, key=KEY)
+    assert verify(engine, key=KEY).ok
 
     def rechain(hash_of) -> None:  # noqa: ANN001
         with engine.begin() as conn:
@@ -275,25 +278,26 @@ def test_an_edit_re_chained_with_the_public_rule_is_detected(engine: Engine) -> 
                 prev = digest
 
     rechain(lambda prev, body: hashlib.sha256((prev + body).encode()).hexdigest())
-    problems = verify(engine).problems
+    problems = verify(engine, key=KEY).problems
     assert problems and all("keyed hash" in p for p in problems), problems
     rechain(
         lambda prev, body: (
             __import__("hmac").new(b"guessed-key-000000", (prev + body).encode(), "sha256").hexdigest()
         )
     )
-    assert not verify(engine).ok
+    assert not verify(engine, key=KEY).ok
 
 
 def test_verify_compares_the_outside_copies(engine: Engine) -> None:
-    entries = [append(engine, "alice", "payops.login", "user:alice") for _ in range(3)]
+    entries = [append(engine, "alice", "payops.login", "user:alice", key=KEY) for _ in range(3)]
     copies = [(e.seq, e.hash) for e in entries]
-    assert verify(engine, copies).ok
+    assert verify(engine, copies, key=KEY).ok
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM audit_log WHERE seq = 3"))  # the newest entry: the chain alone is fine
-    assert verify(engine).ok
-    assert verify(engine, copies).problems == [
+    assert verify(engine, key=KEY).ok
+    assert verify(engine, copies, key=KEY).problems == [
         "entry 3: in the Prefect events but not in the database (deleted)"
     ]
     forged = [(1, entry_hash(b"k" * 20, GENESIS, 1, entries[0].at, "x", "", "a", "o", "{}"))]
-    assert "entry 1: differs from its copy in the Prefect events (edited)" in verify(engine, forged).problems
+    problems = verify(engine, forged, key=KEY).problems
+    assert "entry 1: differs from its copy in the Prefect events (edited)" in problems

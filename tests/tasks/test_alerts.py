@@ -14,6 +14,7 @@ import pytest
 from prefect.server.utilities.user_templates import render_user_template_sync
 
 from deployments.alerts import AlertSetupError, fill_links, load_alert_specs
+from store.settings import PayopsSettings
 from tasks.alerts import (
     EVENT_NAMES,
     PAYOUT_COMPLETED,
@@ -25,6 +26,7 @@ from tasks.alerts import (
     emit_low_balance,
     emit_payout_outcome,
     emit_settlement_alerts,
+    lag_alert_after,
     payout_run_event,
 )
 from tasks.preflight import CurrencyCheck
@@ -179,7 +181,9 @@ def test_events_lag_alert_once_per_crossing(monkeypatch: pytest.MonkeyPatch) -> 
     old = {"oldest_emitted_at": (now - timedelta(minutes=30)).isoformat(), "events_emitted": 7}
     fresh = {"oldest_emitted_at": (now - timedelta(minutes=2)).isoformat(), "events_emitted": 3}
     crossings, rec = Crossings(memory={}), Recorder()
-    seen = [asyncio.run(emit_events_lag(s, now, crossings, rec)) for s in (fresh, old, old, fresh, old)]
+    limit = lag_alert_after(PayopsSettings.from_env())
+    sums = (fresh, old, old, fresh, old)
+    seen = [asyncio.run(emit_events_lag(s, limit, now, crossings, rec)) for s in sums]
     assert seen == [False, True, False, False, True]
     assert (
         rec.events[0]["payload"]["lag_minutes"] == 30.0 and rec.events[0]["payload"]["limit_minutes"] == 10.0
@@ -188,8 +192,8 @@ def test_events_lag_alert_once_per_crossing(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_bad_lag_setting_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PAYOPS_EVENTS_LAG_ALERT_MINUTES", "soon")
-    with pytest.raises(ValueError, match="PAYOPS_EVENTS_LAG_ALERT_MINUTES must be a number"):
-        asyncio.run(emit_events_lag({}, crossings=Crossings(memory={})))
+    with pytest.raises(ValueError, match="PAYOPS_EVENTS_LAG_ALERT_MINUTES: Input should be a valid number"):
+        PayopsSettings.from_env()
 
 
 # -- automation files --------------------------------------------------------------------------------------
@@ -237,7 +241,7 @@ def _payload(event: str) -> dict[str, Any]:
     elif event == "payops.events.lagging":
         now = datetime.now(UTC)
         lag = {"oldest_emitted_at": (now - timedelta(hours=1)).isoformat(), "events_emitted": 4}
-        asyncio.run(emit_events_lag(lag, now, Crossings(memory={}), rec))
+        asyncio.run(emit_events_lag(lag, timedelta(minutes=15), now, Crossings(memory={}), rec))
     (emitted,) = rec.events
     assert emitted["event"] == event
     return emitted["payload"] | {"flow_run_id": "7d1f3c1a-0000-4000-8000-000000000001"}

@@ -70,6 +70,7 @@ async def approval(
     message = await decide(
         console.engine,
         console.auditor,
+        console.settings,
         run_id=flow_run_id,
         user=account.name,
         role=account.role,

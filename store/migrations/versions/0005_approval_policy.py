@@ -41,13 +41,20 @@ def _tiers() -> None:
 
 
 def _rechain_audit() -> None:
-    from store.audit import GENESIS, audit_key, entry_hash
+    from alembic import context
+
+    from store.audit import GENESIS, entry_hash
 
     bind = op.get_bind()
-    key = audit_key()
     rows = bind.execute(
         sa.text("SELECT seq, at, actor, client, action, object, detail FROM audit_log ORDER BY seq")
     ).fetchall()
+    if not rows:
+        return
+    read_key = context.config.attributes.get("audit_key")  # store.database.migrate's caller hands it over
+    if read_key is None:
+        raise RuntimeError("re-chaining the audit trail needs its key: run `payops db upgrade`")
+    key = read_key()
     prev = GENESIS
     for seq, at, actor, client, action, obj, detail in rows:
         moment = datetime.fromisoformat(at) if isinstance(at, str) else at  # SQLite hands back text
