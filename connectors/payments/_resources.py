@@ -7,6 +7,8 @@ every retry).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from decimal import Decimal
@@ -150,9 +152,37 @@ async def _paginate(
             yield item
         if not next_cursor:
             return
-        if next_cursor == cursor:
-            raise PaymentsError("pagination did not advance (same cursor returned twice)")
+        _check_advanced(cursor, next_cursor)
         cursor = next_cursor
+
+
+def _check_advanced(cursor: str | None, next_cursor: str) -> None:
+    if next_cursor == cursor:
+        raise PaymentsError("pagination did not advance (same cursor returned twice)")
+
+
+async def _prefetching_pages(
+    fetch: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
+) -> AsyncIterator[list[T]]:
+    """Each page's items, the next page requested before this one is handed over: a consumer that awaits
+    while it works on a page (a worker thread) has the service build the next one meanwhile."""
+    pending = asyncio.ensure_future(fetch(None))
+    cursor: str | None = None
+    try:
+        while True:
+            items, next_cursor = await pending
+            if next_cursor:
+                _check_advanced(cursor, next_cursor)
+                cursor = next_cursor
+                pending = asyncio.ensure_future(fetch(next_cursor))
+            yield items
+            if not next_cursor:
+                return
+    finally:
+        if not pending.done():  # the consumer stopped early, or failed: the request in flight is dropped
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pending
 
 
 class _Group:
@@ -536,6 +566,32 @@ class Transactions(_Group):
             return page.items, page.next_cursor
 
         return _paginate(fetch)
+
+    def pages(
+        self,
+        *,
+        kind: str | None = None,
+        status: str | None = None,
+        reconciliation_status: str | None = None,
+        from_: datetime | None = None,
+        to: datetime | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[list[Transaction]]:
+        """As `iterate`, a page at a time, the next page already requested while the caller holds one."""
+
+        async def fetch(cursor: str | None) -> tuple[list[Transaction], str | None]:
+            page = await self.list(
+                kind=kind,
+                status=status,
+                reconciliation_status=reconciliation_status,
+                from_=from_,
+                to=to,
+                limit=limit,
+                cursor=cursor,
+            )
+            return page.items, page.next_cursor
+
+        return _prefetching_pages(fetch)
 
 
 class Events(_Group):
