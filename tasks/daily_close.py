@@ -472,34 +472,37 @@ TRANSACTION_HEADERS = [
 DIFFERENCE_HEADERS = ["kind", "what it means", "reference", "run", "currency", "expected", "actual", "detail"]
 
 
-def _utc(value: Any) -> datetime | None:
-    if value is None or pd.isna(value):
-        return None
-    return value.astimezone(UTC).replace(tzinfo=None)
+def _money_column(values: pd.Series) -> list[Decimal | None]:
+    """Cents as two-decimal Decimals (None where missing): numbers in the xlsx, ``"12.50"`` in csv, JSON."""
+    return [None if v is pd.NA or v is None else money_of(v) for v in values.astype(object).tolist()]
 
 
-def transaction_rows(frame: pd.DataFrame) -> list[list[Any]]:
-    """The close's transactions as report rows: amounts as Decimal (numbers in the xlsx), times in UTC."""
-    return [
-        [
-            r.id,
-            r.kind,
-            r.direction,
-            r.reference,
-            r.label,
-            r.status,
-            r.currency,
-            money_of(int(r.amount_c)),
-            None if pd.isna(r.fee_c) else money_of(int(r.fee_c)),
-            money_of(int(r.effect_c)),
-            r.recon,
-            _utc(r.created_at),
-            _utc(r.completed_at),
-            r.parent,
-            r.compensation,
-        ]
-        for r in frame.itertuples(index=False)
-    ]
+def _utc_column(values: pd.Series) -> list[datetime | None]:
+    """Aware times as naive UTC ``datetime`` objects (None where missing): Excel date-times in the xlsx."""
+    naive = values.dt.tz_convert(UTC).dt.tz_localize(None)
+    return naive.to_numpy(dtype="datetime64[us]").astype(object).tolist()
+
+
+def transaction_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """The close's transactions as report rows (`TRANSACTION_HEADERS`), built a column at a time: amounts as
+    Decimal (numbers in the xlsx), times as naive UTC datetimes (Excel date-times)."""
+    if not len(frame):
+        return []
+    text = ("id", "kind", "direction", "reference", "label", "status", "currency")
+    return list(
+        zip(
+            *(frame[c].tolist() for c in text),
+            _money_column(frame["amount_c"]),
+            _money_column(frame["fee_c"]),
+            _money_column(frame["effect_c"]),
+            frame["recon"].tolist(),
+            _utc_column(frame["created_at"]),
+            _utc_column(frame["completed_at"]),
+            frame["parent"].tolist(),
+            frame["compensation"].tolist(),
+            strict=True,
+        )
+    )
 
 
 def difference_rows(differences: Sequence[Difference]) -> list[list[Any]]:
@@ -543,7 +546,7 @@ def write_close_reports(
         for c, v in result.balances.items()
     ]
     rows = transaction_rows(result.transactions)
-    outside = [r[4] == OUTSIDE for r in rows]
+    outside = (result.transactions["label"] == OUTSIDE).tolist() if rows else []
     return write_table_reports(
         report_dir,
         name,
