@@ -79,9 +79,10 @@ class CloseData:
 class ReadTransactions:
     """Transactions as they are read: their columns (`tasks.reconciliation.RecordColumns`) with the label slug
     their reference carries, their ids, and the run label of each reference (or parent reference) some payops
-    run was approved to pay. A page is added in a worker thread while the next one is requested, so this work
-    overlaps the service's paging; a transaction listed twice (the list moved between two pages) counts once,
-    as first read. References are looked up in the payops database `LOOKUP` at a time (`flush` the rest)."""
+    run was approved to pay. A page is added while the service builds the next one (`transactions.pages`), so
+    this work overlaps the service's paging; a transaction listed twice (the list moved between two pages)
+    counts once, as first read. References are looked up in the payops database `LOOKUP` at a time (`flush`
+    the rest)."""
 
     LOOKUP = 2000
 
@@ -140,8 +141,8 @@ async def fetch_close(
 ) -> CloseData:
     """Snapshot the wallet, list the transactions created since the last snapshot (the look-back on a first
     close), re-read what the last close left open, and list the late refunds and mismatches of older ones.
-    Each page becomes columns and labels (``labels_of``, the payops database) in a worker thread while the
-    next page is requested."""
+    Each page becomes columns and labels (``labels_of``, the payops database) while the service builds the
+    next page."""
     accounts = await client.wallet.get()
     as_of = datetime.now(UTC)
     wallet: dict[str, tuple[Decimal, Decimal]] = {}
@@ -156,7 +157,7 @@ async def fetch_close(
     start = previous.taken_at if previous and previous.taken_at else as_of - lookback
     read = ReadTransactions(labels_of)
     async for page in client.transactions.pages(from_=start, to=as_of, limit=PAGE):
-        await asyncio.to_thread(read.add, page)
+        read.add(page)  # in the loop's thread: a worker thread's fight for the GIL costs more than it hides
     reread: list[Transaction] = []
     for first, last, ids in _groups([i for i in carried if i["transaction_id"] not in read.ids]):
         kinds = {i["kind"] for i in carried if i["transaction_id"] in ids}
@@ -165,8 +166,8 @@ async def fetch_close(
         async for tx in client.transactions.iterate(kind=kind, from_=first, to=end, limit=PAGE):
             if tx.id in ids:
                 reread.append(tx)
-    await asyncio.to_thread(read.add, reread)
-    await asyncio.to_thread(read.flush)
+    read.add(reread)
+    read.flush()
     old_refunds: list[Transaction] = []
     old_mismatched: list[Transaction] = []
     if previous is not None:

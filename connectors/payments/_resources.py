@@ -161,11 +161,17 @@ def _check_advanced(cursor: str | None, next_cursor: str) -> None:
         raise PaymentsError("pagination did not advance (same cursor returned twice)")
 
 
+_SEND_TURNS = 6
+"""Turns of the event loop given to a request just started, so its bytes are written before the caller gets
+back to work: httpx's own pool writes within 4, aiohttp's pool under httpx within 1. Not enough turns (a
+slower transport, a rate limiter's wait) only costs the overlap, never a page."""
+
+
 async def _prefetching_pages(
     fetch: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
 ) -> AsyncIterator[list[T]]:
-    """Each page's items, the next page requested before this one is handed over: a consumer that awaits
-    while it works on a page (a worker thread) has the service build the next one meanwhile."""
+    """Each page's items, the next page requested before this one is handed over: while the caller works on a
+    page (even without awaiting), the service builds the next one."""
     pending = asyncio.ensure_future(fetch(None))
     cursor: str | None = None
     try:
@@ -175,6 +181,8 @@ async def _prefetching_pages(
                 _check_advanced(cursor, next_cursor)
                 cursor = next_cursor
                 pending = asyncio.ensure_future(fetch(next_cursor))
+                for _ in range(_SEND_TURNS):
+                    await asyncio.sleep(0)
             yield items
             if not next_cursor:
                 return
