@@ -558,48 +558,33 @@ class Transactions(_Group):
         limit: int | None = None,
     ) -> AsyncIterator[Transaction]:
         """All matching transactions, following ``nextCursor``."""
-
-        async def fetch(cursor: str | None) -> tuple[list[Transaction], str | None]:
-            page = await self.list(
-                kind=kind,
-                status=status,
-                channel=channel,
-                settlement_status=settlement_status,
-                reconciliation_status=reconciliation_status,
-                from_=from_,
-                to=to,
-                limit=limit,
-                cursor=cursor,
-            )
-            return page.items, page.next_cursor
-
-        return _paginate(fetch)
+        filters = {k: v for k, v in locals().items() if k != "self"}
+        return _paginate(self._fetch_pages(filters))
 
     def pages(
         self,
         *,
         kind: str | None = None,
         status: str | None = None,
+        channel: str | None = None,
+        settlement_status: str | None = None,
         reconciliation_status: str | None = None,
         from_: datetime | None = None,
         to: datetime | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[list[Transaction]]:
         """As `iterate`, a page at a time, the next page already requested while the caller holds one."""
+        filters = {k: v for k, v in locals().items() if k != "self"}
+        return _prefetching_pages(self._fetch_pages(filters))
 
+    def _fetch_pages(
+        self, filters: dict[str, Any]
+    ) -> Callable[[str | None], Awaitable[tuple[list[Transaction], str | None]]]:
         async def fetch(cursor: str | None) -> tuple[list[Transaction], str | None]:
-            page = await self.list(
-                kind=kind,
-                status=status,
-                reconciliation_status=reconciliation_status,
-                from_=from_,
-                to=to,
-                limit=limit,
-                cursor=cursor,
-            )
+            page = await self.list(**filters, cursor=cursor)
             return page.items, page.next_cursor
 
-        return _prefetching_pages(fetch)
+        return fetch
 
 
 class Events(_Group):
