@@ -191,9 +191,13 @@ _NAT = np.iinfo(np.int64).min
 
 
 def _micros(moment: datetime | None) -> int:
-    """A time as integer microseconds since the epoch (NaT's value for None): exact, and a whole column of
-    them becomes a datetime column in one step."""
-    return _NAT if moment is None else (moment - _EPOCH) // _MICROSECOND
+    """A time as integer microseconds since the epoch (NaT's value for None; a time without a zone is UTC):
+    exact, and a whole column of them becomes a datetime column in one step."""
+    if moment is None:
+        return _NAT
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 class RecordColumns:
@@ -207,9 +211,6 @@ class RecordColumns:
 
     def __init__(self) -> None:
         self._columns: dict[str, list[Any]] = {name: [] for name in self.NAMES}
-
-    def __len__(self) -> int:
-        return len(self._columns["reference"])
 
     def add(self, records: Sequence[Any]) -> None:
         """Append ``records`` (payouts or transactions), one column at a time."""
@@ -234,11 +235,12 @@ class RecordColumns:
         """The columns as a frame: cents as int64 (the fee nullable), times as UTC datetimes (NaT where
         none, so whole columns compare), the rest as objects."""
         c = self._columns
-        data: dict[str, Any] = {name: pd.Series(c[name], dtype=object) for name in self.NAMES}
-        for name in ("amount_c", "effect_c"):
-            data[name] = pd.Series(c[name], dtype="int64")
-        data["fee_c"] = pd.Series(c["fee_c"], dtype="Int64")
-        data["final"] = pd.Series(c["final"], dtype=bool)
+        typed = {"amount_c": "int64", "effect_c": "int64", "fee_c": "Int64", "final": bool}
+        data: dict[str, Any] = {
+            name: pd.Series(c[name], dtype=typed.get(name, object))
+            for name in self.NAMES
+            if name not in ("completed_at", "created_at")
+        }
         for name in ("completed_at", "created_at"):  # compared as whole columns (NaT compares False)
             micros = np.array(c[name], dtype="int64").view("M8[us]")
             data[name] = pd.Series(micros).dt.tz_localize(UTC)

@@ -37,10 +37,19 @@ def read_pages(*pages: list[Transaction], labels: dict[str, str]) -> tuple[ReadT
 
 
 def test_pages_become_one_frame_a_transaction_listed_twice_counts_once() -> None:
-    first = [tx(id="tx-1", reference="pay-r1"), tx(id="tx-2", reference="dash-1", fee=None, payerAmount=None)]
+    first = [
+        tx(id="tx-1", reference="pay-r1"),
+        tx(id="tx-2", reference="dash-1", fee=None, payerAmount=None, completedAt="2026-01-01T10:00:05.250"),
+    ]  # a time without a zone is UTC
     second = [
         tx(id="tx-2", reference="dash-1"),  # the list moved between the two pages
-        tx(id="tx-3", reference="rev-1", kind="payout", direction="in", parent=PARENT),
+        tx(
+            id="tx-3",
+            reference="rev-1",
+            direction="in",
+            parent=PARENT,
+            completedAt="2026-01-01T10:00:00+01:00",
+        ),
     ]
     read, looked_up = read_pages(first, second, labels={"pay-r1": "payroll-nov"})
     frame = read.frame()
@@ -50,6 +59,8 @@ def test_pages_become_one_frame_a_transaction_listed_twice_counts_once() -> None
     assert list(frame["effect_c"]) == [-1300, -1250, 1250]
     assert list(frame["slug"]) == ["pay", None, None]
     assert frame["completed_at"].iloc[0] == datetime(2026, 1, 1, 10, 0, 5, 250000, tzinfo=UTC)
+    assert frame["completed_at"].iloc[1] == datetime(2026, 1, 1, 10, 0, 5, 250000, tzinfo=UTC)
+    assert frame["completed_at"].iloc[2] == datetime(2026, 1, 1, 9, 0, tzinfo=UTC)  # from +01:00
     assert read.labels == {"pay-r1": "payroll-nov"}
     assert set().union(*looked_up) == {"pay-r1", "dash-1", "rev-1"}
 
