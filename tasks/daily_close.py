@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -156,8 +157,11 @@ async def fetch_close(
                 wallet[currency] = (b, r + Decimal(reserved))
     start = previous.taken_at if previous and previous.taken_at else as_of - lookback
     read = ReadTransactions(labels_of)
-    async for page in client.transactions.pages(from_=start, to=as_of, limit=PAGE):
-        read.add(page)  # in the loop's thread: a worker thread's fight for the GIL costs more than it hides
+    # Pages are worked on in the loop's thread (a worker thread's fight for the GIL cost more than it hid);
+    # closed on a failure too, so the request already in flight for the next page is dropped with it.
+    async with aclosing(client.transactions.pages(from_=start, to=as_of, limit=PAGE)) as pages:
+        async for page in pages:
+            read.add(page)
     reread: list[Transaction] = []
     for first, last, ids in _groups([i for i in carried if i["transaction_id"] not in read.ids]):
         kinds = {i["kind"] for i in carried if i["transaction_id"] in ids}
