@@ -45,6 +45,7 @@ bench: $(STAMP)
 	@$(PY) -m benchmarks.results run intake
 	@$(PY) -m benchmarks.results run payouts_e2e
 	@$(PY) -m benchmarks.results run cli
+	@$(PY) -m benchmarks.results run reconcile
 	@$(PY) -m benchmarks.results table --write
 
 serve: $(STAMP)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -35,9 +36,9 @@ from tasks.clients import payments_client
 from tasks.reconciliation import (
     DEFAULT_UNCHECKED_AFTER,
     PAGE,
+    RecordColumns,
     cents,
     open_store,
-    records_frame,
 )
 from tasks.references import is_settlement_reference, label_slug, row_reference_slug
 from tasks.retries import is_transient
@@ -65,16 +66,58 @@ def money_of(value_cents: int) -> Decimal:
 
 @dataclass
 class CloseData:
-    """What one close read from the service."""
+    """What one close read from the service: the window's and the re-read transactions as columns (built a
+    page at a time, in the order read) with the payops runs their references belong to."""
 
     as_of: datetime
     start: datetime
     wallet: dict[str, tuple[Decimal, Decimal]]  # currency -> (balance, reserved)
-    window: list[Transaction]
-    reread: list[Transaction]
+    read: ReadTransactions
     old_refunds: list[Transaction]
     old_mismatched: list[Transaction]
     api_calls: Counter[str] = field(default_factory=Counter)
+
+
+class ReadTransactions:
+    """Transactions as they are read: their columns (`tasks.reconciliation.RecordColumns`) with the label slug
+    their reference carries, their ids, and the run label of each reference (or parent reference) some payops
+    run was approved to pay. A page is added while the service builds the next one (`transactions.pages`), so
+    this work overlaps the service's paging; a transaction listed twice (the list moved between two pages)
+    counts once, as first read. References are looked up in the payops database `LOOKUP` at a time (`flush`
+    the rest)."""
+
+    LOOKUP = 2000
+
+    def __init__(self, labels_of: Callable[[Iterable[str]], dict[str, str]]) -> None:
+        self.columns = RecordColumns()
+        self.slugs: list[str | None] = []
+        self.ids: set[str] = set()
+        self.labels: dict[str, str] = {}
+        self._labels_of = labels_of
+        self._unlooked: set[str] = set()
+
+    def add(self, page: Sequence[Transaction]) -> None:
+        fresh = []
+        for tx in page:
+            if tx.id not in self.ids:
+                self.ids.add(tx.id)
+                fresh.append(tx)
+        self.columns.add(fresh)
+        self.slugs += [row_reference_slug(tx.reference) for tx in fresh]
+        self._unlooked.update(tx.reference for tx in fresh)
+        self._unlooked.update(tx.parent.reference for tx in fresh if tx.parent)
+        if len(self._unlooked) >= self.LOOKUP:
+            self.flush()
+
+    def flush(self) -> None:
+        """Look up the references not looked up yet."""
+        if self._unlooked:
+            self.labels |= self._labels_of(self._unlooked)
+            self._unlooked = set()
+
+    def frame(self) -> pd.DataFrame:
+        """`tasks.reconciliation.records_frame`'s columns and ``slug`` (`row_reference_slug`)."""
+        return self.columns.frame().assign(slug=pd.Series(self.slugs, dtype=object))
 
 
 def _groups(items: Sequence[Mapping[str, Any]]) -> list[tuple[datetime, datetime, set[str]]]:
@@ -94,11 +137,14 @@ async def fetch_close(
     client: PaymentsClient,
     previous: Check | None,
     carried: Sequence[Mapping[str, Any]],
+    labels_of: Callable[[Iterable[str]], dict[str, str]],
     *,
     lookback: timedelta = LOOKBACK,
 ) -> CloseData:
     """Snapshot the wallet, list the transactions created since the last snapshot (the look-back on a first
-    close), re-read what the last close left open, and list the late refunds and mismatches of older ones."""
+    close), re-read what the last close left open, and list the late refunds and mismatches of older ones.
+    Each page becomes columns and labels (``labels_of``, the payops database) while the service builds the
+    next page."""
     accounts = await client.wallet.get()
     as_of = datetime.now(UTC)
     wallet: dict[str, tuple[Decimal, Decimal]] = {}
@@ -111,16 +157,22 @@ async def fetch_close(
                 b, r = wallet.get(currency, (Decimal(0), Decimal(0)))
                 wallet[currency] = (b, r + Decimal(reserved))
     start = previous.taken_at if previous and previous.taken_at else as_of - lookback
-    window = [tx async for tx in client.transactions.iterate(from_=start, to=as_of, limit=PAGE)]
-    seen = {tx.id for tx in window}
+    read = ReadTransactions(labels_of)
+    # Pages are worked on in the loop's thread (a worker thread's fight for the GIL cost more than it hid);
+    # closed on a failure too, so the request already in flight for the next page is dropped with it.
+    async with aclosing(client.transactions.pages(from_=start, to=as_of, limit=PAGE)) as pages:
+        async for page in pages:
+            read.add(page)
     reread: list[Transaction] = []
-    for first, last, ids in _groups([i for i in carried if i["transaction_id"] not in seen]):
+    for first, last, ids in _groups([i for i in carried if i["transaction_id"] not in read.ids]):
         kinds = {i["kind"] for i in carried if i["transaction_id"] in ids}
         kind = kinds.pop() if len(kinds) == 1 else None
         end = last + timedelta(milliseconds=1)
         async for tx in client.transactions.iterate(kind=kind, from_=first, to=end, limit=PAGE):
             if tx.id in ids:
                 reread.append(tx)
+    read.add(reread)
+    read.flush()
     old_refunds: list[Transaction] = []
     old_mismatched: list[Transaction] = []
     if previous is not None:
@@ -137,9 +189,7 @@ async def fetch_close(
                 reconciliation_status="mismatched", from_=old_from, to=start, limit=PAGE
             )
         ]
-    return CloseData(
-        as_of, start, wallet, window, reread, old_refunds, old_mismatched, Counter(client.api_calls)
-    )
+    return CloseData(as_of, start, wallet, read, old_refunds, old_mismatched, Counter(client.api_calls))
 
 
 @dataclass
@@ -179,10 +229,11 @@ def attribute(
     frame: pd.DataFrame, labels: Mapping[str, str], run_slugs: Mapping[str, str]
 ) -> tuple[pd.Series, pd.Series]:
     """Each transaction's run (approved in it, or a reversal of a payout approved in it, or payops'
-    settlements) or `OUTSIDE`; and whether it carries a run's reference pattern without being approved."""
+    settlements) or `OUTSIDE`; and whether it carries a run's reference pattern without being approved.
+    ``frame`` is `ReadTransactions.frame` (its ``slug`` column: the label slug each reference carries)."""
     by_reference = frame["reference"].map(labels)
     by_parent = frame["parent"].map(labels)
-    by_slug = frame["reference"].map(lambda r: run_slugs.get(row_reference_slug(r) or ""))
+    by_slug = frame["slug"].map(run_slugs)
     settlements = frame["reference"].map(is_settlement_reference)
     label = by_reference.fillna(by_parent).fillna(by_slug)
     label = label.where(label.notna() | ~settlements, SETTLEMENTS).fillna(OUTSIDE)
@@ -201,8 +252,7 @@ def close_day(
 ) -> CloseResult:
     """The close's figures and differences from what `fetch_close` read (pure; pandas over integer cents)."""
     as_of = data.as_of
-    by_id = {tx.id: tx for tx in (*data.window, *data.reread)}
-    frame = records_frame(by_id.values())
+    frame = data.read.frame()
     booked = {i["transaction_id"]: cents(Decimal(i["booked"])) for i in carried}
     if len(frame):
         after = frame["completed_at"] > as_of
@@ -353,12 +403,9 @@ async def run_close(
     """Read, attribute, compute and store one close (its snapshot, open items and differences)."""
     previous = await asyncio.to_thread(store.last_close)
     carried = await asyncio.to_thread(store.open_items, previous.id) if previous else []
-    data = await fetch_close(client, previous, carried, lookback=lookback)
-    references = {
-        tx.reference for tx in (*data.window, *data.reread, *data.old_refunds, *data.old_mismatched)
-    }
-    references |= {tx.parent.reference for tx in (*data.window, *data.reread) if tx.parent}
-    labels = await asyncio.to_thread(store.labels_of, references)
+    data = await fetch_close(client, previous, carried, store.labels_of, lookback=lookback)
+    older = {tx.reference for tx in (*data.old_refunds, *data.old_mismatched)}
+    labels = data.read.labels | await asyncio.to_thread(store.labels_of, older)
     run_labels = await asyncio.to_thread(store.run_labels)
     result = await asyncio.to_thread(
         close_day, day, previous, carried, data, labels, run_labels, unchecked_after
@@ -429,34 +476,37 @@ TRANSACTION_HEADERS = [
 DIFFERENCE_HEADERS = ["kind", "what it means", "reference", "run", "currency", "expected", "actual", "detail"]
 
 
-def _utc(value: Any) -> datetime | None:
-    if value is None or pd.isna(value):
-        return None
-    return value.astimezone(UTC).replace(tzinfo=None)
+def _money_column(values: pd.Series) -> list[Decimal | None]:
+    """Cents as two-decimal Decimals (None where missing): numbers in the xlsx, ``"12.50"`` in csv, JSON."""
+    return [None if v is pd.NA or v is None else money_of(v) for v in values.astype(object).tolist()]
 
 
-def transaction_rows(frame: pd.DataFrame) -> list[list[Any]]:
-    """The close's transactions as report rows: amounts as Decimal (numbers in the xlsx), times in UTC."""
-    return [
-        [
-            r.id,
-            r.kind,
-            r.direction,
-            r.reference,
-            r.label,
-            r.status,
-            r.currency,
-            money_of(int(r.amount_c)),
-            None if pd.isna(r.fee_c) else money_of(int(r.fee_c)),
-            money_of(int(r.effect_c)),
-            r.recon,
-            _utc(r.created_at),
-            _utc(r.completed_at),
-            r.parent,
-            r.compensation,
-        ]
-        for r in frame.itertuples(index=False)
-    ]
+def _utc_column(values: pd.Series) -> list[datetime | None]:
+    """Aware times as naive UTC ``datetime`` objects (None where missing): Excel date-times in the xlsx."""
+    naive = values.dt.tz_convert(UTC).dt.tz_localize(None)
+    return naive.to_numpy(dtype="datetime64[us]").astype(object).tolist()
+
+
+def transaction_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """The close's transactions as report rows (`TRANSACTION_HEADERS`), built a column at a time: amounts as
+    Decimal (numbers in the xlsx), times as naive UTC datetimes (Excel date-times)."""
+    if not len(frame):
+        return []
+    text = ("id", "kind", "direction", "reference", "label", "status", "currency")
+    return list(
+        zip(
+            *(frame[c].tolist() for c in text),
+            _money_column(frame["amount_c"]),
+            _money_column(frame["fee_c"]),
+            _money_column(frame["effect_c"]),
+            frame["recon"].tolist(),
+            _utc_column(frame["created_at"]),
+            _utc_column(frame["completed_at"]),
+            frame["parent"].tolist(),
+            frame["compensation"].tolist(),
+            strict=True,
+        )
+    )
 
 
 def difference_rows(differences: Sequence[Difference]) -> list[list[Any]]:
@@ -500,7 +550,7 @@ def write_close_reports(
         for c, v in result.balances.items()
     ]
     rows = transaction_rows(result.transactions)
-    outside = [r[4] == OUTSIDE for r in rows]
+    outside = (result.transactions["label"] == OUTSIDE).tolist() if rows else []
     return write_table_reports(
         report_dir,
         name,

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -183,37 +184,73 @@ def _money_or_none(value: Any) -> str | None:
     return None if value is None or pd.isna(value) else from_cents(int(value))
 
 
-def records_frame(records: Iterable[Any]) -> pd.DataFrame:
-    """The service's records as a frame: amounts in cents, the wallet effect, lineage and reconciliation."""
-    rows = [
-        (
-            r.reference,
-            getattr(r, "id", None),
-            getattr(r, "kind", None) or "payout",
-            getattr(r, "direction", None) or "out",
-            r.status,
-            r.currency,
-            cents(r.amount),
-            None if r.fee is None else cents(r.fee),
-            wallet_effect(r),
-            reconciliation_status(r),
-            r.completed_at,
-            r.created_at,
-            r.parent.reference if r.parent else None,
-            r.compensation.reference if r.compensation else None,
-            is_final(r),
-        )
-        for r in records
-    ]
-    columns = [
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_NAT = np.iinfo(np.int64).min
+
+
+def _micros(moment: datetime | None) -> int:
+    """A time as integer microseconds since the epoch (NaT's value for None; a time without a zone is UTC):
+    exact, and a whole column of them becomes a datetime column in one step."""
+    if moment is None:
+        return _NAT
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+class RecordColumns:
+    """The service's records as the columns of `records_frame`, appended a page at a time (so a long listing
+    is turned into columns while the next page is read, and its records need not be kept)."""
+
+    NAMES = (
         "reference", "id", "kind", "direction", "status", "currency", "amount_c", "fee_c", "effect_c",
         "recon", "completed_at", "created_at", "parent", "compensation", "final",
-    ]  # fmt: skip
-    frame = pd.DataFrame.from_records(rows, columns=columns)
-    frame["fee_c"] = frame["fee_c"].astype("Int64")
-    for column in ("completed_at", "created_at"):  # compared as whole columns (NaT compares False)
-        frame[column] = pd.to_datetime(frame[column], utc=True)
-    return frame
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self._columns: dict[str, list[Any]] = {name: [] for name in self.NAMES}
+
+    def add(self, records: Sequence[Any]) -> None:
+        """Append ``records`` (payouts or transactions), one column at a time."""
+        c = self._columns
+        c["reference"] += [r.reference for r in records]
+        c["id"] += [getattr(r, "id", None) for r in records]
+        c["kind"] += [getattr(r, "kind", None) or "payout" for r in records]
+        c["direction"] += [getattr(r, "direction", None) or "out" for r in records]
+        c["status"] += [r.status for r in records]
+        c["currency"] += [r.currency for r in records]
+        c["amount_c"] += [cents(r.amount) for r in records]
+        c["fee_c"] += [None if r.fee is None else cents(r.fee) for r in records]
+        c["effect_c"] += [wallet_effect(r) for r in records]
+        c["recon"] += [reconciliation_status(r) for r in records]
+        c["completed_at"] += [_micros(r.completed_at) for r in records]
+        c["created_at"] += [_micros(r.created_at) for r in records]
+        c["parent"] += [r.parent.reference if r.parent else None for r in records]
+        c["compensation"] += [r.compensation.reference if r.compensation else None for r in records]
+        c["final"] += [is_final(r) for r in records]
+
+    def frame(self) -> pd.DataFrame:
+        """The columns as a frame: cents as int64 (the fee nullable), times as UTC datetimes (NaT where
+        none, so whole columns compare), the rest as objects."""
+        c = self._columns
+        typed = {"amount_c": "int64", "effect_c": "int64", "fee_c": "Int64", "final": bool}
+        data: dict[str, Any] = {
+            name: pd.Series(c[name], dtype=typed.get(name, object))
+            for name in self.NAMES
+            if name not in ("completed_at", "created_at")
+        }
+        for name in ("completed_at", "created_at"):  # compared as whole columns (NaT compares False)
+            micros = np.array(c[name], dtype="int64").view("M8[us]")
+            data[name] = pd.Series(micros).dt.tz_localize(UTC)
+        return pd.DataFrame(data, columns=list(self.NAMES))
+
+
+def records_frame(records: Iterable[Any]) -> pd.DataFrame:
+    """The service's records as a frame: amounts in cents, the wallet effect, lineage and reconciliation."""
+    columns = RecordColumns()
+    columns.add(list(records))
+    return columns.frame()
 
 
 def _intended_frame(intended: Sequence[IntendedPayout]) -> pd.DataFrame:

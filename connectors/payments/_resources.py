@@ -7,6 +7,8 @@ every retry).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from decimal import Decimal
@@ -150,9 +152,45 @@ async def _paginate(
             yield item
         if not next_cursor:
             return
-        if next_cursor == cursor:
-            raise PaymentsError("pagination did not advance (same cursor returned twice)")
+        _check_advanced(cursor, next_cursor)
         cursor = next_cursor
+
+
+def _check_advanced(cursor: str | None, next_cursor: str) -> None:
+    if next_cursor == cursor:
+        raise PaymentsError("pagination did not advance (same cursor returned twice)")
+
+
+_SEND_TURNS = 6
+"""Turns of the event loop given to a request just started, so its bytes are written before the caller gets
+back to work: httpx's own pool writes within 4, aiohttp's pool under httpx within 1. Not enough turns (a
+slower transport, a rate limiter's wait) only costs the overlap, never a page."""
+
+
+async def _prefetching_pages(
+    fetch: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
+) -> AsyncIterator[list[T]]:
+    """Each page's items, the next page requested before this one is handed over: while the caller works on a
+    page (even without awaiting), the service builds the next one."""
+    pending = asyncio.ensure_future(fetch(None))
+    cursor: str | None = None
+    try:
+        while True:
+            items, next_cursor = await pending
+            if next_cursor:
+                _check_advanced(cursor, next_cursor)
+                cursor = next_cursor
+                pending = asyncio.ensure_future(fetch(next_cursor))
+                for _ in range(_SEND_TURNS):
+                    await asyncio.sleep(0)
+            yield items
+            if not next_cursor:
+                return
+    finally:
+        if not pending.done():  # the consumer stopped early, or failed: the request in flight is dropped
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pending
 
 
 class _Group:
@@ -520,22 +558,33 @@ class Transactions(_Group):
         limit: int | None = None,
     ) -> AsyncIterator[Transaction]:
         """All matching transactions, following ``nextCursor``."""
+        filters = {k: v for k, v in locals().items() if k != "self"}
+        return _paginate(self._fetch_pages(filters))
 
+    def pages(
+        self,
+        *,
+        kind: str | None = None,
+        status: str | None = None,
+        channel: str | None = None,
+        settlement_status: str | None = None,
+        reconciliation_status: str | None = None,
+        from_: datetime | None = None,
+        to: datetime | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[list[Transaction]]:
+        """As `iterate`, a page at a time, the next page already requested while the caller holds one."""
+        filters = {k: v for k, v in locals().items() if k != "self"}
+        return _prefetching_pages(self._fetch_pages(filters))
+
+    def _fetch_pages(
+        self, filters: dict[str, Any]
+    ) -> Callable[[str | None], Awaitable[tuple[list[Transaction], str | None]]]:
         async def fetch(cursor: str | None) -> tuple[list[Transaction], str | None]:
-            page = await self.list(
-                kind=kind,
-                status=status,
-                channel=channel,
-                settlement_status=settlement_status,
-                reconciliation_status=reconciliation_status,
-                from_=from_,
-                to=to,
-                limit=limit,
-                cursor=cursor,
-            )
+            page = await self.list(**filters, cursor=cursor)
             return page.items, page.next_cursor
 
-        return _paginate(fetch)
+        return fetch
 
 
 class Events(_Group):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from decimal import Decimal
 
@@ -235,6 +236,55 @@ async def test_transactions_iterate_follows_cursor_and_counts_calls(make_client)
     assert client.api_calls == {"GET /v1/transactions": 3}
     first = h.service.api_requests[0].url.params
     assert first["kind"] == "payout" and first["limit"] == "2" and "cursor" not in first
+
+
+async def test_transaction_pages_request_the_next_page_while_the_caller_holds_one(make_client) -> None:
+    pages = {
+        None: {"items": [TRANSACTION, {**TRANSACTION, "id": "tx-2"}], "nextCursor": "c2"},
+        "c2": {"items": [{**TRANSACTION, "id": "tx-3"}], "nextCursor": "c3"},
+        "c3": {"items": []},
+    }
+    asked: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.params.get("cursor"))
+        return httpx.Response(200, json=pages[request.url.params.get("cursor")])
+
+    h = make_client(handler)
+    seen: list[tuple[list[str], list[str | None]]] = []
+    async with h.client as client:
+        async for page in client.transactions.pages(kind="payout", limit=2):
+            seen.append(([tx.id for tx in page], list(asked)))  # what was asked when the page was handed over
+    assert seen == [
+        (["tx-1", "tx-2"], [None, "c2"]),  # page 2 already asked for
+        (["tx-3"], [None, "c2", "c3"]),
+        ([], [None, "c2", "c3"]),
+    ]
+    assert client.api_calls == {"GET /v1/transactions": 3}
+    assert h.service.api_requests[0].url.params["kind"] == "payout"
+
+
+async def test_transaction_pages_left_early_drop_the_request_in_flight(make_client) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        n = int(request.url.params.get("cursor") or 0)
+        body = {"items": [{**TRANSACTION, "id": f"tx-{n}"}], "nextCursor": str(n + 1)}
+        return httpx.Response(200, json=body)
+
+    h = make_client(handler)
+    async with h.client as client:
+        pager = client.transactions.pages()
+        first = await anext(pager)
+        await pager.aclose()
+        assert [tx.id for tx in first] == ["tx-0"]
+        assert client.api_calls["GET /v1/transactions"] <= 2
+        assert not [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+
+async def test_transaction_pages_that_do_not_advance_raise(make_client) -> None:
+    h = make_client(scripted(httpx.Response(200, json={"items": [TRANSACTION], "nextCursor": "same"})))
+    async with h.client as client:
+        with pytest.raises(e.PaymentsError, match="did not advance"):
+            _ = [page async for page in client.transactions.pages()]
 
 
 async def test_checkouts_iterate_stops_on_empty_cursor(make_client) -> None:

@@ -76,7 +76,7 @@ GROUPS = {
     "party_lookups": {"lookup"},
     "limits": {"get"},
     "wallet": {"get"},
-    "transactions": {"list", "iterate"},
+    "transactions": {"list", "iterate", "pages"},
     "events": {"list", "iterate"},
 }
 
