@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import fsspec
@@ -72,10 +73,15 @@ def quote_prefixed(text: str) -> bool:
 
 
 def safe_cell(value: Any) -> Any:
-    """A spreadsheet-safe cell: text, numbers and None as they are (neutralised); other values as text."""
-    if value is None or isinstance(value, int | float | str):
+    """A spreadsheet-safe cell: text, numbers (money's Decimal too: a number is never a formula, and
+    finance sums a csv's ``-29.48``, not ``'-29.48``) and None as they are (text neutralised); other values
+    as text."""
+    if value is None or isinstance(value, int | float | str | Decimal):
         return neutralise(value)
     return neutralise(str(value))
+
+
+_NUMBERS = (int, float, Decimal)
 
 
 def safe_row(values: Iterable[Any]) -> list[Any]:
@@ -83,7 +89,7 @@ def safe_row(values: Iterable[Any]) -> list[Any]:
     are checked inline: this runs for every cell of a 100,000-row csv report)."""
     return [
         v
-        if (t := type(v)) is str and v[:1] not in _RISKY or v is None or t is int or t is float
+        if (t := type(v)) is str and v[:1] not in _RISKY or v is None or t in _NUMBERS
         else safe_cell(v)
         for v in values
     ]
