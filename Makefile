@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 .PHONY: demo test lint bench serve browser-deps clean scaleout-check
 
 # The demo needs the runtime only; tests and lint add the dev extras.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q -e .
@@ -25,7 +25,7 @@ $(DEV_STAMP): $(STAMP)
 	@touch $(DEV_STAMP)
 
 demo: $(STAMP)
-	@$(PY) -m deployments.demo
+	@$(PY) -m payops.deployments.demo
 
 # Every test passes alone and in any order: these run shuffled (the modules, and the tests in each), the rest
 # in file order. `make test SEED=N` replays the order a run printed.

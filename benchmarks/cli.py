@@ -48,7 +48,7 @@ def _timed(args: list[str], env: dict[str, str], timeout: float = 300) -> dict[s
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "deployments.cli", *args],
+        [sys.executable, "-m", "payops.deployments.cli", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -80,7 +80,13 @@ def _timed(args: list[str], env: dict[str, str], timeout: float = 300) -> dict[s
 def prefect_server(home: Path) -> Iterator[tuple[str, float]]:
     """`prefect server start` on a free loopback port (as `payops serve` starts it, in its own process group,
     dying with this process); yields its API URL and start-up seconds; stopped on exit."""
-    from deployments.processes import prefect_cli, prefect_server_env, start_child, stop_child, wait_http
+    from payops.deployments.processes import (
+        prefect_cli,
+        prefect_server_env,
+        start_child,
+        stop_child,
+        wait_http,
+    )
 
     port = _free_port()
     env = prefect_server_env("127.0.0.1", port, {**os.environ, "PREFECT_HOME": str(home)})
@@ -100,7 +106,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    from sandbox import SandboxConfig, SandboxServer
+    from payops.sandbox import SandboxConfig, SandboxServer
 
     results: dict[str, object] = {
         "sheet": str(SHEET.relative_to(ROOT)),

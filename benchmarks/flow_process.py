@@ -64,12 +64,12 @@ class PhaseSampler:
 
 def run_flow(sheet: Path, label: str, report_dir: str) -> dict:
     """The payout flow on `sheet` in this process, with the figures of its summary, CPU and RSS per phase."""
-    from tasks.memory import gc_paused
+    from payops.tasks.runtime.memory import gc_paused
 
     with gc_paused():  # as `payops payouts` imports the flow (deployments/cli/_common.quiet_prefect)
-        from flows.outcomes import run_summary
-        from flows.payouts import PayoutRunParams, payout_spreadsheet
-        from tasks.progress import watching
+        from payops.flows.outcomes import run_summary
+        from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+        from payops.tasks.runtime.progress import watching
 
     sampler = PhaseSampler()
     t0 = time.perf_counter()
@@ -109,7 +109,7 @@ def main() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     sheet, label, reports = sys.argv[1:4]
     print(json.dumps(run_flow(Path(sheet), label, reports)), flush=True)
-    from tasks.memory import heap_frozen_for_exit
+    from payops.tasks.runtime.memory import heap_frozen_for_exit
 
     heap_frozen_for_exit()  # as `payops` does at its end
 

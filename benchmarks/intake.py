@@ -30,10 +30,10 @@ PROVIDERS = ("mtn", "telecel", "airteltigo")
 
 _MEASURE_INTAKE = """
 import json, resource, sys, time
-from tasks.intake import read_payout_sheet
+from payops.tasks.intake import read_payout_sheet
 if sys.argv[2] == "in-process":  # the reader as it was before the parser child: same code, no child
-    import tasks.intake.reading as reading
-    from tasks.intake.parsing import ParseLimits, parse_csv, parse_xlsx
+    import payops.tasks.intake.reading as reading
+    from payops.tasks.intake.parsing import ParseLimits, parse_csv, parse_xlsx
 
     class InProcess:
         def __init__(self, options):

@@ -36,11 +36,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from payops.deployments.demo import unattended_home  # noqa: E402
+from payops.deployments.processes import free_port, read_env_file, start_sandbox  # noqa: E402
+from payops.sandbox.engine.party_lookups import FIRST_NAMES, SURNAMES, holder_name  # noqa: E402
+from payops.tasks.runtime.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
+
 from benchmarks.sheets import TEST_ENDINGS, write_sheet  # noqa: E402
-from deployments.demo import unattended_home  # noqa: E402
-from deployments.processes import free_port, read_env_file, start_sandbox  # noqa: E402
-from sandbox.engine.party_lookups import FIRST_NAMES, SURNAMES, holder_name  # noqa: E402
-from tasks.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
 
 FINAL = {"delivered", "failed", "refunded"}
 SETTLE_S = 1.5
@@ -97,7 +98,7 @@ def payroll(people: list[tuple[str, str]], cycle: str, seed: int) -> list[list[s
 
 async def naive(rows: list[list[str]]) -> dict:
     """One POST per row, then GET each payout until final, `NAIVE_CONCURRENCY` requests at a time."""
-    from connectors.payments import PaymentsClient, PaymentsSettings
+    from payops.connectors.payments import PaymentsClient, PaymentsSettings
 
     sem = asyncio.Semaphore(NAIVE_CONCURRENCY)
     t0 = time.perf_counter()
@@ -198,8 +199,8 @@ def main() -> None:
         warm_sheet = write_sheet(Path(tmp) / "cycle2.xlsx", payroll(people, "C2", seed=2))
         del people
         # Start a Prefect server before timing (its ~20 s start is not the flow's cost); it dies with us.
-        from deployments.prefect_server import prefect_api
-        from store import PayopsSettings
+        from payops.deployments.prefect_server import prefect_api
+        from payops.store import PayopsSettings
 
         reports = str(Path(tmp) / "reports")
         with prefect_api(PayopsSettings.from_env(), say=lambda line: print(line, file=sys.stderr)):

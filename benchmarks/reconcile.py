@@ -8,7 +8,7 @@ closes the same day. Each variant runs in a fresh payops process, so each has it
 
 * ``paging``: only reading every page of the window, one after the other, doing nothing with them: the floor
   the API's paging sets;
-* ``close``: the daily close as `reconcile-day` runs it, without Prefect: `tasks.daily_close.run_close`
+* ``close``: the daily close as `reconcile-day` runs it, without Prefect: `tasks.ledger.daily_close.run_close`
   (pages of 100 made columns and run labels while the next page is read, pandas over integer cents,
   attribution, the store written), then its reports (`write_close_reports`: xlsx, csv and JSON of every
   transaction), timed as a phase of their own;
@@ -43,8 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
-from tasks.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
+from payops.deployments.demo import free_port, read_env_file, start_sandbox  # noqa: E402
+from payops.tasks.runtime.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
 
 TARGET_CLOSE_OVER_PAGING = 1.2
 
@@ -59,7 +59,7 @@ def _peak_rss_mb() -> float:
 
 
 async def _client():
-    from connectors.payments import PaymentsClient, PaymentsSettings
+    from payops.connectors.payments import PaymentsClient, PaymentsSettings
 
     return PaymentsClient(PaymentsSettings())
 
@@ -67,10 +67,9 @@ async def _client():
 async def seed(n: int) -> dict:
     """Fund the wallet, take the baseline close, send n payouts in batches of 100, wait for them final."""
     import httpx
-
-    from store import PayopsSettings, upgrade_database
-    from store.reconciliation import ReconciliationStore
-    from tasks.daily_close import run_close
+    from payops.store import PayopsSettings, upgrade_database
+    from payops.store.reconciliation import ReconciliationStore
+    from payops.tasks.ledger.daily_close import run_close
 
     base = os.environ["PAYOPS_BASE_URL"]
     httpx.post(f"{base}/_sandbox/businesses/demo/test/wallet/fund", json={"amount": str(n * 40)}, timeout=30)
@@ -108,10 +107,10 @@ async def seed(n: int) -> dict:
 
 
 async def variant(name: str, naive_rows: int) -> dict:
-    from store import PayopsSettings, open_database
-    from store.reconciliation import ReconciliationStore
-    from tasks.daily_close import run_close, write_close_reports
-    from tasks.reconciliation import cents, wallet_effect
+    from payops.store import PayopsSettings, open_database
+    from payops.store.reconciliation import ReconciliationStore
+    from payops.tasks.ledger.daily_close import run_close, write_close_reports
+    from payops.tasks.ledger.run_reconciliation import cents, wallet_effect
 
     engine = open_database(PayopsSettings.from_env())  # seeded (and upgraded) by the parent
     store = ReconciliationStore(engine)

@@ -4,15 +4,17 @@ Answers "is the code slower than it was at REV?" for two paths every payroll tak
 
 * intake: ``tasks.intake.read_payout_sheet`` on one generated 100,000-row xlsx (the public reader both
   revisions have), each sample in its own subprocess;
-* payouts: ``python -m deployments.cli payouts SHEET --json --no-name-check`` on one 2,000-row sheet (the
-  plain rows of ``benchmarks/sheets.py``: no payee names, seven amounts, so the pre-flight's newer lookup
-  cache and fee grid have little to add and the comparison is about the code path), both revisions against
-  one emulator and one Prefect server started before timing.
+* payouts: ``payops payouts SHEET --json --no-name-check`` on one 2,000-row sheet (the plain rows of
+  ``benchmarks/sheets.py``: no payee names, seven amounts, so the pre-flight's newer lookup cache and fee
+  grid have little to add and the comparison is about the code path), both revisions against one emulator
+  and one Prefect server started before timing.
 
 REV is checked out in a temporary ``git worktree`` and run with this checkout's virtualenv (its packages
-are the same pins); its ``PYTHONPATH`` puts its own tree first. Samples alternate base/head ``--repeat``
-times and medians are compared. The default base is the last commit before the structural clean-up of
-issue 20 (typed summaries, one home for references and polling, the CLI as a package).
+are the same pins); its ``PYTHONPATH`` puts its own tree first (a tree with the one import name ``payops``
+gets a folder where ``payops`` holds that tree's folders; an older tree imports its folders by their
+names). Samples alternate base/head ``--repeat`` times and medians are compared. The default base is the
+last commit before the structural clean-up of issue 20 (typed summaries, one home for references and
+polling, the CLI as a package).
 
 Usage: python benchmarks/revisions.py [--base REV] [--intake-rows 100000] [--payout-rows 2000] [--repeat 3]
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,29 +36,58 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from payops.deployments.demo import unattended_home  # noqa: E402
+from payops.deployments.processes import free_port, read_env_file, start_sandbox  # noqa: E402
+
 from benchmarks import intake as intake_bench  # noqa: E402
 from benchmarks.sheets import payroll_rows, write_sheet  # noqa: E402
-from deployments.demo import unattended_home  # noqa: E402
-from deployments.processes import free_port, read_env_file, start_sandbox  # noqa: E402
+from payops import FOLDERS  # noqa: E402
 
 PRE_CLEANUP = "9cb9603"
 
-# benchmarks/intake.py's measurement, preceded by the line that says whose code ran.
-_MEASURE_INTAKE = (
-    "import sys, tasks\nsys.stderr.write(tasks.__file__ + '\\n')\n" + intake_bench._MEASURE_INTAKE
-)
+_SHIMS: dict[Path, Path] = {}
+
+
+def one_name(tree: Path) -> bool:
+    """Whether `tree` installs under the one import name `payops` or imports its folders directly."""
+    return (tree / "payops" / "__init__.py").is_file()
+
+
+def module(tree: Path, name: str) -> str:
+    """`name` (e.g. ``deployments.cli``) as `tree` imports it."""
+    return f"payops.{name}" if one_name(tree) else name
+
+
+def measure_intake(tree: Path) -> str:
+    """benchmarks/intake.py's measurement for `tree`, preceded by the line that says whose code ran."""
+    code = intake_bench._MEASURE_INTAKE
+    if not one_name(tree):
+        code = code.replace("payops.", "")
+    tasks = module(tree, "tasks")
+    return f"import os, sys, {tasks}\nsys.stderr.write(os.path.realpath({tasks}.__file__) + '\\n')\n" + code
 
 
 def tree_env(tree: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment that runs `tree`'s code: its folder first on the path."""
-    return {**os.environ, "PYTHONPATH": str(tree), **(extra or {})}
+    """The environment that runs `tree`'s code: its folders first on the path (for a tree with the one import
+    name, a folder whose `payops` links to them, ahead of this checkout's editable install)."""
+    path = [str(tree)]
+    if one_name(tree):
+        if tree not in _SHIMS:
+            shim = Path(tempfile.mkdtemp(prefix="payops-revision-"))
+            (shim / "payops").mkdir()
+            shutil.copy(tree / "payops" / "__init__.py", shim / "payops" / "__init__.py")
+            for folder in FOLDERS:
+                (shim / "payops" / folder).symlink_to(tree / folder, target_is_directory=True)
+            _SHIMS[tree] = shim
+        path.insert(0, str(_SHIMS[tree]))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path), **(extra or {})}
 
 
 def intake_sample(tree: Path, sheet: Path, mode: str = "child") -> dict:
     """One read of `sheet` by `tree`'s code; ``mode="in-process"`` parses without the parser child (the
     reader before issue 16's sandboxing; only a tree that has the child can be asked for it)."""
     out = subprocess.run(
-        [sys.executable, "-c", _MEASURE_INTAKE, str(sheet), mode],
+        [sys.executable, "-c", measure_intake(tree), str(sheet), mode],
         cwd=tree,
         env=tree_env(tree),
         capture_output=True,
@@ -63,7 +95,7 @@ def intake_sample(tree: Path, sheet: Path, mode: str = "child") -> dict:
         check=True,
         timeout=600,
     )
-    if not out.stderr.startswith(str(tree)):
+    if not out.stderr.startswith(str(tree.resolve())):
         raise RuntimeError(f"{tree}: the sample did not run that tree's code ({out.stderr[:200]})")
     sample = json.loads(out.stdout.strip().splitlines()[-1])
     cpu = sample["cpu"] + sample["child_cpu"]
@@ -71,7 +103,7 @@ def intake_sample(tree: Path, sheet: Path, mode: str = "child") -> dict:
 
 
 def payout_sample(tree: Path, sheet: Path, label: str, reports: Path, env: dict[str, str]) -> dict:
-    cmd = [sys.executable, "-m", "deployments.cli", "payouts", str(sheet), "--label", label]
+    cmd = [sys.executable, "-m", module(tree, "deployments.cli"), "payouts", str(sheet), "--label", label]
     cmd += ["--report-dir", str(reports), "--json", "--no-name-check"]
     t0, cpu0 = time.perf_counter(), os.times()
     out = subprocess.run(cmd, cwd=tree, env=tree_env(tree, env), capture_output=True, text=True, timeout=900)
@@ -148,8 +180,8 @@ def main() -> None:
 
 
 def _payouts(args: argparse.Namespace, base: Path, head: Path, tmp: Path) -> dict:
-    from deployments.prefect_server import prefect_api
-    from store import PayopsSettings
+    from payops.deployments.prefect_server import prefect_api
+    from payops.store import PayopsSettings
 
     sheet = write_sheet(tmp / "payouts.xlsx", payroll_rows(args.payout_rows))
     env_file = tmp / "sandbox.env"

@@ -5,9 +5,9 @@ RSS (``VmHWM``) is its own. The sheet is realistic (`benchmarks.payouts_e2e`: a 
 distinct numbers, amounts with cents; written as csv).
 
 * ``streamed`` (the new pieces, on ``--rows`` and on ``--base-rows`` rows): the csv read and validated in
-  chunks into a spill file (`tasks.intake.streaming`, `tasks.spill`); every batch of 100 built from the
-  spill as a run sends it; an outcome recorded for every row (as the poll would); the result rows written
-  as a csv report streamed from the spill (`tasks.xlsx.write_csv`).
+  chunks into a spill file (`tasks.intake.streaming`, `tasks.payouts.spill`); every batch of 100 built from
+  the spill as a run sends it; an outcome recorded for every row (as the poll would); the result rows written
+  as a csv report streamed from the spill (`tasks.reports.xlsx.write_csv`).
 * ``whole`` (the baseline, same run, ``--base-rows`` rows): `read_payout_sheet`, which holds the sheet and
   its validated rows in lists, then every batch built from that list (the flow's path today; its limits
   of 50 MB and 200,000 rows make a larger csv a refusal there).
@@ -50,11 +50,11 @@ def write_payroll_csv(path: Path, rows: int) -> Path:
 
 
 def streamed(sheet: Path, work: Path) -> dict:
-    from tasks.intake import IntakeOptions
-    from tasks.intake.streaming import stream_csv
-    from tasks.reports import RESULT_COLUMNS, RowOutcome
-    from tasks.spill import RowSpill
-    from tasks.xlsx import write_csv
+    from payops.tasks.intake import IntakeOptions
+    from payops.tasks.intake.streaming import stream_csv
+    from payops.tasks.payouts.spill import RowSpill
+    from payops.tasks.reports.run_reports import RESULT_COLUMNS, RowOutcome
+    from payops.tasks.reports.xlsx import write_csv
 
     t0 = time.perf_counter()
     with RowSpill(work / "spill.sqlite3") as spill:
@@ -84,8 +84,8 @@ def streamed(sheet: Path, work: Path) -> dict:
 
 
 def whole(sheet: Path, work: Path) -> dict:
-    from tasks.batching import batch_count, build_batch
-    from tasks.intake import IntakeOptions, read_payout_sheet
+    from payops.tasks.intake import IntakeOptions, read_payout_sheet
+    from payops.tasks.payouts.batching import batch_count, build_batch
 
     t0 = time.perf_counter()
     intake = read_payout_sheet(sheet, IntakeOptions())
@@ -108,11 +108,11 @@ def _own_peak_mb() -> float:
 
 
 def child(kind: str, sheet: Path, work: Path) -> None:
-    from tasks.memory import gc_paused
+    from payops.tasks.runtime.memory import gc_paused
 
     with gc_paused():  # as the CLI imports
-        import tasks.intake.streaming  # noqa: F401
-        import tasks.spill  # noqa: F401
+        import payops.tasks.intake.streaming  # noqa: F401
+        import payops.tasks.payouts.spill  # noqa: F401
     start_mb = _own_peak_mb()
     figures = streamed(sheet, work) if kind == "streamed" else whole(sheet, work)
     peak = _own_peak_mb()

@@ -47,15 +47,14 @@ sys.path.insert(0, str(ROOT))
 
 import h11  # noqa: E402
 import httpx  # noqa: E402
-
-from deployments.processes import (  # noqa: E402
-    free_port,  # noqa: E402
+from payops.deployments.processes import (  # noqa: E402
+    free_port,
     prefect_server_env,
     start_child,
     stop_child,
     wait_http,
 )
-from tasks.payment_events import EVENT_NAMESPACE, ForwardFilter  # noqa: E402
+from payops.tasks.events.payment_events import EVENT_NAMESPACE, ForwardFilter  # noqa: E402
 
 SECRET = "whsec-benchmark-" + uuid.uuid4().hex
 HEALTH_EVERY_S = 0.05
@@ -294,10 +293,9 @@ def process_cpu_s(pid: int) -> float:
 
 
 def inbox_figures(db_url: str) -> tuple[set[str], int]:
+    from payops.store import open_engine
+    from payops.store.webhook_inbox import WebhookInbox, WebhookInboxEntry
     from sqlalchemy import select
-
-    from store import open_engine
-    from store.webhook_inbox import WebhookInbox, WebhookInboxEntry
 
     engine = open_engine(db_url)
     try:
@@ -369,7 +367,7 @@ def main() -> None:
     server_env = prefect_server_env("127.0.0.1", port, base_env)
     postgres = None
     if args.prefect_db == "postgresql":
-        from deployments.scaleout.postgres import PrivatePostgres
+        from payops.deployments.scaleout.postgres import PrivatePostgres
 
         postgres = PrivatePostgres(free_port()).start()
         server_env["PREFECT_API_DATABASE_CONNECTION_URL"] = postgres.url
@@ -382,7 +380,7 @@ def main() -> None:
         "PAYOPS_REPORT_URL": str(home / "reports"),
     }
     server_cmd = [sys.executable, "-m", "prefect", "server", "start"]
-    console_cmd = [sys.executable, "-m", "deployments.console", "--port", str(console_port)]
+    console_cmd = [sys.executable, "-m", "payops.deployments.console", "--port", str(console_port)]
     server = start_child(server_cmd, server_env, home / "prefect-server.log")
     console_proc = None
     try:

@@ -1,6 +1,6 @@
 """Alert automations: the files of ``deployments/automations/`` applied to a Prefect server; a test message.
 
-Each file is one Prefect automation: an event trigger on a ``payops.*`` event (`tasks.alerts`) and the
+Each file is one Prefect automation: an event trigger on a ``payops.*`` event (`tasks.events.alerts`) and the
 subject and body of the message (Jinja, rendered by the server's actions service). Applying them adds the one
 action, "send a notification through block X", so which channel (Slack, Teams, email, a pager webhook) is the
 admin's choice at apply time, not in the files.
@@ -24,7 +24,7 @@ from uuid import UUID
 import yaml
 
 if TYPE_CHECKING:
-    from store.settings import PayopsSettings
+    from payops.store.settings import PayopsSettings
 
 AUTOMATIONS_DIR = Path(__file__).with_name("automations")
 NAME_PREFIX = "payops: "
@@ -95,7 +95,7 @@ def prefect_ui_url(settings: PayopsSettings) -> str:
 def console_url(settings: PayopsSettings) -> str:
     """The console address for links: PAYOPS_CONSOLE_URL, else this payops home's `payops serve` console,
     else the local default."""
-    from store.home import read_serve_record
+    from payops.store.home import read_serve_record
 
     record = read_serve_record(settings.home_dir())
     served = record.console_url if record is not None else None

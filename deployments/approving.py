@@ -16,15 +16,20 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from uuid import UUID
 
+from payops.store.approval_requests import ApprovalRequests, RequestView
+from payops.store.approvals import Approvals, RunDecision
+from payops.store.settings import PayopsSettings
+from payops.store.users import UserError
+from payops.tasks.approval.approval_gate import FINDING_TITLES
+from payops.tasks.approval.approvals import (
+    Subject,
+    fingerprint,
+    load_approval_key,
+    sign_approval,
+    sign_rejection,
+)
+from payops.tasks.events.auditing import Auditor
 from sqlalchemy import Engine
-
-from store.approval_requests import ApprovalRequests, RequestView
-from store.approvals import Approvals, RunDecision
-from store.settings import PayopsSettings
-from store.users import UserError
-from tasks.approval_gate import FINDING_TITLES
-from tasks.approvals import Subject, fingerprint, load_approval_key, sign_approval, sign_rejection
-from tasks.auditing import Auditor
 
 
 class DecisionError(Exception):

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from deployments.processes import ROOT, free_port, read_env_file, start_sandbox
+from payops.deployments.processes import ROOT, free_port, read_env_file, start_sandbox
 
 SHEET = ROOT / "examples" / "payouts-demo.xlsx"
 DEMO_HOME = ROOT / ".payops-demo"
@@ -28,9 +28,9 @@ def unattended_home(home: Path, policy: str = "none", operator: str | None = DEM
     PAYOPS_API_TOKEN). Never the home `payops serve` uses: "none" there would turn its approvals off."""
     import secrets
 
-    from store import PayopsSettings, upgrade_database
-    from store.approvals import state_policy
-    from store.users import UserError, Users
+    from payops.store import PayopsSettings, upgrade_database
+    from payops.store.approvals import state_policy
+    from payops.store.users import UserError, Users
 
     # This home's own SQLite file, whatever PAYOPS_DATABASE_URL says; upgraded, as serve would: the home is
     # the caller's own (an earlier checkout's demo home may be behind).
@@ -65,9 +65,9 @@ def main() -> int:
         proc = start_sandbox(port, env_file)
         try:
             os.environ.update(read_env_file(env_file))
-            from deployments.cli._common import run_on_server
-            from flows.outcomes import run_summary
-            from flows.payouts import PayoutRunParams, payout_spreadsheet
+            from payops.deployments.cli._common import run_on_server
+            from payops.flows.outcomes import run_summary
+            from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 
             print(f"paying {SHEET.relative_to(ROOT)} ...", flush=True)
             params = PayoutRunParams(source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)

@@ -23,11 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
-
-from deployments.processes import children_use_prefect_api, free_port, start_child, stop_child, wait_http
+from payops.deployments.processes import (
+    children_use_prefect_api,
+    free_port,
+    start_child,
+    stop_child,
+    wait_http,
+)
 
 if TYPE_CHECKING:
-    from store.settings import PayopsSettings
+    from payops.store.settings import PayopsSettings
 
 NOTICE = "starting a local Prefect server, about 20 s; `payops serve` keeps one running"
 STARTUP_TIMEOUT_S = 180.0
@@ -135,13 +140,12 @@ def prefect_api(settings: PayopsSettings, say: Callable[[str], None]) -> Iterato
     """The Prefect API URL flows in this block use (see the module docstring): the configured one, the
     ``payops serve`` of the settings' home, else a temporary server started here that stops when the block
     ends."""
+    from payops.store.home import read_serve_record
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_SERVER_ALLOW_EPHEMERAL_MODE,
         temporary_settings,
     )
-
-    from store.home import read_serve_record
 
     configured = _configured_api_url()
     if configured:

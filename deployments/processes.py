@@ -21,8 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-
-from tasks.child_processes import preexec_own_group_dying_with_parent
+from payops.tasks.runtime.child_processes import preexec_own_group_dying_with_parent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +78,7 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 def sandbox_command(host: str, port: int, env_file: Path, *options: str) -> list[str]:
     """``payops sandbox`` on ``host:port`` writing its credential exports to ``env_file``, as a command."""
-    cli = [sys.executable, "-m", "deployments.cli", "sandbox", "--host", host, "--port", str(port)]
+    cli = [sys.executable, "-m", "payops.deployments.cli", "sandbox", "--host", host, "--port", str(port)]
     return [*cli, "--env-file", str(env_file), *options]
 
 
@@ -209,7 +208,7 @@ def prefect_cli() -> list[str]:
 def prefect_server_env(host: str, port: int, base: Mapping[str, str]) -> dict[str, str]:
     """Environment of ``prefect server start`` on ``host:port`` (API and UI on the same port); the UI build
     goes under the server's ``PREFECT_HOME`` (Prefect writes it into site-packages otherwise)."""
-    from deployments.console.settings import prefect_home
+    from payops.deployments.console.settings import prefect_home
 
     env = dict(base)
     home = Path(env["PREFECT_HOME"]) if env.get("PREFECT_HOME") else prefect_home()

@@ -1,7 +1,8 @@
 """Recent payout runs as Prefect knows them: state, parameters and each run's record artifact.
 
 The `payout-spreadsheet` flow ends every run by publishing a one-row table artifact (``LABEL-record``, see
-`tasks.artifacts.run_record`): outcome, totals by status, approval, report files. `payops runs` reads these.
+`tasks.reports.artifacts.run_record`): outcome, totals by status, approval, report files. `payops runs` reads
+these.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from uuid import UUID
 
-from tasks.artifacts import RECORD_DESCRIPTION, artifact_key
+from payops.tasks.reports.artifacts import RECORD_DESCRIPTION, artifact_key
 
 FLOW_NAME = "payout-spreadsheet"
 

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import yaml
-
-from deployments.processes import (
+from payops.deployments.processes import (
     ROOT,
     StopRequested,
     Supervisor,
@@ -45,7 +44,7 @@ from deployments.processes import (
 )
 
 if TYPE_CHECKING:
-    from store.settings import PayopsSettings
+    from payops.store.settings import PayopsSettings
 
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
 PAYOUT_DEPLOYMENT = "payout-spreadsheet/payout-spreadsheet"
@@ -162,10 +161,10 @@ def ensure_first_admin(settings: PayopsSettings, say: Callable[[str], None] = pr
     """Bring the payops database to the newest revision (serve is one of the two entry points that migrate);
     say the approval policy in force; on a database without an enabled admin: create ``admin`` with a random
     password written to a 0600 file under the home; returns the file (never the password itself)."""
-    from store import upgrade_database
-    from store.approvals import Approvals
-    from store.users import Users
-    from tasks.auditing import Auditor
+    from payops.store import upgrade_database
+    from payops.store.approvals import Approvals
+    from payops.store.users import Users
+    from payops.tasks.events.auditing import Auditor
 
     home = settings.home_dir()
     engine = upgrade_database(settings)
@@ -193,7 +192,7 @@ def apply_alerts(settings: PayopsSettings, console: str, say: Callable[[str], No
     """Apply the alert automations when ``PAYOPS_ALERTS_BLOCK`` names a notification block (operations.md),
     their links to ``console``. A wrong block is reported and the rest of the all-in-one still starts: alerts
     are not worth an outage."""
-    from deployments.alerts import AlertSetupError, apply_automations
+    from payops.deployments.alerts import AlertSetupError, apply_automations
 
     block = settings.alerts_block
     if not block:
@@ -216,8 +215,8 @@ def wire_webhooks(
 ) -> None:
     """Register the console's receiver with the emulator for the types the forward filter selects, and give
     the console that endpoint's signing secret (first in ``PAYOPS_WEBHOOK_SECRETS``; configured ones kept)."""
-    from deployments.webhook_endpoint import ensure_endpoint, subscribed_types
-    from tasks.payment_events import DEFAULT_FORWARD
+    from payops.deployments.webhook_endpoint import ensure_endpoint, subscribed_types
+    from payops.tasks.events.payment_events import DEFAULT_FORWARD
 
     types = subscribed_types(console_env.get("PAYOPS_WEBHOOK_FORWARD") or DEFAULT_FORWARD)
     try:
@@ -328,7 +327,7 @@ def stop_everything(
     report to the Prefect server), what this process queues for Prefect, every child at once, then any
     process left under this one; within :data:`SHUTDOWN_S`, which
     :func:`deployments.processes.exit_by_deadline` enforces whatever happens."""
-    from store.home import clear_serve_record
+    from payops.store.home import clear_serve_record
 
     exit_by_deadline(SHUTDOWN_S - 0.5, say)
     clear_serve_record(os.getpid(), home)
@@ -370,11 +369,10 @@ def run_all_in_one(
 
     Ports not given are free ones (the home's previous ones when free); where everything is goes to the
     home's record (`store.home`), where every command of this home finds it, and is printed."""
+    from payops.deployments.prefect_server import home_prefect_env
+    from payops.store.home import ServeRecord, read_serve_record, write_serve_record
+    from payops.store.settings import PayopsSettings
     from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from deployments.prefect_server import home_prefect_env
-    from store.home import ServeRecord, read_serve_record, write_serve_record
-    from store.settings import PayopsSettings
 
     os.chdir(ROOT)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -434,7 +432,7 @@ def run_all_in_one(
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
             if sandbox:
                 wire_webhooks(sandbox_url, f"{console_url}{WEBHOOK_PATH}", console_env, say)
-            console = [sys.executable, "-m", "deployments.console", "--host", host]
+            console = [sys.executable, "-m", "payops.deployments.console", "--host", host]
             proc = sup.start("console", [*console, "--port", str(ports["console"])], console_env)
             wait_http(f"{console_url}/healthz", proc, 60, "the console")
             os.environ.setdefault("PAYOPS_CONSOLE_URL", console_url)

@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import httpx
-
-from connectors.payments.models import EVENT_TYPES
-from tasks.payment_events import ForwardFilter
+from payops.connectors.payments.models import EVENT_TYPES
+from payops.tasks.events.payment_events import ForwardFilter
 
 __all__ = ["RegisteredEndpoint", "ensure_endpoint", "subscribed_types"]
 

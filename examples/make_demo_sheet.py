@@ -26,7 +26,7 @@ WRONG_NAME = {40: "Kofi Annan", 150: "Yaa Asantewaa"}
 
 
 def rows(n: int, seed: int = 7) -> list[list[str]]:
-    from sandbox.engine.party_lookups import holder_name
+    from payops.sandbox.engine.party_lookups import holder_name
 
     rnd = random.Random(seed)
     out = []

@@ -7,11 +7,11 @@ deadline), posts a notice to the approvers who may act on it, audits the request
 ``approval_reminder_s`` before the deadline; at the deadline the run ends "Not approved", which is an event,
 an alert and an audit entry.
 
-**Approvals are signed** (tasks/approvals.py) and kept in the database: the console and ``payops approve``
-store each approver's signature over what the page showed (fingerprint of the rows, totals per currency,
-row count) and resume the run once enough are in. The flow then reads and checks them itself. Prefect's
-Resume dialog shows the same context and offers only **reject**: unticking it makes the run look for the
-approvals given in the console, and go on waiting when there are not enough.
+**Approvals are signed** (tasks/approval/approvals.py) and kept in the database: the console and ``payops
+approve`` store each approver's signature over what the page showed (fingerprint of the rows, totals per
+currency, row count) and resume the run once enough are in. The flow then reads and checks them itself.
+Prefect's Resume dialog shows the same context and offers only **reject**: unticking it makes the run look for
+the approvals given in the console, and go on waiting when there are not enough.
 """
 
 from __future__ import annotations
@@ -23,6 +23,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from payops.flows.summaries import Decision
+from payops.store.settings import PayopsSettings
+from payops.tasks.approval.approval_gate import FINDING_TITLES, ApprovalDesk
+from payops.tasks.approval.approvals import (
+    ApprovalRefused,
+    Requirement,
+    Start,
+    Subject,
+    check_approvals,
+    read_rejecter,
+)
+from payops.tasks.events.alerts import emit_approval_reminder
+from payops.tasks.reports.artifacts import artifact_key, markdown_table
+from payops.tasks.wire.money import money_text
 from prefect import get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.exceptions import FlowPauseTimeout
@@ -30,14 +44,6 @@ from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.states import Running
 from pydantic import Field
-
-from flows.summaries import Decision
-from store.settings import PayopsSettings
-from tasks.alerts import emit_approval_reminder
-from tasks.approval_gate import FINDING_TITLES, ApprovalDesk
-from tasks.approvals import ApprovalRefused, Requirement, Start, Subject, check_approvals, read_rejecter
-from tasks.artifacts import artifact_key, markdown_table
-from tasks.money import money_text
 
 PAUSE_GRACE_S = 60
 

@@ -1,9 +1,9 @@
 """Flow `events-catch-up`: emit the Payments Service events the webhooks missed, each once.
 
 Reads ``GET /v1/events`` from the cursor kept in a Prefect Variable, emits ``payments.<type>`` Prefect events
-(the conversion shared with the webhook receiver: `tasks.payment_events`), advances the cursor only after
-processing, and restarts from the first event when the service no longer knows the cursor (90-day 400).
-See `tasks.events_sync` for the exactly-once argument.
+(the conversion shared with the webhook receiver: `tasks.events.payment_events`), advances the cursor only
+after processing, and restarts from the first event when the service no longer knows the cursor (90-day 400).
+See `tasks.events.events_sync` for the exactly-once argument.
 """
 
 from __future__ import annotations
@@ -11,20 +11,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from prefect import flow, get_run_logger
-from prefect.artifacts import acreate_markdown_artifact
-from prefect.states import State
-from pydantic import BaseModel, Field, field_validator
-
-from flows.outcomes import end_run
-from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, Text
-from flows.summaries import EventsCatchUpSummary
-from store.settings import PayopsSettings
-from tasks.alerts import events_catch_up_hook
-from tasks.artifacts import markdown_table
-from tasks.clients import open_clients
-from tasks.credentials import load_settings
-from tasks.events_sync import (
+from payops.flows.outcomes import end_run
+from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, Text
+from payops.flows.summaries import EventsCatchUpSummary
+from payops.store.settings import PayopsSettings
+from payops.tasks.events.alerts import events_catch_up_hook
+from payops.tasks.events.events_sync import (
     DEFAULT_CURSOR_VARIABLE,
     PAGE_SIZE,
     SEEN_CAPACITY,
@@ -32,7 +24,14 @@ from tasks.events_sync import (
     summary_of,
     sync_events_task,
 )
-from tasks.payment_events import ForwardFilter
+from payops.tasks.events.payment_events import ForwardFilter
+from payops.tasks.reports.artifacts import markdown_table
+from payops.tasks.runtime.clients import open_clients
+from payops.tasks.runtime.credentials import load_settings
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact
+from prefect.states import State
+from pydantic import BaseModel, Field, field_validator
 
 
 class EventsCatchUpParams(BaseModel):

@@ -1,25 +1,25 @@
 """Flow `payout-followup`: the payouts a finished run left waiting (in review, held), followed afterwards.
 
 A payout run ends once its payouts are final or have waited for a person past the settle window
-(`tasks.polling`). This flow reads those payouts again and, when one moved, rewrites the run's JSON summary
-and its run record (`tasks.followup`). The `payout-followup` deployment runs it when a payment webhook (or the
-events catch-up) reports a payout status change, and hourly; `payops payouts followup LABEL` runs it by hand.
+(`tasks.payouts.polling`). This flow reads those payouts again and, when one moved, rewrites the run's JSON
+summary and its run record (`tasks.payouts.followup`). The `payout-followup` deployment runs it when a payment
+webhook (or the events catch-up) reports a payout status change, and hourly; `payops payouts followup LABEL`
+runs it by hand.
 """
 
 from __future__ import annotations
 
+from payops.flows.outcomes import end_run
+from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, ReportDir, Text
+from payops.flows.summaries import FollowupSummary
+from payops.store.settings import PayopsSettings
+from payops.tasks.payouts.followup import FollowupRefused, follow_up_task, update_run_record, waiting_runs
+from payops.tasks.reports.run_reports import report_root
+from payops.tasks.runtime.clients import open_clients
+from payops.tasks.runtime.credentials import load_settings
 from prefect import flow, get_run_logger
 from prefect.states import State
 from pydantic import BaseModel, Field
-
-from flows.outcomes import end_run
-from flows.run_params import FORM_CONFIG, CredentialsBlock, ReportDir, Text
-from flows.summaries import FollowupSummary
-from store.settings import PayopsSettings
-from tasks.clients import open_clients
-from tasks.credentials import load_settings
-from tasks.followup import FollowupRefused, follow_up_task, update_run_record, waiting_runs
-from tasks.reports import report_root
 
 
 class FollowupParams(BaseModel):

@@ -22,7 +22,7 @@ outcome (summary)                              state type   state name          
 Why Cancelled for a refused sheet or a run not approved: nothing was sent and nothing went wrong in the
 run itself. A Failed state would let Prefect retry the flow (when retries are configured), which would
 refuse the same sheet again or pause for approval again; Cancelled is terminal and never retried. Alerts do
-not depend on the state type: the payout flow emits its `tasks.alerts` event from the summary in
+not depend on the state type: the payout flow emits its `tasks.events.alerts` event from the summary in
 `end_run` (``payops.payout-run.failed`` for a refused sheet, ``payops.payout-run.not-approved`` for a
 rejection or no approval), so the automations in ``deployments/automations`` fire as before.
 """
@@ -31,11 +31,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES, UTILITY_PURCHASE_FAILED_STATUSES
+from payops.flows.summaries import PayoutRunSummary, PurchaseRunSummary, RunSummary, SettlementRunSummary
 from prefect.results import ResultRecord
 from prefect.states import Cancelled, Completed, Failed, State
-
-from connectors.payments.models import PAYOUT_FAILED_STATUSES, UTILITY_PURCHASE_FAILED_STATUSES
-from flows.summaries import PayoutRunSummary, PurchaseRunSummary, RunSummary, SettlementRunSummary
 
 COMPLETED, WITH_FAILURES, DRY_RUN = "Completed", "Completed with failures", "Dry run"
 REJECTED, NOT_APPROVED, REFUSED, INCOMPLETE = "Rejected", "Not approved", "Refused", "Incomplete"

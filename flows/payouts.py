@@ -11,22 +11,14 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
-from prefect import flow, get_run_logger
-from prefect.artifacts import acreate_markdown_artifact
-from prefect.states import State
-from prefect.utilities.annotations import quote as untraversed
-from pydantic import Field, field_validator
-from sqlalchemy import Engine
-
-from connectors.payments import PaymentsSettings
-from flows.approval import Answer, Ask, ask_approval, resume_description
-from flows.outcomes import end_run, state_message
-from flows.pipeline import RunEnded, SheetRun, send_parts
-from flows.run_params import SheetRunParams, Text, sheet_run_name, tag_run
-from flows.summaries import Decision, PayoutRunSummary
-from store.settings import PayopsSettings
-from tasks.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
-from tasks.approval_gate import (
+from payops.connectors.payments import PaymentsSettings
+from payops.flows.approval import Answer, Ask, ask_approval, resume_description
+from payops.flows.outcomes import end_run, state_message
+from payops.flows.pipeline import RunEnded, SheetRun, send_parts
+from payops.flows.run_params import SheetRunParams, Text, sheet_run_name, tag_run
+from payops.flows.summaries import Decision, PayoutRunSummary
+from payops.store.settings import PayopsSettings
+from payops.tasks.approval.approval_gate import (
     ApprovalDesk,
     PolicyUnreadable,
     currency_figures,
@@ -37,7 +29,7 @@ from tasks.approval_gate import (
     requirement,
     totals_by_currency,
 )
-from tasks.approvals import (
+from payops.tasks.approval.approvals import (
     ApprovalKeyMissing,
     ApprovalRefused,
     Requirement,
@@ -48,32 +40,50 @@ from tasks.approvals import (
     read_start,
     row_fields,
 )
-from tasks.artifacts import artifact_key, markdown_table, publish_run_artifacts, publish_run_record
-from tasks.attention import attention_rows, attention_table
-from tasks.batching import batch_count, build_batch
-from tasks.clients import open_clients
-from tasks.credentials import CredentialsMissing, load_settings
-from tasks.inflight import DEFAULT_CAP, MAX_IN_FLIGHT
-from tasks.intake import IntakeResult, PayoutRow
-from tasks.intake.columns import ColumnMapError, parse_column_map
-from tasks.lookup_cache import CachePolicy
-from tasks.memory import release_freed_memory
-from tasks.money import money
-from tasks.polling import PayoutState, PollResult, poll_payouts_task
-from tasks.preflight import Preflight, PreflightOptions, preflight_task
-from tasks.progress import progress
-from tasks.ratelimit import LimiterStats
-from tasks.reconciliation import reconcile_at_run_end, record_approved_payouts
-from tasks.references import row_reference
-from tasks.reports import RowOutcome, ensure_reports_spare_source, row_facts, write_reports
-from tasks.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
-from tasks.run_approvals import with_decisions
-from tasks.sheet_check import intake_summary, no_name_column, refusal_summary, refuses, run_label
-from tasks.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
-from tasks.submission import BatchResult, submit_batch_task
+from payops.tasks.approval.run_approvals import with_decisions
+from payops.tasks.events.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
+from payops.tasks.intake import IntakeResult, PayoutRow
+from payops.tasks.intake.columns import ColumnMapError, parse_column_map
+from payops.tasks.ledger.run_reconciliation import reconcile_at_run_end, record_approved_payouts
+from payops.tasks.payouts.batching import batch_count, build_batch
+from payops.tasks.payouts.lookup_cache import CachePolicy
+from payops.tasks.payouts.polling import PayoutState, PollResult, poll_payouts_task
+from payops.tasks.payouts.preflight import Preflight, PreflightOptions, preflight_task
+from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
+from payops.tasks.payouts.sheet_check import (
+    intake_summary,
+    no_name_column,
+    refusal_summary,
+    refuses,
+    run_label,
+)
+from payops.tasks.payouts.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
+from payops.tasks.payouts.submission import BatchResult, submit_batch_task
+from payops.tasks.reports.artifacts import (
+    artifact_key,
+    markdown_table,
+    publish_run_artifacts,
+    publish_run_record,
+)
+from payops.tasks.reports.attention import attention_rows, attention_table
+from payops.tasks.reports.run_reports import RowOutcome, ensure_reports_spare_source, row_facts, write_reports
+from payops.tasks.runtime.clients import open_clients
+from payops.tasks.runtime.credentials import CredentialsMissing, load_settings
+from payops.tasks.runtime.inflight import DEFAULT_CAP, MAX_IN_FLIGHT
+from payops.tasks.runtime.memory import release_freed_memory
+from payops.tasks.runtime.progress import progress
+from payops.tasks.runtime.ratelimit import LimiterStats
+from payops.tasks.wire.money import money
+from payops.tasks.wire.references import row_reference
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact
+from prefect.states import State
+from prefect.utilities.annotations import quote as untraversed
+from pydantic import Field, field_validator
+from sqlalchemy import Engine
 
 if TYPE_CHECKING:
-    from store.approvals import ApprovalPolicy
+    from payops.store.approvals import ApprovalPolicy
 
 
 class PayoutRunParams(SheetRunParams):
@@ -593,9 +603,9 @@ async def _poll(
     run: SheetRun, sheet: Sheet, sent: Sent, settings: PaymentsSettings, retries: RetryRows | None
 ) -> PollResult:
     """Every accepted payout to its final status, or until it waits for a person past the settle window, or
-    the deadline: an absolute one (a retried poll task does not restart it); tasks.followup follows the
-    payouts still waiting afterwards. Refused and failed rows are recorded as they happen, so a retry can
-    pay them while the others still move (`tasks.retry_rows`)."""
+    the deadline: an absolute one (a retried poll task does not restart it); tasks.payouts.followup follows
+    the payouts still waiting afterwards. Refused and failed rows are recorded as they happen, so a retry can
+    pay them while the others still move (`tasks.payouts.retry_rows`)."""
     params = run.params
     progress().phase("polling")
     failures = FailureLog(retries, run.label, sheet.intake, params.column_map, _run_id(), run.logger)
@@ -644,7 +654,7 @@ async def _report(
     limiters = [pf.limiter, *(r.limiter for r in sent.results), poll.limiter]
     summary["rate_limit"] = LimiterStats.combine([x for x in limiters if x is not None]).as_dict()
     not_final = sorted(r for r, s in states.items() if not s.final)
-    waiting_statuses = {r: states[r].status for r in not_final}  # for tasks.followup
+    waiting_statuses = {r: states[r].status for r in not_final}  # for tasks.payouts.followup
     awaiting_review = sorted(poll.awaiting_review)  # read from the states, before _outcomes consumes them
     outcomes = _outcomes(intake, sent.results, states)  # consumes the batches' answers and the states
     retried = await mark_retried(retries, label, outcomes)  # rows a retry claimed while the run polled

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
-from flows.run_params import SheetRunParams, SheetRunStart, start_sheet_run
-from store.settings import PayopsSettings
-from tasks.intake import IntakeOptions
-from tasks.progress import progress
-from tasks.run_meter import RunMeter
+from payops.flows.run_params import SheetRunParams, SheetRunStart, start_sheet_run
+from payops.store.settings import PayopsSettings
+from payops.tasks.intake import IntakeOptions
+from payops.tasks.runtime.progress import progress
+from payops.tasks.runtime.run_meter import RunMeter
 
 T = TypeVar("T")
 

@@ -2,9 +2,9 @@
 
 `reconcile-run` checks one run (by label, or by the reference of a payout that changed: the deployment's
 trigger on ``payments.payout.status_changed`` events from the webhook inbox or the events catch-up); the
-payout flow runs the same check when it ends (`tasks.reconciliation.reconcile_at_run_end`). `reconcile-day`
-is the daily close (`tasks.daily_close`), scheduled at 00:10 Africa/Accra for the day just ended. Both store
-the check in the payops database (`payops reconcile history` lists them), emit
+payout flow runs the same check when it ends (`tasks.ledger.run_reconciliation.reconcile_at_run_end`).
+`reconcile-day` is the daily close (`tasks.ledger.daily_close`), scheduled at 00:10 Africa/Accra for the day
+just ended. Both store the check in the payops database (`payops reconcile history` lists them), emit
 ``payops.reconciliation.difference`` when they find differences, and publish a Prefect artifact.
 """
 
@@ -15,21 +15,20 @@ import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from payops.flows.outcomes import end_run
+from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
+from payops.flows.summaries import ReconciliationSummary
+from payops.store.settings import PayopsSettings
+from payops.tasks.events.alerts import emit_reconciliation_difference
+from payops.tasks.ledger.daily_close import LOOKBACK, business_day, run_close_task, write_close_reports
+from payops.tasks.ledger.run_reconciliation import KINDS, label_for_reference, open_store, reconcile_run_task
+from payops.tasks.reports.artifacts import artifact_key, markdown_table, report_lines
+from payops.tasks.runtime.clients import open_clients
+from payops.tasks.runtime.credentials import load_settings
 from prefect import flow, get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
 from pydantic import BaseModel, Field, model_validator
-
-from flows.outcomes import end_run
-from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
-from flows.summaries import ReconciliationSummary
-from store.settings import PayopsSettings
-from tasks.alerts import emit_reconciliation_difference
-from tasks.artifacts import artifact_key, markdown_table, report_lines
-from tasks.clients import open_clients
-from tasks.credentials import load_settings
-from tasks.daily_close import LOOKBACK, business_day, run_close_task, write_close_reports
-from tasks.reconciliation import KINDS, label_for_reference, open_store, reconcile_run_task
 
 
 class ReconcileRunParams(BaseModel):

@@ -12,13 +12,12 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Annotated, Any
 
+from payops.tasks.intake import IntakeOptions
+from payops.tasks.reports.run_reports import ensure_reports_spare_source
+from payops.tasks.runtime.progress import progress
+from payops.tasks.runtime.run_meter import RunMeter
 from prefect import get_run_logger
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
-
-from tasks.intake import IntakeOptions
-from tasks.progress import progress
-from tasks.reports import ensure_reports_spare_source
-from tasks.run_meter import RunMeter
 
 REPORT_DIR_DESCRIPTION = (
     "Folder or storage URL (s3://..., gs://...) for the reports. Leave empty for the payops reports folder "

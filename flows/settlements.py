@@ -15,23 +15,17 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from prefect import flow, get_run_logger
-from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from prefect.states import State
-from pydantic import BaseModel, Field
-
-from connectors.payments.models import REFERENCE_PATTERN
-from flows.outcomes import end_run
-from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
-from flows.summaries import SettlementRunSummary
-from store.settings import PayopsSettings
-from tasks.alerts import emit_settlement_alerts
-from tasks.artifacts import markdown_table, report_lines
-from tasks.clients import open_clients
-from tasks.credentials import load_settings
-from tasks.money import money
-from tasks.references import resettlement_reference, settle_now_reference
-from tasks.settlements import (
+from payops.connectors.payments.models import REFERENCE_PATTERN
+from payops.flows.outcomes import end_run
+from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
+from payops.flows.summaries import SettlementRunSummary
+from payops.store.settings import PayopsSettings
+from payops.tasks.events.alerts import emit_settlement_alerts
+from payops.tasks.reports.artifacts import markdown_table, report_lines
+from payops.tasks.reports.tabular_reports import write_table_reports
+from payops.tasks.runtime.clients import open_clients
+from payops.tasks.runtime.credentials import load_settings
+from payops.tasks.settlements import (
     POLICY_FIX,
     RetryResult,
     RunInfo,
@@ -41,7 +35,12 @@ from tasks.settlements import (
     scan_settlements_task,
     settle_now_task,
 )
-from tasks.tabular_reports import write_table_reports
+from payops.tasks.wire.money import money
+from payops.tasks.wire.references import resettlement_reference, settle_now_reference
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.states import State
+from pydantic import BaseModel, Field
 
 REPORT_HEADERS = [
     "run id",

@@ -12,19 +12,11 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from prefect import flow, get_run_logger
-from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from prefect.states import State
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from flows.outcomes import end_run
-from flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir
-from flows.summaries import TransactionsReportSummary
-from store.settings import PayopsSettings
-from tasks.artifacts import markdown_table, report_lines
-from tasks.clients import open_clients
-from tasks.credentials import load_settings
-from tasks.transactions_report import (
+from payops.flows.outcomes import end_run
+from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir
+from payops.flows.summaries import TransactionsReportSummary
+from payops.store.settings import PayopsSettings
+from payops.tasks.ledger.transactions_report import (
     GROUPS,
     HEADERS,
     RECONCILIATION_COLUMN,
@@ -38,6 +30,13 @@ from tasks.transactions_report import (
     wallet_rows,
     write_transactions_report,
 )
+from payops.tasks.reports.artifacts import markdown_table, report_lines
+from payops.tasks.runtime.clients import open_clients
+from payops.tasks.runtime.credentials import load_settings
+from prefect import flow, get_run_logger
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.states import State
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Kind = Literal["collection", "payout", "settlement", "utility", "wallet_transfer"]
 

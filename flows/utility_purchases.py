@@ -13,29 +13,21 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any, NoReturn
 
-from prefect import flow
-from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
-from prefect.states import State
-from prefect.utilities.annotations import quote as untraversed
-from pydantic import Field
-
-from connectors.payments import PaymentsSettings
-from connectors.payments.models import UTILITY_PURCHASE_AWAITING_STATUSES
-from flows.outcomes import end_run
-from flows.pipeline import RunEnded, SheetRun, send_parts
-from flows.run_params import SheetRunParams, sheet_run_name, tag_run
-from flows.summaries import PurchaseRunSummary
-from store.settings import PayopsSettings
-from tasks.artifacts import artifact_key, markdown_table, report_lines
-from tasks.clients import open_clients
-from tasks.credentials import load_settings
-from tasks.intake import write_validation_report
-from tasks.money import money
-from tasks.progress import progress
-from tasks.references import content_label
-from tasks.reports import ensure_reports_spare_source, report_paths
-from tasks.tabular_reports import write_table_reports
-from tasks.utility_purchases import (
+from payops.connectors.payments import PaymentsSettings
+from payops.connectors.payments.models import UTILITY_PURCHASE_AWAITING_STATUSES
+from payops.flows.outcomes import end_run
+from payops.flows.pipeline import RunEnded, SheetRun, send_parts
+from payops.flows.run_params import SheetRunParams, sheet_run_name, tag_run
+from payops.flows.summaries import PurchaseRunSummary
+from payops.store.settings import PayopsSettings
+from payops.tasks.intake import write_validation_report
+from payops.tasks.reports.artifacts import artifact_key, markdown_table, report_lines
+from payops.tasks.reports.run_reports import ensure_reports_spare_source, report_paths
+from payops.tasks.reports.tabular_reports import write_table_reports
+from payops.tasks.runtime.clients import open_clients
+from payops.tasks.runtime.credentials import load_settings
+from payops.tasks.runtime.progress import progress
+from payops.tasks.utility_purchases import (
     CHUNK_SIZE,
     PurchaseOutcome,
     Quotes,
@@ -53,7 +45,14 @@ from tasks.utility_purchases import (
     result_rows,
     validate_utility_sheet,
 )
-from tasks.utility_purchases import PollResult as PurchasePollResult
+from payops.tasks.utility_purchases import PollResult as PurchasePollResult
+from payops.tasks.wire.money import money
+from payops.tasks.wire.references import content_label
+from prefect import flow
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.states import State
+from prefect.utilities.annotations import quote as untraversed
+from pydantic import Field
 
 
 class UtilityRunParams(SheetRunParams):

@@ -26,7 +26,7 @@ from .idempotency import render
 from .resources import Delivery, DeliveryAttempt
 from .runtime import Sandbox
 
-log = logging.getLogger("sandbox.delivery")
+log = logging.getLogger("payops.sandbox.delivery")
 
 WORKER_INTERVAL_S = 0.5
 _ssl_context: ssl.SSLContext | None = None

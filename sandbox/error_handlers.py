@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .auth import token_problem
 from .errors import INTERNAL_MESSAGE, ApiError, error_response, field_path
 
-log = logging.getLogger("sandbox")
+log = logging.getLogger("payops.sandbox")
 
 
 def _validation_message(exc: RequestValidationError) -> str:

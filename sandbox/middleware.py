@@ -21,7 +21,7 @@ from .errors import INTERNAL_MESSAGE
 from .idempotency import render
 from .runtime import Sandbox
 
-log = logging.getLogger("sandbox")
+log = logging.getLogger("payops.sandbox")
 
 FAULT_CODES = {500: "internal", 502: "internal", 503: "environment_unknown", 504: "upstream_timeout"}
 

@@ -7,7 +7,7 @@ by Alembic: a SQLite file under the payops home by default (no server needed), P
 the Payments Service stays the source of truth for money. This room imports neither Prefect nor httpx.
 """
 
-from store.database import (
+from payops.store.database import (
     Base,
     SchemaBehind,
     migrate,
@@ -16,7 +16,7 @@ from store.database import (
     shown_url,
     upgrade_database,
 )
-from store.settings import PayopsSettings
+from payops.store.settings import PayopsSettings
 
 __all__ = [
     "Base",

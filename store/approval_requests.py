@@ -3,7 +3,7 @@
 The flow writes the request (who started the run and how, the approvals needed, totals per currency with
 fees, balance and limit headroom, the name-check findings, the deadline) and every row as the approver will
 see it. The console pages and ``payops approve`` read it from here; the approvers' signatures cover the
-fingerprint of exactly these rows (tasks/approvals.py), so what was shown is what was signed.
+fingerprint of exactly these rows (tasks/approval/approvals.py), so what was shown is what was signed.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+from payops.store.database import Base
+from payops.store.users import utcnow
 from sqlalchemy import Boolean, DateTime, Engine, Integer, String, Text, func, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
-
-from store.database import Base
-from store.users import utcnow
 
 ROW_FIELDS = (
     "row",

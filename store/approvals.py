@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
+from payops.store.database import Base
+from payops.store.users import UserError, utcnow
 from sqlalchemy import DateTime, Engine, Integer, Numeric, String, Text, UniqueConstraint, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
-
-from store.database import Base
-from store.users import UserError, utcnow
 
 MAX_APPROVERS = 5
 ANY_CURRENCY = "*"

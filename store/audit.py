@@ -7,8 +7,8 @@ or deleting a row breaks the chain at that row (:func:`verify`). The key lives o
 can write the database but not read the key cannot edit a row and re-chain the rest. Entries are numbered 1,
 2, 3... and the number is the primary key: two writers appending at once collide on it and the loser retries
 with the new tail, so the chain stays linear on SQLite and PostgreSQL alike. Removing the newest entries
-leaves a valid, shorter chain; the Prefect event emitted for every entry (tasks/auditing.py) is the outside
-copy that :func:`verify` also compares when given it.
+leaves a valid, shorter chain; the Prefect event emitted for every entry (tasks/events/auditing.py) is the
+outside copy that :func:`verify` also compares when given it.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from payops.store.database import Base
+from payops.store.users import utcnow
 from sqlalchemy import DateTime, Engine, Integer, String, Text, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
-
-from store.database import Base
-from store.users import utcnow
 
 GENESIS = "0" * 64
 

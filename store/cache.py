@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from payops.store.database import Base, upsert_insert
 from sqlalchemy import Boolean, DateTime, Engine, String, delete, select
 from sqlalchemy.orm import Mapped, mapped_column
-
-from store.database import Base, upsert_insert
 
 NAMES = "name"
 QUOTES = "fee"

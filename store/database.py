@@ -19,7 +19,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
 from sqlalchemy.orm import DeclarativeBase
 
 if TYPE_CHECKING:
-    from store.settings import PayopsSettings
+    from payops.store.settings import PayopsSettings
 
 UPGRADE_COMMAND = "payops db upgrade"
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from payops.store.database import Base
+from payops.store.users import utcnow
 from sqlalchemy import DateTime, Engine, Integer, String, Text, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
-
-from store.database import Base
-from store.users import utcnow
 
 KINDS = ("approval_needed", "approval_reminder", "approval_expired")
 

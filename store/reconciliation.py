@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from payops.store.database import Base
 from sqlalchemy import (
     DateTime,
     Engine,
@@ -29,8 +30,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.orm import Mapped, Session, mapped_column
-
-from store.database import Base
 
 IN_CHUNK = 500
 """References per ``IN (...)`` query (well under SQLite's parameter limit)."""

@@ -2,11 +2,11 @@
 most once, whatever order the run, its retries and their re-runs happen in.
 
 A run records each row as soon as it fails or is refused (the cells of its resubmit row, with the fresh
-reference a retry sends: `tasks.reports.resubmit_rows`), so a retry can start while the run still polls the
-others. A retry **claims** rows for its label in one transaction, all or none: a row belongs to at most one
-retry, and a retry label to exactly one set of rows. So two retries never pay the same row, and a re-run of a
-retry (same label) rebuilds the same sheet and replays instead of paying again. The run reads the claims when
-it reports, and leaves the claimed rows out of its resubmit sheet and its rows needing a person.
+reference a retry sends: `tasks.reports.run_reports.resubmit_rows`), so a retry can start while the run still
+polls the others. A retry **claims** rows for its label in one transaction, all or none: a row belongs to at
+most one retry, and a retry label to exactly one set of rows. So two retries never pay the same row, and a
+re-run of a retry (same label) rebuilds the same sheet and replays instead of paying again. The run reads the
+claims when it reports, and leaves the claimed rows out of its resubmit sheet and its rows needing a person.
 
 Payments state is not kept here: whether a retry's payout was delivered is the service's answer.
 """
@@ -17,11 +17,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from payops.store.database import Base, upsert_insert
+from payops.store.users import utcnow
 from sqlalchemy import JSON, DateTime, Engine, Integer, String, Text, UniqueConstraint, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
-
-from store.database import Base, upsert_insert
-from store.users import utcnow
 
 IN_CHUNK = 500
 """References per ``IN (...)`` query (well under SQLite's parameter limit)."""

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
+from payops.store.database import Base
 from pwdlib import PasswordHash
 from sqlalchemy import Boolean, DateTime, Engine, ForeignKey, Integer, String, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
-
-from store.database import Base
 
 ROLES = ("operator", "approver", "admin")
 PERMISSIONS = {

@@ -11,7 +11,7 @@ on PostgreSQL) take ``pending`` rows under a lease, so one relay works on a row 
 
 A relay that dies leaves its lease to expire; the next claim sees ``sent_at`` and confirms before resending.
 Rows not selected for forwarding (``forward`` false) stay for audit. This module imports neither Prefect nor
-httpx: the relay that talks to Prefect is ``tasks.event_relay``.
+httpx: the relay that talks to Prefect is ``tasks.events.event_relay``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from payops.store.database import Base, upsert_insert
 from sqlalchemy import Boolean, Engine, Float, Index, Integer, String, Text, case, func, or_, select, update
 from sqlalchemy.orm import Mapped, mapped_column
-
-from store.database import Base, upsert_insert
 
 __all__ = [
     "GroupCommit",

@@ -12,7 +12,8 @@ Event-driven retry
 ------------------
 `emit_settlement_event(envelope)` turns a ``settlement.status_changed`` envelope (webhook receiver or the
 ``GET /v1/events`` feed, see `relay_settlement_events`) into the Prefect event
-``payments.settlement.status_changed`` (the shared conversion `tasks.payment_events.envelope_to_event`) with
+``payments.settlement.status_changed`` (the shared conversion `tasks.events.payment_events.envelope_to_event`)
+with
 
 * resource: ``prefect.resource.id`` = ``payments.settlement.<reference>``, ``prefect.resource.name`` =
   ``<reference>``, and labels ``payments.reference``, ``payments.webhook-id``, ``payments.status`` and
@@ -51,27 +52,26 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
-from connectors.payments import (
+from payops.connectors.payments import (
     ConflictError,
     PaymentsClient,
     PaymentsSettings,
     UnprocessableEntityError,
     WebhookEnvelope,
 )
-from connectors.payments.models import SettlementRun
-from tasks.clients import payments_client
-from tasks.payment_events import as_envelope, default_emitter, envelope_to_event
-from tasks.poll_loop import SETTLEMENT_BACKOFF, Backoff, PollRounds, poll_until
-from tasks.references import (
+from payops.connectors.payments.models import SettlementRun
+from payops.tasks.events.payment_events import as_envelope, default_emitter, envelope_to_event
+from payops.tasks.payouts.poll_loop import SETTLEMENT_BACKOFF, Backoff, PollRounds, poll_until
+from payops.tasks.runtime.clients import payments_client
+from payops.tasks.runtime.retries import API_TASK_RETRY
+from payops.tasks.wire.references import (
     is_our_retry,
     resettlement_idempotency_key,
     resettlement_reference,
     settle_now_idempotency_key,
 )
-from tasks.retries import API_TASK_RETRY
+from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 log = logging.getLogger(__name__)
 
@@ -338,8 +338,8 @@ async def start_settlement(client: PaymentsClient, reference: str, currency: str
 def settlement_event(envelope: WebhookEnvelope | Mapping[str, Any]) -> dict[str, Any] | None:
     """Arguments of `prefect.events.emit_event` for a ``settlement.status_changed`` envelope, else None.
 
-    The conversion itself is `tasks.payment_events.envelope_to_event`, shared with the webhook receiver and
-    the events catch-up.
+    The conversion itself is `tasks.events.payment_events.envelope_to_event`, shared with the webhook receiver
+    and the events catch-up.
     """
     env = as_envelope(envelope)
     reference = env.data.get("reference")

@@ -26,10 +26,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
-from connectors.payments import (
+from payops.connectors.payments import (
     APIConnectionError,
     APIStatusError,
     PaymentsClient,
@@ -38,21 +35,23 @@ from connectors.payments import (
     UtilityPurchase,
     UtilityPurchaseRequest,
 )
-from connectors.payments.models import (
+from payops.connectors.payments.models import (
     UTILITY_PURCHASE_AWAITING_STATUSES,
     UTILITY_PURCHASE_FAILED_STATUSES,
     UTILITY_PURCHASE_FINAL_STATUSES,
 )
-from tasks.clients import payments_client
-from tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, read_raw_sheet
-from tasks.intake.amounts import CellError, parse_amount
-from tasks.intake.columns import header_key
-from tasks.intake.phones import normalise_msisdn
-from tasks.intake.raw import RawSheet
-from tasks.money import money
-from tasks.poll_loop import PURCHASE_BACKOFF, Backoff, PollRounds, poll_until
-from tasks.references import purchase_idempotency_key, row_reference
-from tasks.retries import API_TASK_RETRY
+from payops.tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, read_raw_sheet
+from payops.tasks.intake.amounts import CellError, parse_amount
+from payops.tasks.intake.columns import header_key
+from payops.tasks.intake.phones import normalise_msisdn
+from payops.tasks.intake.raw import RawSheet
+from payops.tasks.payouts.poll_loop import PURCHASE_BACKOFF, Backoff, PollRounds, poll_until
+from payops.tasks.runtime.clients import payments_client
+from payops.tasks.runtime.retries import API_TASK_RETRY
+from payops.tasks.wire.money import money
+from payops.tasks.wire.references import purchase_idempotency_key, row_reference
+from prefect import task
+from prefect.cache_policies import NO_CACHE
 
 log = logging.getLogger(__name__)
 

@@ -39,9 +39,9 @@ def payops_policy_and_operator() -> Iterator[None]:
     """The session's payops database states its approval policy explicitly, "none": the tests of approvals
     set their own (a new install's default asks one approver for every run). CLI commands that start runs
     do so as the operator ``ci-operator``, through its personal API token (PAYOPS_API_TOKEN)."""
-    from store import PayopsSettings, upgrade_database
-    from store.approvals import state_policy
-    from store.users import Users
+    from payops.store import PayopsSettings, upgrade_database
+    from payops.store.approvals import state_policy
+    from payops.store.users import Users
 
     engine = upgrade_database(PayopsSettings.from_env())  # as `payops serve` does for its home
     state_policy(engine, "none")

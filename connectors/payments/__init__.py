@@ -1,7 +1,7 @@
 """Typed async client of the Payments Service API (httpx + pydantic; never imports prefect).
 
 ```python
-from connectors.payments import PaymentsClient, PaymentsSettings
+from payops.connectors.payments import PaymentsClient, PaymentsSettings
 async with PaymentsClient(PaymentsSettings()) as client:
     payout = await client.payouts.get("ref-1")
 ```

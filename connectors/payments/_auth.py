@@ -23,7 +23,7 @@ from .models import TokenResponse
 
 __all__ = ["PaymentsAuth", "AccessToken"]
 
-logger = logging.getLogger("connectors.payments.auth")
+logger = logging.getLogger("payops.connectors.payments.auth")
 
 
 @dataclass(frozen=True)

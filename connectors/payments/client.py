@@ -35,7 +35,7 @@ from .errors import (
 
 __all__ = ["PaymentsClient", "new_idempotency_key"]
 
-logger = logging.getLogger("connectors.payments")
+logger = logging.getLogger("payops.connectors.payments")
 
 M = TypeVar("M", bound=BaseModel)
 _ENDPOINT_EXT = "payops_endpoint"

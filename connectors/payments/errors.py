@@ -83,7 +83,7 @@ class PaymentsError(Exception):
 
     retries_spent: bool = False
     """Set by the client: the request was sent as often as its retry budget allows (``max_retries``), so a
-    caller must not send it again on top (`tasks.retries`)."""
+    caller must not send it again on top (`tasks.runtime.retries`)."""
 
 
 class APIConnectionError(PaymentsError):

@@ -8,8 +8,7 @@ Commands import Prefect only when they run a flow, so the others answer at once.
 from __future__ import annotations
 
 import typer
-
-from deployments.cli import (
+from payops.deployments.cli import (
     alerts,
     cache,
     check,
@@ -52,7 +51,7 @@ app.add_typer(db.app, name="db")
 
 def main() -> None:
     """Entry point of the `payops` console script."""
-    from tasks.memory import heap_frozen_for_exit
+    from payops.tasks.runtime.memory import heap_frozen_for_exit
 
     try:
         app()

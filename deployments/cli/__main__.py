@@ -1,5 +1,5 @@
-"""``python -m deployments.cli``: the same as the ``payops`` command."""
+"""``python -m payops.deployments.cli``: the same as the ``payops`` command."""
 
-from deployments.cli import main
+from payops.deployments.cli import main
 
 main()

@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
+    from payops.store.settings import PayopsSettings
     from sqlalchemy import Engine
 
-    from store.settings import PayopsSettings
-
-from flows.summaries import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED, EXIT_OK, RunSummary
+from payops.flows.summaries import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED, EXIT_OK, RunSummary
 
 __all__ = [
     "EXIT_ERROR",
@@ -42,11 +41,11 @@ def quiet_prefect(json_only: bool, progress_shown: bool = False) -> Iterator[Non
     line per log record; with --json, only warnings. With a live progress display, the terminal shows
     warnings and errors only (the Prefect UI keeps them all).
 
-    The cyclic collector is paused for these imports (`tasks.memory.gc_paused`): the objects they build live
-    as long as the process, and the collections they would trigger find nothing to free
+    The cyclic collector is paused for these imports (`tasks.runtime.memory.gc_paused`): the objects they
+    build live as long as the process, and the collections they would trigger find nothing to free
     (docs/performance.md, *Starting a command*).
     """
-    from tasks.memory import gc_paused
+    from payops.tasks.runtime.memory import gc_paused
 
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if json_only:
@@ -111,8 +110,8 @@ def refuse_unsafe_sheet(source: str, label: str | None, json_out: bool) -> None:
     """The sheet's safety checks (type, size, zip and dimension bombs), before Prefect is imported or a
     server started: an unsafe or unreadable file is refused at once with exit 2, in one line on stderr, or
     with ``--json`` as the run's JSON summary (outcome ``invalid_input``, the refusal in ``errors``)."""
-    from tasks.intake import IntakeError
-    from tasks.intake.reading import check_sheet_file
+    from payops.tasks.intake import IntakeError
+    from payops.tasks.intake.reading import check_sheet_file
 
     try:
         check_sheet_file(source)
@@ -137,7 +136,7 @@ def run_on_server(call: Callable[[], Any], settings: PayopsSettings | None = Non
     """``asyncio.run(call())`` on a Prefect server: the configured one, the ``payops serve`` of the
     settings' home (default: this command's settings), or a temporary one this process owns and that dies
     with it (deployments/prefect_server.py)."""
-    from deployments.prefect_server import prefect_api
+    from payops.deployments.prefect_server import prefect_api
 
     with prefect_api(settings or cli_settings(), say=lambda line: typer.echo(line, err=True)):
         return asyncio.run(call())
@@ -149,9 +148,8 @@ def run_flow(
     """Run a flow to its final state (``call`` passes ``return_state=True``); print the run summary the state
     carries (`flows.outcomes.run_summary`; only its JSON with --json) and exit with its outcome's code. A
     failed state exits 1 with its message."""
+    from payops.tasks.intake import IntakeError
     from prefect.states import State
-
-    from tasks.intake import IntakeError
 
     try:
         state = run_on_server(call)
@@ -197,7 +195,7 @@ COLUMN = typer.Option(
 
 def column_map(entries: list[str] | None) -> dict[str, str]:
     """The ``--column`` options as one ``{header: field}`` mapping; a bad entry exits 2 naming it."""
-    from tasks.intake.columns import ColumnMapError, parse_column_map
+    from payops.tasks.intake.columns import ColumnMapError, parse_column_map
 
     try:
         return parse_column_map("\n".join(entries or []))
@@ -208,7 +206,7 @@ def column_map(entries: list[str] | None) -> dict[str, str]:
 def cli_settings() -> PayopsSettings:
     """payops' settings for this command (read once, at its start, and passed on); a bad ``PAYOPS_*`` value
     exits 2 naming the variable."""
-    from store.settings import PayopsSettings, SettingsError
+    from payops.store.settings import PayopsSettings, SettingsError
 
     try:
         return PayopsSettings.from_env()
@@ -229,9 +227,8 @@ def open_cli_database(settings: PayopsSettings, setting: str = DATABASE_SETTING)
     database behind this payops' schema exits 2 with one line naming it and `payops db upgrade`; any other
     database error is one line naming ``setting``; the error's own text is never shown, because
     SQLAlchemy's messages can carry the URL and its password."""
+    from payops.store import SchemaBehind, open_database
     from sqlalchemy.exc import SQLAlchemyError
-
-    from store import SchemaBehind, open_database
 
     try:
         return open_database(settings)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
-
-from deployments.cli._common import EXIT_INVALID, cli_settings, fail, quiet_prefect, run_on_server
+from payops.deployments.cli._common import EXIT_INVALID, cli_settings, fail, quiet_prefect, run_on_server
 
 if TYPE_CHECKING:
-    from store.settings import PayopsSettings
+    from payops.store.settings import PayopsSettings
 
 app = typer.Typer(
     no_args_is_help=True, help="Alerts: Prefect automations sending payops events to a channel."
@@ -34,7 +33,7 @@ def apply(
 ) -> None:
     """Create or update every automation of deployments/automations/ (re-applying never duplicates)."""
     with quiet_prefect(True):
-        from deployments.alerts import AlertSetupError, apply_automations
+        from payops.deployments.alerts import AlertSetupError, apply_automations
 
     settings = cli_settings()
     chosen = _block(block, settings)
@@ -53,7 +52,7 @@ def apply(
 def test(block: str | None = typer.Option(None, "--block", help=BLOCK_HELP)) -> None:
     """Send a test message through the notification block."""
     with quiet_prefect(True):
-        from deployments.alerts import AlertSetupError, send_test
+        from payops.deployments.alerts import AlertSetupError, send_test
 
     settings = cli_settings()
     chosen = _block(block, settings)

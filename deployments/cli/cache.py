@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import typer
-
-from deployments.cli._common import payops_database
+from payops.deployments.cli._common import payops_database
 
 app = typer.Typer(no_args_is_help=True, help="The lookup and quote cache kept between runs.")
 
@@ -12,7 +11,7 @@ app = typer.Typer(no_args_is_help=True, help="The lookup and quote cache kept be
 @app.command("clear")
 def cache_clear() -> None:
     """Forget every cached holder name and fee quote: the next pre-flight asks the service again."""
-    from store.cache import LookupCache
+    from payops.store.cache import LookupCache
 
     with payops_database() as engine:
         removed = LookupCache(engine).clear()

@@ -6,8 +6,7 @@ import json
 import sys
 
 import typer
-
-from deployments.cli._common import (
+from payops.deployments.cli._common import (
     COLUMN,
     EXIT_INVALID,
     REPORTS_DEFAULT,
@@ -15,7 +14,7 @@ from deployments.cli._common import (
     default_report_dir,
     fail,
 )
-from flows.summaries import SheetCheckSummary
+from payops.flows.summaries import SheetCheckSummary
 
 
 def check(
@@ -26,9 +25,9 @@ def check(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Check a payout sheet as `payops payouts` would, at once; nothing is started or sent. Exit 0 valid."""
-    from tasks.intake import IntakeOptions
-    from tasks.reports import ReportWouldOverwriteSource
-    from tasks.sheet_check import check_sheet
+    from payops.tasks.intake import IntakeOptions
+    from payops.tasks.payouts.sheet_check import check_sheet
+    from payops.tasks.reports.run_reports import ReportWouldOverwriteSource
 
     options = IntakeOptions(column_map=column_map(column))
     try:

@@ -8,8 +8,7 @@ revision by whichever command opens it first: there is nothing to migrate.
 from __future__ import annotations
 
 import typer
-
-from deployments.cli._common import DATABASE_SETTING, EXIT_INVALID, cli_settings, fail
+from payops.deployments.cli._common import DATABASE_SETTING, EXIT_INVALID, cli_settings, fail
 
 app = typer.Typer(no_args_is_help=True, help="The payops database: its schema revision, and upgrading it.")
 
@@ -18,10 +17,9 @@ app = typer.Typer(no_args_is_help=True, help="The payops database: its schema re
 def current() -> None:
     """Where the payops database is (password masked), the revision it records and the one this payops needs;
     exit 2 when it is behind."""
+    from payops.store import shown_url
+    from payops.store.database import SCHEMA_HEADS, UPGRADE_COMMAND, open_engine, recorded_revisions
     from sqlalchemy.exc import SQLAlchemyError
-
-    from store import shown_url
-    from store.database import SCHEMA_HEADS, UPGRADE_COMMAND, open_engine, recorded_revisions
 
     settings = cli_settings()
     url = settings.database
@@ -45,10 +43,9 @@ def current() -> None:
 @app.command("upgrade")
 def upgrade() -> None:
     """Bring the payops database's schema to the newest revision (safe to run again: nothing to do then)."""
+    from payops.store import shown_url, upgrade_database
+    from payops.store.database import SCHEMA_HEADS
     from sqlalchemy.exc import SQLAlchemyError
-
-    from store import shown_url, upgrade_database
-    from store.database import SCHEMA_HEADS
 
     settings = cli_settings()
     try:

@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 import typer
-
-from deployments.cli._common import (
-    EXIT_INVALID,
-    fail,
-    quiet_prefect,
-    run_flow,
-    validation_message,
-)
-from flows.summaries import EventsCatchUpSummary
+from payops.deployments.cli._common import EXIT_INVALID, fail, quiet_prefect, run_flow, validation_message
+from payops.flows.summaries import EventsCatchUpSummary
 
 app = typer.Typer(no_args_is_help=True, help="Payments Service events: catch up with missed webhooks.")
 
@@ -24,9 +17,8 @@ def events_sync(
 ) -> None:
     """Emit the events the webhooks missed (GET /v1/events from the saved cursor), each once."""
     with quiet_prefect(json_out):
+        from payops.flows.events import EventsCatchUpParams, events_catch_up
         from pydantic import ValidationError
-
-        from flows.events import EventsCatchUpParams, events_catch_up
 
     try:
         params = EventsCatchUpParams(variable=variable, credentials_block=credentials_block)

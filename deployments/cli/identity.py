@@ -14,7 +14,7 @@ import getpass
 import sys
 from dataclasses import dataclass
 
-from deployments.cli._common import EXIT_INVALID, fail
+from payops.deployments.cli._common import EXIT_INVALID, fail
 
 TOKEN_ENV = "PAYOPS_API_TOKEN"
 WHO = f"name yourself with --user NAME (your password is asked) or {TOKEN_ENV} (see `payops users token`)"
@@ -37,8 +37,8 @@ def read_password(prompt: str = "Password: ") -> str:
 def authenticate(user: str | None, permission: str, action: str) -> CliUser:
     """The payops user running this command, allowed ``permission``; a clear one-line refusal otherwise
     (audited as ``login.failed`` or ``access.denied``)."""
-    from deployments.cli._common import cli_settings, payops_database
-    from store.users import PERMISSIONS, Users
+    from payops.deployments.cli._common import cli_settings, payops_database
+    from payops.store.users import PERMISSIONS, Users
 
     settings = cli_settings()
     token = settings.api_token.get_secret_value().strip() if settings.api_token else ""
@@ -67,7 +67,7 @@ def authenticate(user: str | None, permission: str, action: str) -> CliUser:
 
 def audit_start(user: CliUser, label: str | None, source: str, **detail: object) -> None:
     """``payops.run.started`` by ``user`` from the CLI (the flow run's id is in its own audit entries)."""
-    from deployments.cli._common import cli_settings, payops_database
+    from payops.deployments.cli._common import cli_settings, payops_database
 
     settings = cli_settings()
     with payops_database(settings) as engine:
@@ -83,7 +83,7 @@ _emitted: list[bool] = []
 def cli_auditor(engine, settings):  # noqa: ANN001, ANN201 - Engine, PayopsSettings, Auditor: lazy imports
     """An auditor for CLI commands (the chain's key from ``settings``): the row always, its Prefect event
     copy when a Prefect API is set."""
-    from tasks.auditing import Auditor
+    from payops.tasks.events.auditing import Auditor
 
     def emit(**event: object) -> None:
         from prefect.settings import PREFECT_API_URL

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
-from deployments.cli._common import operator_logging
+from payops.deployments.cli._common import operator_logging
 
 
 def serve(
@@ -24,7 +23,7 @@ def serve(
     ports (the home's previous ones when free); where everything is gets printed and recorded in the home
     (PAYOPS_HOME/serve.json), where every payops command of this home finds it. Ctrl-C stops everything.
     """
-    from deployments.serve import run_all_in_one
+    from payops.deployments.serve import run_all_in_one
 
     operator_logging()
 
@@ -44,7 +43,7 @@ def console(
     PAYOPS_UPLOAD_URL, PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS, PAYOPS_WEBHOOK_FORWARD,
     PAYOPS_CONSOLE_TRUSTED_PROXIES (see docs/operations.md).
     """
-    from deployments.console.__main__ import main
+    from payops.deployments.console.__main__ import main
 
     operator_logging()
 
@@ -66,7 +65,7 @@ def sandbox(
     ),
 ) -> None:
     """Serve the Payments Service emulator and print the settings a client needs."""
-    from sandbox.cli import run_sandbox
+    from payops.sandbox.cli import run_sandbox
 
     run_sandbox(
         host=host,

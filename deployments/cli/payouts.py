@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import typer
-from typer.core import TyperGroup
-
-from deployments.cli._common import (
+from payops.deployments.cli._common import (
     COLUMN,
     EXIT_INVALID,
     REPORTS_DEFAULT,
@@ -25,12 +23,13 @@ from deployments.cli._common import (
     refuse_unsafe_sheet,
     run_flow,
 )
-from deployments.cli.identity import TOKEN_ENV, CliUser, audit_start, authenticate
-from deployments.cli.progress_display import is_terminal, progress_display
-from flows.summaries import PayoutRunSummary
+from payops.deployments.cli.identity import TOKEN_ENV, CliUser, audit_start, authenticate
+from payops.deployments.cli.progress_display import is_terminal, progress_display
+from payops.flows.summaries import PayoutRunSummary
+from typer.core import TyperGroup
 
 if TYPE_CHECKING:
-    from store.settings import PayopsSettings
+    from payops.store.settings import PayopsSettings
 
 
 class _SheetByDefault(TyperGroup):
@@ -61,7 +60,7 @@ def _run_payouts(json_out: bool, approval_threshold: str | None, user: CliUser |
     settings = cli_settings()
     open_cli_database(settings)
     with quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout)):
-        from flows.payouts import PayoutRunParams, payout_spreadsheet
+        from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 
     params = PayoutRunParams(approval_threshold=threshold, **fields)
     if user is not None:
@@ -82,10 +81,10 @@ def _run_payouts(json_out: bool, approval_threshold: str | None, user: CliUser |
 
 
 async def signed_start(settings: PayopsSettings, source: str, initiator: str) -> str:
-    """The start the flow trusts (tasks/approvals.py); without an approval key the run has no payops
+    """The start the flow trusts (tasks/approval/approvals.py); without an approval key the run has no payops
     initiator, which only matters when it needs approval: it then ends "Not approved" saying the key is
     missing."""
-    from tasks.approvals import ApprovalKeyMissing, load_approval_key, sign_start
+    from payops.tasks.approval.approvals import ApprovalKeyMissing, load_approval_key, sign_start
 
     try:
         key = await load_approval_key(settings)
@@ -146,7 +145,7 @@ def payouts(
 
     Runs as a named payops user (--user, or PAYOPS_API_TOKEN): the approval policy applies, and that user
     cannot approve the run."""
-    from tasks.intake.columns import format_column_map
+    from payops.tasks.intake.columns import format_column_map
 
     mapping = format_column_map(column_map(column))  # a bad --column exits 2 before anything starts
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
@@ -192,8 +191,8 @@ def retry_failed(
     Each row is retried at most once: run again, it retries only rows no retry took yet (as LABEL-retry2,
     ...), replays a retry that was interrupted, and otherwise refuses: nothing is paid twice.
     """
-    from store.retries import RetryRows
-    from tasks.retry_sheet import RetryRefused, prepare_retry
+    from payops.store.retries import RetryRows
+    from payops.tasks.payouts.retry_sheet import RetryRefused, prepare_retry
 
     _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
     who = _who(user, False, "payops payouts retry-failed")
@@ -234,10 +233,10 @@ def followup(
 ) -> None:
     """Read again the payouts run LABEL left waiting (in review, held); update its JSON summary and run record
     with what moved. The `payout-followup` deployment does this on payment webhooks and hourly."""
-    from flows.summaries import FollowupSummary
+    from payops.flows.summaries import FollowupSummary
 
     with quiet_prefect(json_out):
-        from flows.followup import FollowupParams, payout_followup
+        from payops.flows.followup import FollowupParams, payout_followup
 
     params = FollowupParams(
         label=label, report_dir=report_dir or default_report_dir(), credentials_block=credentials_block
@@ -252,7 +251,7 @@ def followup(
 
 def template(file: Path = typer.Argument(..., help="Where to write the .xlsx template")) -> None:
     """Write a payout sheet template with dropdowns and a text-formatted destination column."""
-    from tasks.intake import write_template
+    from payops.tasks.intake import write_template
 
     if file.suffix.lower() != ".xlsx":
         fail(f"the template is an .xlsx file; got {file.name!r}", EXIT_INVALID)

@@ -1,6 +1,6 @@
 """How far a payout run is, on the operator's terminal (rich) or as plain lines when stdout is not one.
 
-The flow reports through `tasks.progress` (a watcher in a context variable); these are the watchers.
+The flow reports through `tasks.runtime.progress` (a watcher in a context variable); these are the watchers.
 Nothing here imports Prefect.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import TextIO
 
-from tasks.progress import ProgressWatcher, watching
+from payops.tasks.runtime.progress import ProgressWatcher, watching
 
 PHASES = {
     "reading": "reading and validating the sheet",

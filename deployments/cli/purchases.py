@@ -10,8 +10,7 @@ from __future__ import annotations
 import sys
 
 import typer
-
-from deployments.cli._common import (
+from payops.deployments.cli._common import (
     EXIT_INVALID,
     REPORTS_DEFAULT,
     default_report_dir,
@@ -21,8 +20,8 @@ from deployments.cli._common import (
     run_flow,
     validation_message,
 )
-from deployments.cli.progress_display import is_terminal, progress_display
-from flows.summaries import PurchaseRunSummary
+from payops.deployments.cli.progress_display import is_terminal, progress_display
+from payops.flows.summaries import PurchaseRunSummary
 
 
 def purchases(
@@ -39,9 +38,8 @@ def purchases(
     """Buy airtime and data from a sheet: validate, quote, buy once per row, poll to final, report."""
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     with quiet_prefect(json_out, progress_shown=not json_out and is_terminal(sys.stdout)):
+        from payops.flows.utility_purchases import UtilityRunParams, utility_purchases
         from pydantic import ValidationError
-
-        from flows.utility_purchases import UtilityRunParams, utility_purchases
 
     try:
         params = UtilityRunParams(

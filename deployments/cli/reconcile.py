@@ -6,8 +6,7 @@ import json
 from datetime import date
 
 import typer
-
-from deployments.cli._common import (
+from payops.deployments.cli._common import (
     EXIT_INVALID,
     REPORTS_DEFAULT,
     default_report_dir,
@@ -17,7 +16,7 @@ from deployments.cli._common import (
     run_flow,
     validation_message,
 )
-from flows.summaries import ReconciliationSummary
+from payops.flows.summaries import ReconciliationSummary
 
 app = typer.Typer(
     invoke_without_command=True,
@@ -50,9 +49,13 @@ def reconcile(
         except ValueError:
             fail(f"--date: {day!r} is not a date; use YYYY-MM-DD", EXIT_INVALID)
     with quiet_prefect(json_out):
+        from payops.flows.reconcile import (
+            ReconcileDayParams,
+            ReconcileRunParams,
+            reconcile_day,
+            reconcile_run,
+        )
         from pydantic import ValidationError
-
-        from flows.reconcile import ReconcileDayParams, ReconcileRunParams, reconcile_day, reconcile_run
 
     try:
         if run is not None:
@@ -85,7 +88,7 @@ def history(
     json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON"),
 ) -> None:
     """Checks of runs and closes from the payops database, newest first, with their differences."""
-    from store.reconciliation import ReconciliationStore
+    from payops.store.reconciliation import ReconciliationStore
 
     scope, key = ("run", run) if run else (("day", day) if day else (None, None))
     with payops_database() as engine:

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
-
-from deployments.cli._common import fail, run_on_server
+from payops.deployments.cli._common import fail, run_on_server
 
 app = typer.Typer(help="Recent payout runs: state, totals by status, approval, reports.")
 
@@ -42,7 +41,7 @@ def runs(
     """List recent payout runs (newest first) from the Prefect server."""
     if ctx.invoked_subcommand is not None:
         return
-    from deployments.run_history import recent_payout_runs
+    from payops.deployments.run_history import recent_payout_runs
 
     records = _read(lambda: recent_payout_runs(limit))
     if json_out:
@@ -73,7 +72,7 @@ def show(
 ) -> None:
     """One payout run (the newest of that name): state, outcome, totals, approval, the rows needing a person,
     report files."""
-    from deployments.run_history import find_payout_runs
+    from payops.deployments.run_history import find_payout_runs
 
     found = _read(lambda: find_payout_runs(run))
     if not found:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import typer
-
-from deployments.cli._common import (
+from payops.deployments.cli._common import (
     EXIT_INVALID,
     REPORTS_DEFAULT,
     default_report_dir,
@@ -20,7 +19,7 @@ from deployments.cli._common import (
     quiet_prefect,
     run_flow,
 )
-from flows.summaries import SettlementRunSummary
+from payops.flows.summaries import SettlementRunSummary
 
 app = typer.Typer(no_args_is_help=True, help="Settlement runs: retry failed runs once, settle now.")
 
@@ -42,7 +41,7 @@ def retry(
 ) -> None:
     """Retry each failed settlement run (failed_partial, failed_all) exactly once, then report."""
     with quiet_prefect(json_out):
-        from flows.settlements import SettlementRetryParams, retry_failed_settlements
+        from payops.flows.settlements import SettlementRetryParams, retry_failed_settlements
 
     params = SettlementRetryParams(
         run_id=run_id,
@@ -72,10 +71,9 @@ def settle_now(
 ) -> None:
     """Settle the wallet now (on demand), poll the run to completed, report."""
     with quiet_prefect(json_out):
+        from payops.flows.settlements import SettleNowParams
+        from payops.flows.settlements import settle_now as settle_now_flow
         from pydantic import ValidationError
-
-        from flows.settlements import SettleNowParams
-        from flows.settlements import settle_now as settle_now_flow
 
     try:
         params = SettleNowParams(

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import typer
-
-from deployments.cli._common import (
+from payops.deployments.cli._common import (
     EXIT_INVALID,
     REPORTS_DEFAULT,
     default_report_dir,
@@ -14,7 +13,7 @@ from deployments.cli._common import (
     run_flow,
     validation_message,
 )
-from flows.summaries import TransactionsReportSummary
+from payops.flows.summaries import TransactionsReportSummary
 
 app = typer.Typer(no_args_is_help=True, help="Transactions: reports of the unified list.")
 
@@ -39,10 +38,9 @@ def transactions_report(
 ) -> None:
     """Report a window of transactions with sums by kind, direction, status and reconciliation."""
     with quiet_prefect(json_out):
+        from payops.flows.transactions import TransactionsReportParams
+        from payops.flows.transactions import transactions_report as report_flow
         from pydantic import ValidationError
-
-        from flows.transactions import TransactionsReportParams
-        from flows.transactions import transactions_report as report_flow
 
     try:
         params = TransactionsReportParams.model_validate(

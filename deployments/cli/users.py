@@ -13,8 +13,7 @@ import sys
 from uuid import UUID
 
 import typer
-
-from deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
+from payops.deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
 
 users_app = typer.Typer(
     no_args_is_help=True, help="Console users: add, list, disable, enable, reset-password."
@@ -23,14 +22,14 @@ audit_app = typer.Typer(no_args_is_help=True, help="The audit trail: verify the 
 
 
 def _engine():  # noqa: ANN202 - sqlalchemy Engine, imported lazily to keep `payops --help` fast
-    from deployments.cli._common import cli_settings, open_cli_database
+    from payops.deployments.cli._common import cli_settings, open_cli_database
 
     return open_cli_database(cli_settings())
 
 
 def _auditor(engine):  # noqa: ANN001, ANN202
-    from deployments.cli._common import cli_settings
-    from deployments.cli.identity import cli_auditor
+    from payops.deployments.cli._common import cli_settings
+    from payops.deployments.cli.identity import cli_auditor
 
     return cli_auditor(engine, cli_settings())
 
@@ -46,7 +45,7 @@ def _password(prompt: str = "Password") -> str:
 
 
 def _drain_events() -> None:
-    from deployments.cli.identity import drain_events
+    from payops.deployments.cli.identity import drain_events
 
     drain_events()
 
@@ -57,7 +56,7 @@ def add_user(
     role: str = typer.Option(..., "--role", help="operator, approver or admin"),
 ) -> None:
     """Add a user; the password is prompted (or read from stdin)."""
-    from store.users import UserError, Users, check_name, check_role
+    from payops.store.users import UserError, Users, check_name, check_role
 
     engine = _engine()
     try:
@@ -74,7 +73,7 @@ def add_user(
 @users_app.command("list")
 def list_users() -> None:
     """Every user with role and state."""
-    from store.users import Users
+    from payops.store.users import Users
 
     for u in Users(_engine()).all():
         state = "disabled" if u.disabled else "active"
@@ -82,7 +81,7 @@ def list_users() -> None:
 
 
 def _set_disabled(name: str, disabled: bool) -> None:
-    from store.users import UserError, Users
+    from payops.store.users import UserError, Users
 
     engine = _engine()
     try:
@@ -109,7 +108,7 @@ def enable_user(name: str) -> None:
 @users_app.command("reset-password")
 def reset_password(name: str) -> None:
     """Set a new password (prompted or from stdin); the user's sessions end at once."""
-    from store.users import UserError, Users
+    from payops.store.users import UserError, Users
 
     engine = _engine()
     try:
@@ -126,11 +125,10 @@ def reset_password(name: str) -> None:
 def audit_verify() -> None:
     """Check the keyed hash chain, and each entry against its copy in Prefect's events when a Prefect API is
     set: exit 0 when intact, 1 with every edited or deleted entry named."""
+    from payops.deployments.cli._common import cli_settings
+    from payops.store.audit import chain_id, verify
+    from payops.tasks.events.auditing import event_copies
     from prefect.settings import PREFECT_API_URL
-
-    from deployments.cli._common import cli_settings
-    from store.audit import chain_id, verify
-    from tasks.auditing import event_copies
 
     key = cli_settings().audit_key_bytes()
     copies = None
@@ -158,7 +156,7 @@ def audit_list(
     limit: int = typer.Option(50, min=1),
 ) -> None:
     """The newest entries, tab-separated."""
-    from store.audit import search
+    from payops.store.audit import search
 
     for e in search(_engine(), actor=actor, action=action, limit=limit):
         typer.echo(
@@ -172,7 +170,7 @@ def issue_token(
     label: str = typer.Option("cli", "--name", help="What the token is for (shown in `payops users tokens`)"),
 ) -> None:
     """Issue a API token, printed once: `PAYOPS_API_TOKEN=<token> payops payouts ...` runs as NAME."""
-    from store.users import UserError, Users
+    from payops.store.users import UserError, Users
 
     engine = _engine()
     try:
@@ -189,7 +187,7 @@ def issue_token(
 @users_app.command("tokens")
 def list_tokens(name: str | None = typer.Argument(None, help="Only this user's tokens")) -> None:
     """Every API token: id, user, what for, its first characters, created, last used, revoked."""
-    from store.users import Users
+    from payops.store.users import Users
 
     for t in Users(_engine()).tokens(name):
         used = f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "never"
@@ -203,7 +201,7 @@ def list_tokens(name: str | None = typer.Argument(None, help="Only this user's t
 @users_app.command("revoke-token")
 def revoke_token(token_id: int = typer.Argument(..., help="The token's id (payops users tokens)")) -> None:
     """Revoke an API token for good: the CLI refuses it from now on."""
-    from store.users import UserError, Users
+    from payops.store.users import UserError, Users
 
     engine = _engine()
     try:
@@ -217,7 +215,7 @@ def revoke_token(token_id: int = typer.Argument(..., help="The token's id (payop
 
 def _paused_run(name_or_id: str) -> UUID:
     """The flow run id itself, or the newest paused payout run of that name (label, else sheet name)."""
-    from deployments.run_history import find_payout_runs
+    from payops.deployments.run_history import find_payout_runs
 
     try:
         return UUID(name_or_id)
@@ -254,12 +252,12 @@ def approve(
     The approval is signed over the run's rows and totals with the approval key and stored; the run resumes
     once it has every approval the policy asks (the flow checks the signatures again).
     """
-    from deployments.approving import DecisionError, decide
-    from deployments.cli._common import cli_settings
-    from deployments.cli.identity import read_password
-    from deployments.prefect_server import prefect_api
-    from store.users import Users
-    from tasks.approvals import ApprovalKeyMissing, load_approval_key
+    from payops.deployments.approving import DecisionError, decide
+    from payops.deployments.cli._common import cli_settings
+    from payops.deployments.cli.identity import read_password
+    from payops.deployments.prefect_server import prefect_api
+    from payops.store.users import Users
+    from payops.tasks.approval.approvals import ApprovalKeyMissing, load_approval_key
 
     settings = cli_settings()
     with prefect_api(settings, say=lambda line: typer.echo(line, err=True)):  # the home's serve, else one
@@ -314,8 +312,8 @@ def policy(
     ),
 ) -> None:
     """Show the approval policy in force, or set it (audited). It applies to every run, whatever starts it."""
-    from store.approvals import Approvals, parse_policy
-    from store.users import UserError
+    from payops.store.approvals import Approvals, parse_policy
+    from payops.store.users import UserError
 
     engine = _engine()
     approvals = Approvals(engine)

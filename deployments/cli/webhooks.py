@@ -9,8 +9,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 
 import typer
-
-from deployments.cli._common import DATABASE_SETTING, cli_settings, payops_database
+from payops.deployments.cli._common import DATABASE_SETTING, cli_settings, payops_database
 
 app = typer.Typer(no_args_is_help=True, help="Webhooks: the durable inbox and its relay to Prefect.")
 
@@ -30,7 +29,7 @@ def status(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON figures on stdout"),
 ) -> None:
     """Backlog (selected, not yet in Prefect), the oldest unforwarded delivery, and failing forwards."""
-    from store.webhook_inbox import WebhookInbox
+    from payops.store.webhook_inbox import WebhookInbox
 
     settings = cli_settings()
     if database_url:

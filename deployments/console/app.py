@@ -12,8 +12,7 @@ import secrets
 from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-
-from deployments.approving import DecisionError
+from payops.deployments.approving import DecisionError
 
 from .errors import ConsoleError, LoginNeeded
 from .routes import ROUTERS

@@ -11,9 +11,8 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import Depends, Request
+from payops.store.users import Account
 from starlette.datastructures import FormData
-
-from store.users import Account
 
 from .errors import ConsoleError
 from .state import Console

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from payops.store.reconciliation import ReconciliationStore
 from sqlalchemy import Engine
-
-from store.reconciliation import ReconciliationStore
 
 HISTORY = 20
 

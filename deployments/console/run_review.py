@@ -13,15 +13,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectors.payments.models import (
+from payops.connectors.payments.models import (
     PAYOUT_AWAITING_REVIEW_STATUSES,
     PAYOUT_FAILED_STATUSES,
     PAYOUT_FINAL_STATUSES,
     REFERENCE_PATTERN,
 )
-from store.retries import RetryRows
-from tasks.attention import KINDS
-from tasks.intake import IntakeResult
+from payops.store.retries import RetryRows
+from payops.tasks.intake import IntakeResult
+from payops.tasks.reports.attention import KINDS
 
 PAGE_SIZE = 50
 KIND_TITLES = {

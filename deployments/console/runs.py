@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from deployments.run_history import FLOW_NAME, payout_flow_runs
-from flows.outcomes import state_tone
-from flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.deployments.run_history import FLOW_NAME, payout_flow_runs
+from payops.flows.outcomes import state_tone
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 
 log = logging.getLogger("payops.console.runs")
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from payops.store.settings import PayopsSettings
+from payops.tasks.events.payment_events import DEFAULT_FORWARD, ForwardFilter
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
-
-from store.settings import PayopsSettings
-from tasks.payment_events import DEFAULT_FORWARD, ForwardFilter
 
 
 def prefect_home() -> Path:

@@ -10,15 +10,14 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-
-from store import open_database
-from store.approval_requests import ApprovalRequests
-from store.approvals import Approvals
-from store.notices import Notices
-from store.users import PERMISSIONS, Account, Users
-from tasks.approvals import ApprovalKeyMissing, load_approval_key
-from tasks.auditing import Auditor
-from tasks.money import money_text
+from payops.store import open_database
+from payops.store.approval_requests import ApprovalRequests
+from payops.store.approvals import Approvals
+from payops.store.notices import Notices
+from payops.store.users import PERMISSIONS, Account, Users
+from payops.tasks.approval.approvals import ApprovalKeyMissing, load_approval_key
+from payops.tasks.events.auditing import Auditor
+from payops.tasks.wire.money import money_text
 
 from .errors import ConsoleError, LoginNeeded
 from .runs import RunLauncher

@@ -143,9 +143,10 @@ class UploadStore:
         return self.report_fs.cat_file(f"{self.report_root}/{upload_id}/{name}")
 
     def open_under_root(self, relative: str) -> bytes:
-        """A file under the report root by its relative path (what `tasks.reports.console_report_url` links):
-        no empty, ``.`` or ``..`` segment, no backslash, and for local folders the resolved path (symlinks
-        followed) must stay under the resolved root."""
+        """A file under the report root by its relative path (what
+        `tasks.reports.run_reports.console_report_url` links): no empty, ``.`` or ``..`` segment, no
+        backslash, and for local folders the resolved path (symlinks followed) must stay under the resolved
+        root."""
         parts = relative.split("/")
         if not relative or "\\" in relative or "\x00" in relative or any(p in {"", ".", ".."} for p in parts):
             raise StorageError("no such report")

@@ -2,10 +2,10 @@
 
 A delivery is answered 2xx only after its envelope is committed to the webhook inbox of the payops database
 (`store.webhook_inbox`, keyed by webhook id: a retry or replay is answered ``duplicate``). The relay
-(`tasks.event_relay`, started with the console) turns the rows the forward filter selects into the same
-Prefect event as the events catch-up (`tasks.payment_events`) and marks them forwarded once Prefect has them.
-When the relay falls behind (more than ``backlog_limit`` rows waiting), new deliveries are answered 503 with
-``Retry-After``: the service retries six times over a day, so nothing is accepted that cannot be kept.
+(`tasks.events.event_relay`, started with the console) turns the rows the forward filter selects into the same
+Prefect event as the events catch-up (`tasks.events.payment_events`) and marks them forwarded once Prefect has
+them. When the relay falls behind (more than ``backlog_limit`` rows waiting), new deliveries are answered 503
+with ``Retry-After``: the service retries six times over a day, so nothing is accepted that cannot be kept.
 
 Verification and the database work run in a worker thread, off the event loop. Every delivery logs one line
 (webhook id, type, outcome; never the body) at INFO or above, whatever the root logger's level.
@@ -24,14 +24,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from payops.connectors.payments.models import WebhookEnvelope
+from payops.connectors.payments.webhooks import WebhookVerificationError, WebhookVerifier
+from payops.store import open_database
+from payops.store.webhook_inbox import GroupCommit, WebhookInbox
+from payops.tasks.events.event_relay import EmitterSender, PrefectEventsSender, Relay
+from payops.tasks.events.payment_events import Emitter, ForwardFilter, default_emitter, envelope_to_event
 from starlette.concurrency import run_in_threadpool
-
-from connectors.payments.models import WebhookEnvelope
-from connectors.payments.webhooks import WebhookVerificationError, WebhookVerifier
-from store import open_database
-from store.webhook_inbox import GroupCommit, WebhookInbox
-from tasks.event_relay import EmitterSender, PrefectEventsSender, Relay
-from tasks.payment_events import Emitter, ForwardFilter, default_emitter, envelope_to_event
 
 from .settings import ConsoleSettings
 

@@ -1,7 +1,7 @@
 """The scale-out recipe on one machine: PostgreSQL, a Prefect server on it, a process work pool with N
 workers, the ``payments-api`` global rate limit, and the payout deployment from deployments/prefect.yaml.
 
-    python -m deployments.scaleout.loopback --workers 2 --limit 10 --env-file .sandbox.env
+    python -m payops.deployments.scaleout.loopback --workers 2 --limit 10 --env-file .sandbox.env
 
 runs it until Ctrl-C (docs/operations.md, "Scale-out"). ``tests/deployments/test_scaleout.py`` uses the same
 ``LoopbackCluster`` to prove that three payout runs on two workers stay under one request rate.
@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from deployments.processes import (
+from payops.deployments.processes import (
     ROOT,
     Supervisor,
     free_port,
@@ -26,7 +26,7 @@ from deployments.processes import (
     read_env_file,
     wait_http,
 )
-from deployments.scaleout.postgres import PrivatePostgres
+from payops.deployments.scaleout.postgres import PrivatePostgres
 
 POOL = "payops"
 LIMIT_NAME = "payments-api"
@@ -142,7 +142,9 @@ class LoopbackCluster:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deployments.scaleout.loopback", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m payops.deployments.scaleout.loopback", description=__doc__
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--limit", type=int, default=10, help="payments-api requests per second")
     parser.add_argument("--env-file", type=Path, help="PAYOPS_* export lines for the workers (sandbox)")

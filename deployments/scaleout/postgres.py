@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from deployments.processes import start_child, stop_child
+from payops.deployments.processes import start_child, stop_child
 
 PG_ROOT = Path("/usr/lib/postgresql")
 

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
-from connectors.payments.models import CheckoutCreate
+from payops.connectors.payments.models import CheckoutCreate
 
 from ..errors import ApiError, invalid, not_found
 from ..money import collection_fee, q

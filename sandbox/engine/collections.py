@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from connectors.payments.models import CollectionRequest
+from payops.connectors.payments.models import CollectionRequest
 
 from ..errors import invalid
 from ..money import collection_fee, split_by_fee_bearer

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from connectors.payments.models import PAYOUT_FINAL_STATUSES, PayoutBatchRequest, PayoutRequest
+from payops.connectors.payments.models import PAYOUT_FINAL_STATUSES, PayoutBatchRequest, PayoutRequest
 
 from ..errors import ApiError, invalid
 from ..ledger import InsufficientFunds

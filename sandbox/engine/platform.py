@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from connectors.payments.models import PAYOUT_FINAL_STATUSES
+from payops.connectors.payments.models import PAYOUT_FINAL_STATUSES
 
 from ..errors import ApiError, not_found
 from ..ledger import InsufficientFunds

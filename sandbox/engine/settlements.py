@@ -10,7 +10,7 @@ from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from connectors.payments.models import SettlementPolicyRequest
+from payops.connectors.payments.models import SettlementPolicyRequest
 
 from ..clock import iso
 from ..errors import ApiError, invalid, not_found

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from connectors.payments.models import TransferRequest
+from payops.connectors.payments.models import TransferRequest
 
 from ..errors import ApiError, invalid, not_found
 from ..ledger import InsufficientFunds

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from connectors.payments.models import UTILITY_PURCHASE_FINAL_STATUSES, UtilityPurchaseRequest
+from payops.connectors.payments.models import UTILITY_PURCHASE_FINAL_STATUSES, UtilityPurchaseRequest
 
 from ..errors import ApiError, invalid, not_found
 from ..money import ZERO, fmt, q

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from connectors.payments.models import EVENT_TYPES
+from payops.connectors.payments.models import EVENT_TYPES
 
 from ..errors import ApiError, invalid, not_found
 from ..records import Event, new_id

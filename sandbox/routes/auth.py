@@ -7,8 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
-
-from connectors.payments.models import TokenResponse
+from payops.connectors.payments.models import TokenResponse
 
 from ..auth import token_for
 from ..errors import ApiError, invalid

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-
-from connectors.payments.models import PayoutBatchRequest, PayoutBatchResult
+from payops.connectors.payments.models import PayoutBatchRequest, PayoutBatchResult
 
 from ..auth import AuthContext, require
 from ..engine.payouts import accept_batch, check_item

@@ -7,8 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
-
-from connectors.payments.models import CheckoutCancel, CheckoutCreate, CheckoutPage, HostedCheckout
+from payops.connectors.payments.models import CheckoutCancel, CheckoutCreate, CheckoutPage, HostedCheckout
 
 from ..auth import AuthContext, require
 from ..engine.checkouts import cancel_checkout, check_create, create_checkout, get_checkout, list_checkouts

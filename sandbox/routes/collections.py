@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-
-from connectors.payments.models import Collection, CollectionRequest
+from payops.connectors.payments.models import Collection, CollectionRequest
 
 from ..auth import AuthContext, require
 from ..engine.collections import accept_collection, check_request

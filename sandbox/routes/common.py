@@ -8,8 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Path
-
-from connectors.payments.models import REFERENCE_PATTERN, ErrorBody
+from payops.connectors.payments.models import REFERENCE_PATTERN, ErrorBody
 
 from ..errors import invalid
 

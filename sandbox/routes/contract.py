@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import Response
-
-from connectors.payments.contract import openapi_text
+from payops.connectors.payments.contract import openapi_text
 
 router = APIRouter(include_in_schema=False)
 

@@ -8,8 +8,7 @@ import jwt
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
-
-from connectors.payments.models import EventPage
+from payops.connectors.payments.models import EventPage
 
 from ..auth import AuthContext, authenticate, bearer
 from ..engine.events import feed_page

@@ -7,8 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
-
-from connectors.payments.models import CURRENCY_PATTERN, REQUEST_AMOUNT_PATTERN, FeeQuote
+from payops.connectors.payments.models import CURRENCY_PATTERN, REQUEST_AMOUNT_PATTERN, FeeQuote
 
 from ..auth import AuthContext, require
 from ..errors import invalid

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-
-from connectors.payments.models import CurrencyLimitsList
+from payops.connectors.payments.models import CurrencyLimitsList
 
 from ..auth import AuthContext, require
 from ..idempotency import json_response

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
-
-from connectors.payments.models import PartyLookup
+from payops.connectors.payments.models import PartyLookup
 
 from ..auth import AuthContext, require
 from ..engine.party_lookups import lookup

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-
-from connectors.payments.models import Payout, PayoutRequest
+from payops.connectors.payments.models import Payout, PayoutRequest
 
 from ..auth import AuthContext, require
 from ..engine.payouts import accept_payout, check_item

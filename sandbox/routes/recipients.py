@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path
 from fastapi.responses import Response
-
-from connectors.payments.models import MAX_HANDLE_LENGTH, Recipient
+from payops.connectors.payments.models import MAX_HANDLE_LENGTH, Recipient
 
 from ..auth import AuthContext, require
 from ..engine.transfers import recipient_of

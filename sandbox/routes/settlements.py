@@ -7,8 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
-
-from connectors.payments.models import (
+from payops.connectors.payments.models import (
     ResettlementRequest,
     SettlementPage,
     SettlementPolicy,

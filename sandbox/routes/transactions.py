@@ -9,8 +9,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
-
-from connectors.payments.models import TransactionPage
+from payops.connectors.payments.models import TransactionPage
 
 from ..auth import AuthContext, require
 from ..errors import invalid

@@ -6,8 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-
-from connectors.payments.models import Transfer, TransferRequest
+from payops.connectors.payments.models import Transfer, TransferRequest
 
 from ..auth import AuthContext, require
 from ..engine.transfers import send_transfer

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import payops.store.tables  # noqa: F401 - registers every table on Base.metadata
 from alembic import context
-
-import store.tables  # noqa: F401 - registers every table on Base.metadata
-from store.database import Base
+from payops.store.database import Base
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)

@@ -8,9 +8,8 @@ from decimal import Decimal
 from functools import cached_property, partial
 from typing import overload
 
+from payops.connectors.payments.models import REFERENCE_PATTERN
 from pydantic import BaseModel, ConfigDict, Field
-
-from connectors.payments.models import REFERENCE_PATTERN
 
 from .errors import IntakeError
 

@@ -1,4 +1,4 @@
-"""The parser child: ``python -m tasks.intake.parser_child`` parses one sheet under resource limits.
+"""The parser child: ``python -m payops.tasks.intake.parser_child`` parses one sheet under resource limits.
 
 Protocol (one sheet per process). stdin: one JSON line ``{"kind": "xlsx"|"csv", "max_rows", "max_columns",
 "memory_bytes", "cpu_seconds", "parent_pid"}``, then the file's bytes until EOF. stdout: the result in the
@@ -25,7 +25,8 @@ import sys
 from collections.abc import Collection
 from typing import Any
 
-from ..child_processes import die_with_parent
+from payops.tasks.runtime.child_processes import die_with_parent
+
 from .errors import IntakeError
 from .parsing import ParseLimits, SheetRefusal, parse_csv, parse_xlsx
 from .raw import RawSheet

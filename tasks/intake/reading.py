@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import os
 
-from ..memory import gc_paused
+from payops.tasks.runtime.memory import gc_paused
+
 from .columns import map_columns
 from .errors import IntakeError, Located
 from .models import IntakeResult, RowTable

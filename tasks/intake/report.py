@@ -7,8 +7,7 @@ import posixpath
 from collections import defaultdict
 
 import fsspec
-
-from tasks.xlsx import report_workbook, safe_cell
+from payops.tasks.reports.xlsx import report_workbook, safe_cell
 
 from .models import IntakeResult, RowIssue
 

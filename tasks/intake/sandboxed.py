@@ -1,11 +1,11 @@
 """Parsing a sheet in a child process with resource limits, so a parser crash costs one refusal, not payops.
 
 The parsers (calamine is native code) see untrusted bytes. They run in ``python -m
-tasks.intake.parser_child`` with an address-space limit (``IntakeOptions.parser_memory_bytes``), a CPU-time
-limit (``parser_cpu_seconds``), a wall-clock deadline (``parser_timeout_s``) and a cap on what they may send
-back (``max_parser_output_bytes``); the child dies with its parent. Whatever goes wrong in the child (an
-abort such as calamine's ``memory allocation of … bytes failed``, a signal, a limit, malformed output) raises
-:class:`IntakeError` ("the file could not be read safely: …") in the parent, which keeps running.
+payops.tasks.intake.parser_child`` with an address-space limit (``IntakeOptions.parser_memory_bytes``), a
+CPU-time limit (``parser_cpu_seconds``), a wall-clock deadline (``parser_timeout_s``) and a cap on what they
+may send back (``max_parser_output_bytes``); the child dies with its parent. Whatever goes wrong in the child
+(an abort such as calamine's ``memory allocation of … bytes failed``, a signal, a limit, malformed output)
+raises :class:`IntakeError` ("the file could not be read safely: …") in the parent, which keeps running.
 
 A fresh interpreter per sheet (not ``fork``): the console and Prefect run threads, and forking a threaded
 process is unsafe. The child is started before the parent reads the file (:func:`start_parser`), so its
@@ -34,7 +34,7 @@ from .parsing import SheetRefusal
 from .raw import RawSheet
 
 _ROOT = Path(__file__).resolve().parents[2]
-_COMMAND = [sys.executable, "-m", "tasks.intake.parser_child"]
+_COMMAND = [sys.executable, "-m", "payops.tasks.intake.parser_child"]
 
 
 def _unsafe(reason: str) -> IntakeError:

@@ -35,7 +35,7 @@ from .parsing import ParseLimits, _raw_from_rows, _sniff_delimiter
 from .validation import repeated_payee, repeated_reference, rows_list, validate_sheet
 
 if TYPE_CHECKING:
-    from tasks.spill import RowSpill  # which imports this package: for the type only
+    from payops.tasks.payouts.spill import RowSpill  # which imports this package: for the type only
 
 CHUNK_ROWS = 20_000
 """Lines validated at once: large enough for the column-wise checks' speed, small against the sheet."""

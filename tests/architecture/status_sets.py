@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from connectors.payments.models import PAYOUT_STATUSES, UTILITY_PURCHASE_STATUSES
+from payops.connectors.payments.models import PAYOUT_STATUSES, UTILITY_PURCHASE_STATUSES
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ("tasks", "flows", "deployments")

@@ -27,7 +27,7 @@ FROM_ENV_ALLOWED = {
     "flows/settlements.py",
     "flows/followup.py",
     "flows/events.py",
-    "tasks/alerts.py",  # events_catch_up_hook: a completion hook Prefect calls
+    "tasks/events/alerts.py",  # events_catch_up_hook: a completion hook Prefect calls
 }
 
 
@@ -65,7 +65,7 @@ def test_no_module_below_the_entry_points_reads_the_environment() -> None:
         if name not in ENVIRONMENT_ALLOWED
         for line in environment_reads(source)
     ]
-    assert found == [], f"read payops settings through store.settings.PayopsSettings instead: {found}"
+    assert found == [], f"read payops settings through payops.store.settings.PayopsSettings instead: {found}"
 
 
 def test_only_entry_points_read_the_settings() -> None:

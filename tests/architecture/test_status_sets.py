@@ -29,7 +29,7 @@ def test_a_restated_set_is_reported(source: str) -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "from connectors.payments.models import PAYOUT_FAILED_STATUSES\n",
+        "from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES\n",
         'KEYS = ("cached", "fresh", "failed")\n',  # one status among other words
         'CHART = [("delivered", "ok"), ("failed", "bad")]\n',  # pairs, not a set of statuses
     ],

@@ -12,8 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-
-from connectors.payments import PaymentsClient, PaymentsSettings
+from payops.connectors.payments import PaymentsClient, PaymentsSettings
 
 CLIENT_SECRET = "cs-very-secret-value-123"
 BASE_URL = "http://payments.test"

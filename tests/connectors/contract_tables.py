@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from connectors.payments.contract import openapi_document
+from payops.connectors.payments.contract import openapi_document
+
 from tests.openapi_contract import operations
 
 

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-
-from connectors.payments import PaymentsClient, PaymentsSettings
-from sandbox import ManualClock, SandboxConfig, create_app
+from payops.connectors.payments import PaymentsClient, PaymentsSettings
+from payops.sandbox import ManualClock, SandboxConfig, create_app
 
 DEMO_ID, DEMO_SECRET = "demo-test-client", "demo-test-secret"
 MSISDN = "233240000000"

@@ -7,8 +7,8 @@ from urllib.parse import parse_qs
 
 import httpx
 import pytest
+from payops.connectors.payments import UnauthenticatedError
 
-from connectors.payments import UnauthenticatedError
 from tests.connectors.conftest import CLIENT_SECRET, error_response
 from tests.connectors.payments_samples import WALLET
 

@@ -8,8 +8,7 @@ from decimal import Decimal
 
 import httpx
 import pytest
-
-from connectors.payments import (
+from payops.connectors.payments import (
     APIConnectionError,
     APITimeoutError,
     CheckoutUnavailableError,
@@ -19,7 +18,8 @@ from connectors.payments import (
     RateLimitedError,
     UpstreamTimeoutError,
 )
-from connectors.payments import errors as e
+from payops.connectors.payments import errors as e
+
 from tests.connectors.conftest import body, error_response
 from tests.connectors.payments_samples import BATCH_RESULT, CHECKOUT, EVENT, PAYOUT, TRANSACTION, WALLET
 
@@ -359,8 +359,7 @@ async def test_counting_scopes_keep_concurrent_tasks_apart() -> None:
     import asyncio
 
     import httpx
-
-    from connectors.payments import PaymentsClient, PaymentsSettings
+    from payops.connectors.payments import PaymentsClient, PaymentsSettings
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/oauth/token"):

@@ -8,10 +8,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from payops.connectors.payments import PaymentsClient, PayoutRequest
+from payops.connectors.payments import errors as e
+from payops.sandbox import SandboxConfig
 
-from connectors.payments import PaymentsClient, PayoutRequest
-from connectors.payments import errors as e
-from sandbox import SandboxConfig
 from tests.connectors.payments_emulator import MSISDN, Emulator
 from tests.connectors.payments_emulator import make_emulator as _make
 

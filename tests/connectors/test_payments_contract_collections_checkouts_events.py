@@ -9,10 +9,10 @@ from decimal import Decimal
 
 import httpx
 import pytest
+from payops.connectors.payments import CollectionRequest
+from payops.connectors.payments import errors as e
+from payops.connectors.payments import models as m
 
-from connectors.payments import CollectionRequest
-from connectors.payments import errors as e
-from connectors.payments import models as m
 from tests.connectors.payments_emulator import MSISDN, Emulator
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from payops.connectors.payments import errors as e
 
-from connectors.payments import errors as e
 from tests.connectors.contract_tables import contract_error_rows
 
 ROWS = contract_error_rows()

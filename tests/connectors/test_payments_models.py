@@ -6,9 +6,9 @@ import json
 from decimal import Decimal
 
 import pytest
+from payops.connectors.payments import models as m
 from pydantic import ValidationError
 
-from connectors.payments import models as m
 from tests.connectors.payments_samples import (
     BATCH_RESULT,
     CHECKOUT,

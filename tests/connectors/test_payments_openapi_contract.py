@@ -13,10 +13,10 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 from openapi_schema_validator import OAS31Validator
+from payops.connectors.payments import ENDPOINTS, PaymentsClient, models
+from payops.connectors.payments import errors as e
+from payops.connectors.payments.contract import openapi_document
 
-from connectors.payments import ENDPOINTS, PaymentsClient, models
-from connectors.payments import errors as e
-from connectors.payments.contract import openapi_document
 from tests.openapi_contract import operations, resolve
 
 DOC = openapi_document()

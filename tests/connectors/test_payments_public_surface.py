@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 
-import connectors.payments as payments
-from connectors.payments import PaymentsClient
+import payops.connectors.payments as payments
+from payops.connectors.payments import PaymentsClient
 
 EXPECTED_CORE = {
     "PaymentsClient",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from payops.connectors.payments import delay, should_retry
 
-from connectors.payments import delay, should_retry
 from tests.connectors.conftest import FixedRandom
 
 NO_RETRY = [

@@ -7,8 +7,8 @@ import traceback
 
 import httpx
 import pytest
+from payops.connectors.payments import PaymentsClient, PaymentsError, PaymentsSettings
 
-from connectors.payments import PaymentsClient, PaymentsError, PaymentsSettings
 from tests.connectors.conftest import CLIENT_SECRET, FakeService, FixedRandom, error_response
 
 ACCESS_TOKEN = "eyJhbGciOiJIUzI1NiJ9.very-secret-access-token.sig"

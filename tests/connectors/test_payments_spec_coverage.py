@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from payops.connectors.payments import ENDPOINTS, PaymentsClient
 
-from connectors.payments import ENDPOINTS, PaymentsClient
 from tests.connectors import payments_samples as s
 from tests.connectors.contract_tables import contract_endpoints
 

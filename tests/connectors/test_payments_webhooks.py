@@ -9,8 +9,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from connectors.payments import (
+from payops.connectors.payments import (
     EventDeduplicator,
     Payout,
     WebhookVerificationError,
@@ -18,6 +17,7 @@ from connectors.payments import (
     sign_webhook,
     verify_webhook,
 )
+
 from tests.connectors.payments_samples import EVENT
 
 SECRET = "whsec_issued-secret-not-base64!"  # used exactly as issued, even with the whsec_ prefix

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from sandbox import SandboxServer
+from payops.sandbox import SandboxServer
 
 CHROMIUM = "/usr/bin/chromium"
 APPROVAL_KEY = "browser-test-approval-key-0123456789"
@@ -29,8 +28,8 @@ def local_console(
 ) -> tuple[Any, Any]:
     """A console app in local single-process mode (its own database under ``tmp_path``, approval policy
     ``policy`` stated there) paying against ``emulator`` with a test approval key; returns (app, launcher)."""
-    from deployments.console import ConsoleSettings, LocalLauncher, create_app
-    from store.approvals import state_policy
+    from payops.deployments.console import ConsoleSettings, LocalLauncher, create_app
+    from payops.store.approvals import state_policy
 
     for key, value in emulator.env.items():
         monkeypatch.setenv(key, value)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from payops.sandbox import SandboxConfig, SandboxServer
 
-from sandbox import SandboxConfig, SandboxServer
 from tests.deployments.browser_harness import local_console
 from tests.deployments.console_harness import PASSWORD, serve_in_thread
 

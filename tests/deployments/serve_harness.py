@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 import psutil
+from payops.deployments.processes import ROOT, read_env_file
+from payops.store.home import read_serve_record
 
-from deployments.processes import ROOT, read_env_file
-from store.home import read_serve_record
 from tests.deployments.console_harness import PASSWORD
 
 
@@ -73,7 +73,7 @@ class AllInOne:
         """``payops ARGS`` as a user of this home runs it (its PAYOPS_HOME, no PREFECT_API_URL), ``env`` over
         serve's environment (e.g. the emulator's client settings)."""
         return subprocess.run(
-            [sys.executable, "-m", "deployments.cli", *args],
+            [sys.executable, "-m", "payops.deployments.cli", *args],
             cwd=ROOT,
             env={**self.env, **(env or {})},
             input=stdin,
@@ -166,7 +166,7 @@ def wait_until(
 def payops_cli(env: dict[str, str], *args: str, stdin: str = "") -> str:
     """``payops ARGS`` in ``env``; its output (CalledProcessError when it fails)."""
     done = subprocess.run(
-        [sys.executable, "-m", "deployments.cli", *args],
+        [sys.executable, "-m", "payops.deployments.cli", *args],
         input=stdin,
         text=True,
         check=True,
@@ -180,7 +180,7 @@ def payops_cli(env: dict[str, str], *args: str, stdin: str = "") -> str:
 def add_user(env: dict[str, str], name: str, role: str) -> None:
     """``payops users add NAME --role ROLE`` with the test password on stdin."""
     subprocess.run(
-        [sys.executable, "-m", "deployments.cli", "users", "add", name, "--role", role],
+        [sys.executable, "-m", "payops.deployments.cli", "users", "add", name, "--role", role],
         input=PASSWORD + "\n",
         text=True,
         check=True,
@@ -223,7 +223,7 @@ def all_in_one(
     log = tmp_path / "serve.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "deployments.cli", "serve", "--sandbox"],
+            [sys.executable, "-m", "payops.deployments.cli", "serve", "--sandbox"],
             cwd=ROOT,
             env=env,
             stdout=fh,

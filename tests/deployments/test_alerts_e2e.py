@@ -19,16 +19,16 @@ from typing import Any
 
 import httpx
 import pytest
+from payops.connectors.payments import PaymentsClient
+from payops.deployments.alerts import NAME_PREFIX, apply_automations, load_alert_specs
+from payops.flows.outcomes import run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.flows.settlements import SettlementRetryParams, retry_failed_settlements
+from payops.flows.wallet import WalletWatchParams, wallet_watch
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.store.settings import PayopsSettings
+from payops.tasks.payouts.preflight import read_headroom
 
-from connectors.payments import PaymentsClient
-from deployments.alerts import NAME_PREFIX, apply_automations, load_alert_specs
-from flows.outcomes import run_summary
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from flows.settlements import SettlementRetryParams, retry_failed_settlements
-from flows.wallet import WalletWatchParams, wallet_watch
-from sandbox import SandboxConfig, SandboxServer
-from store.settings import PayopsSettings
-from tasks.preflight import read_headroom
 from tests.flows.support import payroll_rows, write_sheet
 from tests.tasks.test_settlements import seed_runs, settings_for
 
@@ -284,7 +284,7 @@ def test_a_lagging_events_feed_sends_one_message(
     applied, receiver: Receiver, emulator: SandboxServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A 0-minute limit makes every caught-up event late: the first catch-up alerts, the next is quiet."""
-    from flows.events import EventsCatchUpParams, events_catch_up
+    from payops.flows.events import EventsCatchUpParams, events_catch_up
 
     asyncio.run(seed_runs(emulator, ["settled"]))  # the feed's events (settlement.status_changed)
     monkeypatch.setenv("PAYOPS_EVENTS_LAG_ALERT_MINUTES", "0")
@@ -301,10 +301,9 @@ def test_a_lagging_events_feed_sends_one_message(
 def test_cli_reapplies_in_place_sends_a_test_and_names_a_wrong_block(
     applied, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from payops.deployments.alerts import TEST_SUBJECT
+    from payops.deployments.cli import app
     from typer.testing import CliRunner
-
-    from deployments.alerts import TEST_SUBJECT
-    from deployments.cli import app
 
     monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "WARNING")  # restored after the CLI sets it
     runner = CliRunner()

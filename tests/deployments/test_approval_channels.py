@@ -22,11 +22,11 @@ from typing import Any
 
 import httpx
 import pytest
+from payops.deployments.processes import read_env_file
+from payops.deployments.serve import ROOT
+from payops.store import open_engine
+from payops.store.approval_requests import ApprovalRequest
 
-from deployments.processes import read_env_file
-from deployments.serve import ROOT
-from store import open_engine
-from store.approval_requests import ApprovalRequest
 from tests.deployments.console_harness import PASSWORD, payroll_rows, write_sheet
 from tests.deployments.serve_harness import AllInOne, all_in_one, payops_cli
 
@@ -82,7 +82,7 @@ def request(served: AllInOne, label: str, timeout: float = 180, *, run_id: str =
 def approve(served: AllInOne, run_id: str, user: str) -> subprocess.CompletedProcess[str]:
     """`payops approve RUN --user USER`, acknowledging the name-check findings (these sheets name nobody)."""
     return subprocess.run(
-        [sys.executable, "-m", "deployments.cli", "approve", run_id, "--user", user]
+        [sys.executable, "-m", "payops.deployments.cli", "approve", run_id, "--user", user]
         + ["--acknowledge", "no_name_column", "--comment", f"checked by {user}"],
         input=PASSWORD + "\n",
         text=True,
@@ -164,7 +164,7 @@ def test_the_cli_and_retry_failed_start_as_a_named_operator_who_cannot_approve(
     env["PAYOPS_API_TOKEN"] = token
     sheet = write_sheet(tmp_path / "cli.xlsx", payroll_rows(3, prefix="CLI", specials={1: "0002"}))
     reports = tmp_path / "reports"
-    args = [sys.executable, "-m", "deployments.cli", "payouts"]
+    args = [sys.executable, "-m", "payops.deployments.cli", "payouts"]
     cli = subprocess.Popen(
         [*args, str(sheet), "--label", "cli-run", "--report-dir", str(reports), "--json"],
         cwd=ROOT,

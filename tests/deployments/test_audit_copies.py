@@ -7,12 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
+from payops.deployments.cli import app
+from payops.store import PayopsSettings, upgrade_database
+from payops.tasks.events.auditing import Auditor
 from sqlalchemy import text
 from typer.testing import CliRunner
-
-from deployments.cli import app
-from store import PayopsSettings, upgrade_database
-from tasks.auditing import Auditor
 
 pytestmark = pytest.mark.e2e
 
@@ -22,10 +21,9 @@ def test_verify_finds_a_deleted_tail_through_the_prefect_events(
 ) -> None:
     import asyncio
 
+    from payops.tasks.events.auditing import event_copies
     from prefect.events import emit_event
     from prefect.events.worker import EventsWorker
-
-    from tasks.auditing import event_copies
 
     monkeypatch.setenv("PAYOPS_HOME", str(tmp_path / "home"))  # its own chain (and audit key)
     monkeypatch.setenv("PAYOPS_DATABASE_URL", f"sqlite:///{tmp_path / 'payops.sqlite3'}")

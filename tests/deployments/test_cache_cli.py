@@ -6,11 +6,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from payops.deployments.cli import app
+from payops.store import PayopsSettings, migrate, upgrade_database
+from payops.store.cache import NAMES, Cached, LookupCache, cache_key
 from typer.testing import CliRunner
-
-from deployments.cli import app
-from store import PayopsSettings, migrate, upgrade_database
-from store.cache import NAMES, Cached, LookupCache, cache_key
 
 
 def test_cache_clear_empties_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,15 +9,14 @@ from pathlib import Path
 from uuid import uuid4
 
 import pytest
+from payops.deployments.cli import app
+from payops.deployments.serve import ensure_first_admin
+from payops.store import PayopsSettings, upgrade_database
+from payops.store.home import ServeRecord, write_serve_record
+from payops.store.users import Users
+from payops.tasks.approval.approvals import load_approval_key
 from sqlalchemy import text
 from typer.testing import CliRunner
-
-from deployments.cli import app
-from deployments.serve import ensure_first_admin
-from store import PayopsSettings, upgrade_database
-from store.home import ServeRecord, write_serve_record
-from store.users import Users
-from tasks.approvals import load_approval_key
 
 PW = "a long enough password"
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
+from payops.sandbox import SandboxConfig, SandboxServer
 
-from sandbox import SandboxConfig, SandboxServer
 from tests.deployments.browser_harness import (
     ARGS,
     CHROMIUM,

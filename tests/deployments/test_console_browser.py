@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 from openpyxl import load_workbook
+from payops.sandbox import SandboxServer
 
-from sandbox import SandboxServer
 from tests.deployments.browser_harness import (
     ARGS,
     CHROMIUM,

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.store.audit import verify
 
-from sandbox import SandboxConfig, SandboxServer
-from store.audit import verify
 from tests.deployments.browser_harness import (
     ARGS,
     CHROMIUM,

@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
+from payops.deployments.console.run_review import PAGE_SIZE, attention, outcome_chart
+from payops.sandbox import SandboxServer
 
-from deployments.console.run_review import PAGE_SIZE, attention, outcome_chart
-from sandbox import SandboxServer
 from tests.deployments.console_harness import PASSWORD, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -171,7 +171,7 @@ def test_failed_rows_are_retried_from_the_run_page_while_the_run_still_polls(
 ) -> None:
     from datetime import UTC, datetime
 
-    from sandbox.engine.payouts import transition
+    from payops.sandbox.engine.payouts import transition
 
     token = _login(client)
     # rows 3 and 4 fail at once; row 5 is held: the run waits (settle window 60 s) until it fails by hand

@@ -19,15 +19,15 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute, APIRouter
 from fastapi.testclient import TestClient
+from payops.deployments.console import ConsoleSettings, create_app
+from payops.deployments.console.runs import RunView
+from payops.deployments.console.storage import StorageError, UploadStore, safe_filename
+from payops.flows.payouts import PayoutRunParams
+from payops.store.audit import search
+from payops.store.users import Users
+from payops.tasks.approval.approvals import read_start
 from starlette.routing import Route
 
-from deployments.console import ConsoleSettings, create_app
-from deployments.console.runs import RunView
-from deployments.console.storage import StorageError, UploadStore, safe_filename
-from flows.payouts import PayoutRunParams
-from store.audit import search
-from store.users import Users
-from tasks.approvals import read_start
 from tests.deployments.console_harness import PASSWORD, bad_sheet, good_sheet, serve_in_thread
 
 APPROVAL_KEY = "console-test-approval-key-0123456789"
@@ -264,7 +264,7 @@ def test_security_headers_on_every_response(tmp_path: Path, launcher: FakeLaunch
     async def fake_read_run(flow_run_id: Any, upload_id_of: Any) -> RunView:
         return view
 
-    monkeypatch.setattr("deployments.console.routes.runs.read_run", fake_read_run)
+    monkeypatch.setattr("payops.deployments.console.routes.runs.read_run", fake_read_run)
     download = client.get(f"/runs/{run_id}/reports/run.csv")
     assert download.status_code == 200 and "R-1,Ama" in download.text
     responses = [download, client.get("/"), client.get("/login"), client.get("/healthz"), client.get("/nope")]
@@ -321,11 +321,11 @@ def test_role_checks_on_every_route(tmp_path: Path, launcher: FakeLauncher, monk
     async def no_runs(*args: Any, **kwargs: Any) -> list:
         return []
 
-    monkeypatch.setattr("deployments.console.routes.runs.read_run", nothing)
-    monkeypatch.setattr("deployments.console.routes.uploads.read_run", nothing)
-    monkeypatch.setattr("deployments.console.routes.approvals.pending", nothing)
-    monkeypatch.setattr("deployments.approving.pending", nothing)
-    monkeypatch.setattr("deployments.console.routes.runs.recent_runs", no_runs)
+    monkeypatch.setattr("payops.deployments.console.routes.runs.read_run", nothing)
+    monkeypatch.setattr("payops.deployments.console.routes.uploads.read_run", nothing)
+    monkeypatch.setattr("payops.deployments.console.routes.approvals.pending", nothing)
+    monkeypatch.setattr("payops.deployments.approving.pending", nothing)
+    monkeypatch.setattr("payops.deployments.console.routes.runs.recent_runs", no_runs)
     base = make(tmp_path, launcher)
     routes = {(method, r.path) for r in _routes(base.app.routes) for method in r.methods - {"HEAD"}}
     assert routes == set(ROLE_TABLE) | PUBLIC, "classify every route in ROLE_TABLE"
@@ -527,9 +527,9 @@ def test_concurrent_decisions_by_one_approver_answer_409_never_5xx(
     tmp_path: Path, launcher: FakeLauncher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Six approvals of one run by one approver at once: one counts, the others are 409."""
-    from deployments.approving import Pending
-    from store.approval_requests import ApprovalRequests
-    from tasks.approvals import fingerprint
+    from payops.deployments.approving import Pending
+    from payops.store.approval_requests import ApprovalRequests
+    from payops.tasks.approval.approvals import fingerprint
 
     app = create_app(settings(tmp_path), launcher=launcher, emitter=lambda **kw: None)
     console = app.state.console
@@ -566,8 +566,8 @@ def test_concurrent_decisions_by_one_approver_answer_409_never_5xx(
     async def waiting(engine: Any, flow_run_id: Any) -> Pending:
         return Pending(ApprovalRequests(engine).get(str(flow_run_id)), console.approvals.decisions(run_id))
 
-    monkeypatch.setattr("deployments.approving.pending", waiting)
-    monkeypatch.setattr("deployments.console.routes.approvals.pending", waiting)
+    monkeypatch.setattr("payops.deployments.approving.pending", waiting)
+    monkeypatch.setattr("payops.deployments.console.routes.approvals.pending", waiting)
     with serve_in_thread(app) as url:
         session = httpx.Client(base_url=url, timeout=60)
         token = re.search(r'name="csrf_token" value="([^"]+)"', session.get("/login").text).group(1)

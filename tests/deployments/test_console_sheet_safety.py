@@ -9,11 +9,11 @@ from pathlib import Path
 from uuid import UUID, uuid4
 
 import httpx
+import payops.tasks.intake.safety as safety
 import pytest
+from payops.deployments.console import ConsoleSettings, create_app
+from payops.flows.payouts import PayoutRunParams
 
-import tasks.intake.safety as safety
-from deployments.console import ConsoleSettings, create_app
-from flows.payouts import PayoutRunParams
 from tests.deployments.console_harness import PASSWORD, good_sheet, serve_in_thread
 from tests.tasks.intake.bombs import BOMBS, far_corner
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from payops.deployments.cli import app
+from payops.store.database import SCHEMA_HEADS, open_engine, recorded_revisions
 from typer.testing import CliRunner
 
-from deployments.cli import app
-from store.database import SCHEMA_HEADS, open_engine, recorded_revisions
 from tests.store.test_database import _behind
 
 HEAD = ", ".join(sorted(SCHEMA_HEADS))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from payops.store.home import read_serve_record
 
-from store.home import read_serve_record
 from tests.deployments.console_harness import PASSWORD
 from tests.deployments.serve_harness import AllInOne, all_in_one
 from tests.flows.support import payroll_rows, write_sheet

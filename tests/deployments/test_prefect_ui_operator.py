@@ -25,8 +25,8 @@ from urllib.parse import quote
 
 import pytest
 from openpyxl import load_workbook
+from payops.deployments.serve import ROOT
 
-from deployments.serve import ROOT
 from tests.deployments.browser_harness import ARGS, CHROMIUM, SHOTS, acknowledge_all, log_in
 from tests.deployments.console_harness import PASSWORD
 from tests.deployments.prefect_ui import (

@@ -9,13 +9,19 @@ import time
 from typing import Any
 
 import pytest
+from payops.connectors.payments.models import WebhookEnvelope
+from payops.deployments.console.webhooks import default_emitter, prefect_event
+from payops.deployments.serve import (
+    ROOT,
+    entrypoint_path,
+    load_specs,
+    resolve_templates,
+    schedules_of,
+    triggers_of,
+)
 from prefect.events.schemas.events import Resource
 from prefect.exceptions import ParameterTypeError
 from prefect.flows import Flow, load_flow_from_entrypoint
-
-from connectors.payments.models import WebhookEnvelope
-from deployments.console.webhooks import default_emitter, prefect_event
-from deployments.serve import ROOT, entrypoint_path, load_specs, resolve_templates, schedules_of, triggers_of
 
 SPECS = {spec["name"]: spec for spec in load_specs()}
 CREDENTIALS = "{{ prefect.variables.payops_credentials_block }}"
@@ -159,7 +165,7 @@ def test_settlement_trigger_matches_failed_outcomes_of_receiver_events() -> None
 
 
 def test_reconcile_trigger_matches_payouts_refunded_or_failed_after_the_run() -> None:
-    """The webhook receiver and the events catch-up emit the same event (`tasks.payment_events`)."""
+    """The webhook receiver and the events catch-up emit the same event (`tasks.events.payment_events`)."""
     (trigger,) = triggers_of(SPECS["reconcile-run"])
     template = SPECS["reconcile-run"]["triggers"][0]["parameters"]["params"]["reference"]
     assert template == "{{ event.payload.reference | string }}"
@@ -210,7 +216,7 @@ def test_receiver_event_starts_the_retry_deployment_with_the_reference(prefect_h
 
 
 def test_the_followup_trigger_matches_the_final_payout_statuses() -> None:
-    from connectors.payments.models import PAYOUT_FINAL_STATUSES
+    from payops.connectors.payments.models import PAYOUT_FINAL_STATUSES
 
     (trigger,) = SPECS["payout-followup"]["triggers"]
     assert set(trigger["match"]["payments.status"]) == PAYOUT_FINAL_STATUSES

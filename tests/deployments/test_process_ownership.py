@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from payops.deployments.prefect_server import NOTICE
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.store.home import ServeRecord, write_serve_record
 
-from deployments.prefect_server import NOTICE
-from sandbox import SandboxConfig, SandboxServer
-from store.home import ServeRecord, write_serve_record
 from tests.flows.approval_support import prepared_home
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
@@ -31,7 +31,7 @@ class Cli:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "deployments.cli", *args],
+            [sys.executable, "-m", "payops.deployments.cli", *args],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
@@ -163,7 +163,7 @@ def test_the_demo_emulator_dies_with_its_parent(tmp_path: Path) -> None:
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from deployments.processes import free_port, start_sandbox\n"
+        "from payops.deployments.processes import free_port, start_sandbox\n"
         "proc = start_sandbox(free_port(), Path(sys.argv[1]))\n"
         "print(proc.pid, flush=True)\n"
         "time.sleep(600)\n"

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from deployments.processes import start_child, stop_children
+from payops.deployments.processes import start_child, stop_children
 
 REPO = Path(__file__).resolve().parents[2]
 STUBBORN = (
@@ -44,7 +44,7 @@ def test_children_ignoring_sigterm_are_killed_after_one_shared_grace_time(tmp_pa
 def test_the_first_stop_signal_raises_in_the_main_thread_and_later_ones_are_ignored() -> None:
     code = (
         "import os, signal, time\n"
-        "from deployments.processes import StopRequested, stop_on_signals\n"
+        "from payops.deployments.processes import StopRequested, stop_on_signals\n"
         "with stop_on_signals():\n"
         "    try:\n"
         "        print('waiting', flush=True)\n"
@@ -67,7 +67,7 @@ def test_the_first_stop_signal_raises_in_the_main_thread_and_later_ones_are_igno
 def test_the_exit_deadline_ends_a_process_whose_exit_hangs() -> None:
     code = (
         "import atexit, time\n"
-        "from deployments.processes import exit_by_deadline\n"
+        "from payops.deployments.processes import exit_by_deadline\n"
         "atexit.register(time.sleep, 120)  # an exit handler that never ends in time\n"
         "exit_by_deadline(1.0, code=3)\n"
         "print('returning', flush=True)\n"

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from payops.deployments.console import ConsoleSettings
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.flows.run_params import name_from_parameters
+from payops.sandbox import SandboxServer
+from payops.store.settings import PayopsSettings
+from payops.tasks.reports.artifacts import report_link, summary_markdown
 from prefect import tags
 
-from deployments.console import ConsoleSettings
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from flows.run_params import name_from_parameters
-from sandbox import SandboxServer
-from store.settings import PayopsSettings
-from tasks.artifacts import report_link, summary_markdown
 from tests.deployments.console_harness import good_sheet
 from tests.deployments.test_console_security import FakeLauncher, add, login, make
 from tests.flows.approval_support import prepared_home

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from payops.deployments.scaleout.loopback import LoopbackCluster
+from payops.sandbox import SandboxConfig, SandboxServer, create_app
 
-from deployments.scaleout.loopback import LoopbackCluster
-from sandbox import SandboxConfig, SandboxServer, create_app
 from tests.deployments.console_harness import payroll_rows, write_sheet
 from tests.flows.approval_support import prepared_home
 

@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+from payops.deployments.serve import ROOT, SHUTDOWN_S
+from payops.deployments.webhook_endpoint import subscribed_types
+from payops.tasks.events.payment_events import DEFAULT_FORWARD
 
-from deployments.serve import ROOT, SHUTDOWN_S
-from deployments.webhook_endpoint import subscribed_types
-from tasks.payment_events import DEFAULT_FORWARD
 from tests.deployments.console_harness import PASSWORD, good_sheet
 from tests.deployments.serve_harness import all_in_one as serve_all_in_one
 from tests.deployments.serve_harness import busy_machine

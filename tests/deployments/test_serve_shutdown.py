@@ -8,9 +8,9 @@ import signal
 from pathlib import Path
 
 import pytest
+from payops.deployments.processes import ROOT
+from payops.deployments.serve import SHUTDOWN_S
 
-from deployments.processes import ROOT
-from deployments.serve import SHUTDOWN_S
 from tests.deployments.serve_harness import all_in_one, busy_machine
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]

@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+from payops.deployments.console import LocalLauncher, create_app
+from payops.deployments.serve import WEBHOOK_PATH, wire_webhooks
+from payops.deployments.webhook_endpoint import ensure_endpoint, subscribed_types
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.tasks.events.payment_events import DEFAULT_FORWARD
 
-from deployments.console import LocalLauncher, create_app
-from deployments.serve import WEBHOOK_PATH, wire_webhooks
-from deployments.webhook_endpoint import ensure_endpoint, subscribed_types
-from sandbox import SandboxConfig, SandboxServer
-from tasks.payment_events import DEFAULT_FORWARD
 from tests.deployments.console_harness import serve_in_thread
 from tests.deployments.test_webhook_receiver import Recorder, settings_for
 

@@ -24,13 +24,13 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from payops.deployments.console import ConsoleSettings, LocalLauncher, create_app
+from payops.store import migrate, open_engine
+from payops.store.webhook_inbox import WebhookInbox
+from payops.tasks.events.event_relay import Relay
+from payops.tasks.events.payment_events import EVENT_NAMESPACE, ForwardFilter
 from pydantic import ValidationError
 
-from deployments.console import ConsoleSettings, LocalLauncher, create_app
-from store import migrate, open_engine
-from store.webhook_inbox import WebhookInbox
-from tasks.event_relay import Relay
-from tasks.payment_events import EVENT_NAMESPACE, ForwardFilter
 from tests.deployments.console_harness import free_port
 from tests.deployments.test_webhook_receiver import NEW, OLD, delivery, settings_for, wait_for
 
@@ -198,7 +198,7 @@ class BatchRecordingSender(LossySender):
 
 def test_a_storm_is_forwarded_in_paced_batches_each_id_once_across_a_prefect_outage(tmp_path: Path) -> None:
     """Deliveries arriving one by one reach Prefect in a few batched POSTs (not one each), each id once."""
-    from store.webhook_inbox import GroupCommit
+    from payops.store.webhook_inbox import GroupCommit
 
     engine = open_engine(f"sqlite:///{tmp_path / 'b.sqlite3'}")
     migrate(engine)
@@ -250,7 +250,7 @@ def test_a_redelivery_of_an_accepted_unforwarded_id_is_not_lost(tmp_path: Path) 
 
 # -- two receivers, one PostgreSQL inbox -------------------------------------------------------------------
 def test_two_receivers_on_one_postgresql_inbox_forward_each_id_once(tmp_path: Path) -> None:
-    from deployments.scaleout.postgres import PrivatePostgres
+    from payops.deployments.scaleout.postgres import PrivatePostgres
 
     with PrivatePostgres(free_port()) as pg:
         url = f"postgresql+psycopg://prefect:{pg.password}@127.0.0.1:{pg.port}/prefect"
@@ -276,7 +276,7 @@ def test_two_receivers_on_one_postgresql_inbox_forward_each_id_once(tmp_path: Pa
 # -- SIGKILL right after the answer, during a Prefect outage -----------------------------------------------
 def _console(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "deployments.console", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "payops.deployments.console", "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -372,9 +372,8 @@ def test_answered_delivery_survives_sigkill_and_a_prefect_outage_and_reaches_pre
 def test_webhooks_status_shows_backlog_oldest_unforwarded_and_failures(tmp_path: Path) -> None:
     import json
 
+    from payops.deployments.cli import app
     from typer.testing import CliRunner
-
-    from deployments.cli import app
 
     url = f"sqlite:///{tmp_path / 'payops.sqlite3'}"
     engine = open_engine(url)
@@ -408,7 +407,7 @@ class FeedClient:
     """``client.events.list`` over a fixed feed, one page."""
 
     def __init__(self, feed: list[dict[str, Any]]) -> None:
-        from connectors.payments.models import WebhookEnvelope
+        from payops.connectors.payments.models import WebhookEnvelope
 
         self.items = [WebhookEnvelope.model_validate(e) for e in feed]
         self.events = self
@@ -421,7 +420,7 @@ class FeedClient:
 
 
 def test_catch_up_and_receiver_share_the_inbox_and_its_seen_ids(tmp_path: Path) -> None:
-    from tasks.events_sync import MemoryCursorStore, sync_events
+    from payops.tasks.events.events_sync import MemoryCursorStore, sync_events
 
     recorder = Recorder()
     recorder.down = True  # the receiver keeps evt_c1 but cannot forward it yet
@@ -458,7 +457,7 @@ def test_catch_up_and_receiver_share_the_inbox_and_its_seen_ids(tmp_path: Path) 
 
 
 def test_group_commit_answers_each_delivery_after_its_commit_and_one_accept_per_id(tmp_path: Path) -> None:
-    from store.webhook_inbox import GroupCommit
+    from payops.store.webhook_inbox import GroupCommit
 
     engine = open_engine(f"sqlite:///{tmp_path / 'g.sqlite3'}")
     migrate(engine)

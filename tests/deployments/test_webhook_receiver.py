@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-
-from deployments.console import ConsoleSettings, LocalLauncher, create_app
+from payops.deployments.console import ConsoleSettings, LocalLauncher, create_app
 
 OLD, NEW = "whsec-old-secret-issued", "new-secret-as-issued-2"
 
@@ -193,8 +192,8 @@ def test_unconfigured_receiver_answers_503(tmp_path: Path, recorder: Recorder) -
 
 
 def test_event_ids_are_stable_per_webhook_id(tmp_path: Path) -> None:
-    from connectors.payments.models import WebhookEnvelope
-    from deployments.console import prefect_event
+    from payops.connectors.payments.models import WebhookEnvelope
+    from payops.deployments.console import prefect_event
 
     env = WebhookEnvelope.model_validate(
         {"id": "evt_7", "type": "settlement.status_changed", "data": {"reference": "S-7"}}

@@ -35,7 +35,7 @@ class Command:
 
 def commands() -> dict[tuple[str, ...], Command]:
     """Every visible command path of the app, the root ``()`` and the groups included."""
-    from deployments.cli import app
+    from payops.deployments.cli import app
 
     found: dict[tuple[str, ...], Command] = {}
 
@@ -68,7 +68,7 @@ def documented(cmd: Command) -> bool:
 
 def _default_subcommand(path: tuple[str, ...]) -> tuple[str, ...] | None:
     """`payops payouts FILE` runs `payops payouts pay FILE`."""
-    from deployments.cli.payouts import DEFAULT_COMMAND
+    from payops.deployments.cli.payouts import DEFAULT_COMMAND
 
     return ("payouts", DEFAULT_COMMAND) if path == ("payouts",) else None
 

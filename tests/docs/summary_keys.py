@@ -13,10 +13,10 @@ from tests.docs.markdown import ROOT
 #: reports (report_files) and the follow-up (which rewrites a finished run's summary)
 WRITERS = (
     "flows/payouts.py",
-    "tasks/sheet_check.py",
-    "tasks/run_meter.py",
-    "tasks/reports.py",
-    "tasks/followup.py",
+    "tasks/payouts/sheet_check.py",
+    "tasks/runtime/run_meter.py",
+    "tasks/reports/run_reports.py",
+    "tasks/payouts/followup.py",
 )
 
 

@@ -28,7 +28,7 @@ def test_every_payops_command_a_page_shows_exists(page: str, tree: Tree) -> None
 
 def test_the_tree_is_what_help_shows(tree: Tree) -> None:
     """The commands and options compared above are those `payops ... --help` prints."""
-    from deployments.cli import app
+    from payops.deployments.cli import app
 
     runner = CliRunner()
     for path, cmd in tree.items():

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 
-import flows.outcomes as outcomes
-from flows import summaries
-from flows.summaries import Decision, PayoutRunSummary, RunSummary, SettlementRunSummary
-from tasks.attention import KINDS
+import payops.flows.outcomes as outcomes
+from payops.flows import summaries
+from payops.flows.summaries import Decision, PayoutRunSummary, RunSummary, SettlementRunSummary
+from payops.tasks.reports.attention import KINDS
+
 from tests.docs.markdown import read, section, spans, table_rows
 from tests.docs.summary_keys import payout_summary_keys, written_keys
 

@@ -18,7 +18,7 @@ NO_POLICY = "none"  # what the test session states (tests/conftest.py)
 @contextmanager
 def payops_db() -> Iterator[Engine]:
     """The session's payops database (PAYOPS_HOME / PAYOPS_DATABASE_URL), migrated."""
-    from store import PayopsSettings, migrate, upgrade_database
+    from payops.store import PayopsSettings, migrate, upgrade_database
 
     engine = upgrade_database(PayopsSettings.from_env())
     try:
@@ -31,7 +31,7 @@ def payops_db() -> Iterator[Engine]:
 @contextmanager
 def approval_policy(text: str) -> Iterator[None]:
     """State ``text`` as the approval policy for the block, then "none" again (the session's)."""
-    from store.approvals import state_policy
+    from payops.store.approvals import state_policy
 
     with payops_db() as engine:
         state_policy(engine, text)
@@ -72,10 +72,10 @@ async def decide_as(
     ``acknowledge`` says which."""
     from uuid import UUID
 
-    from deployments.approving import decide
-    from store.approval_requests import ApprovalRequests
-    from store.settings import PayopsSettings
-    from tasks.auditing import Auditor
+    from payops.deployments.approving import decide
+    from payops.store.approval_requests import ApprovalRequests
+    from payops.store.settings import PayopsSettings
+    from payops.tasks.events.auditing import Auditor
 
     with payops_db() as engine:
         if acknowledge is None:
@@ -119,6 +119,6 @@ def prepared_home(
     home: Path, policy: str = NO_POLICY, operator: str | None = "ci-operator"
 ) -> dict[str, str]:
     """A fresh payops home for processes a test starts (deployments.demo.unattended_home)."""
-    from deployments.demo import unattended_home
+    from payops.deployments.demo import unattended_home
 
     return unattended_home(home, policy, operator)

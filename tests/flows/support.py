@@ -117,7 +117,7 @@ def run_payops(args: list[str], env: dict[str, str], timeout: float = 120):
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "deployments.cli", *args],
+        [sys.executable, "-m", "payops.deployments.cli", *args],
         env=cli_env(env),
         cwd=REPO,
         capture_output=True,

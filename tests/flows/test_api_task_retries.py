@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
+from payops.connectors.payments import InternalServerError, PaymentsSettings
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.tasks.intake import PayoutRow
+from payops.tasks.payouts.batching import build_batch
+from payops.tasks.payouts.polling import PayoutState, poll_payouts_task
+from payops.tasks.payouts.submission import BatchRefused, submit_batch_task
 from prefect import flow
 
-from connectors.payments import InternalServerError, PaymentsSettings
-from sandbox import SandboxConfig, SandboxServer
-from tasks.batching import build_batch
-from tasks.intake import PayoutRow
-from tasks.polling import PayoutState, poll_payouts_task
-from tasks.submission import BatchRefused, submit_batch_task
 from tests.flows.support import emulator_stats
 
 pytestmark = pytest.mark.e2e

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from payops.flows.outcomes import run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.store.approval_requests import ApprovalRequests
+from payops.store.audit import search
+from payops.store.notices import Notices
+from payops.tasks.approval.approvals import sign_start
 
-from flows.outcomes import run_summary
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from sandbox import SandboxConfig, SandboxServer
-from store.approval_requests import ApprovalRequests
-from store.audit import search
-from store.notices import Notices
-from tasks.approvals import sign_start
 from tests.flows.approval_support import approval_policy, payops_db
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
@@ -37,9 +37,9 @@ def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxServer]:
 
 @pytest.fixture
 def events(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The alert events the flow emits (tasks.alerts), as an automation would receive them."""
+    """The alert events the flow emits (tasks.events.alerts), as an automation would receive them."""
     seen: list[dict[str, Any]] = []
-    monkeypatch.setattr("tasks.alerts.default_emitter", lambda **event: seen.append(event))
+    monkeypatch.setattr("payops.tasks.events.alerts.default_emitter", lambda **event: seen.append(event))
     return seen
 
 

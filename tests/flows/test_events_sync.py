@@ -12,12 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
-
-from connectors.payments import PaymentsClient, PaymentsSettings
-from flows.events import EventsCatchUpParams, events_catch_up
-from sandbox import ManualClock, SandboxConfig, SandboxServer
-from tasks import events_sync
-from tasks.payment_events import envelope_to_event
+from payops.connectors.payments import PaymentsClient, PaymentsSettings
+from payops.flows.events import EventsCatchUpParams, events_catch_up
+from payops.sandbox import ManualClock, SandboxConfig, SandboxServer
+from payops.tasks.events import events_sync
+from payops.tasks.events.payment_events import envelope_to_event
 
 pytestmark = pytest.mark.e2e
 
@@ -158,7 +157,7 @@ def test_cursor_too_old_restarts_from_the_first_event_without_re_emitting(
 
 
 def test_conversion_is_the_one_shared_with_the_settlement_relay() -> None:
-    from tasks.settlements import settlement_event
+    from payops.tasks.settlements import settlement_event
 
     envelope = {
         "id": "evt_1",

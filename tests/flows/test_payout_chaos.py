@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.sandbox import SandboxConfig, create_app
 
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from sandbox import SandboxConfig, create_app
 from tests.flows.support import (
     StatusCounter,
     demo_env,

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from payops.sandbox import SandboxConfig, SandboxServer
 
-from sandbox import SandboxConfig, SandboxServer
 from tests.flows.support import emulator_stats, payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
+from payops.sandbox import SandboxConfig, create_app
+from payops.store.cache import LookupCache
 
-from sandbox import SandboxConfig, create_app
-from store.cache import LookupCache
 from tests.flows.approval_support import payops_db
 from tests.flows.support import emulator_stats, payroll_rows, serve_in_thread, write_sheet
 
@@ -117,7 +117,7 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
     cmd = [
         sys.executable,
         "-m",
-        "deployments.cli",
+        "payops.deployments.cli",
         "payouts",
         str(sheet),
         "--label",

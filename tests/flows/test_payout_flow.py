@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
+from payops.flows.outcomes import run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.sandbox import SandboxConfig, SandboxServer
 
-from flows.outcomes import run_summary
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from sandbox import SandboxConfig, SandboxServer
 from tests.flows.approval_support import decide_as, run_paused
 from tests.flows.support import HEADERS, emulator_stats, payroll_rows, write_sheet
 

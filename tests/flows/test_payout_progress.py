@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from payops.sandbox import SandboxConfig, SandboxServer
 
-from sandbox import SandboxConfig, SandboxServer
 from tests.flows.support import REPO, cli_env, payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -66,7 +66,12 @@ def test_plain_progress_lines_when_piped(prefect_harness, server: SandboxServer,
 def test_live_display_on_a_terminal(prefect_harness, server: SandboxServer, tmp_path: Path) -> None:
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "deployments.cli", *_args(_sheet(tmp_path, "TTY"), "progress-tty", tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "payops.deployments.cli",
+            *_args(_sheet(tmp_path, "TTY"), "progress-tty", tmp_path),
+        ],
         env=cli_env(server.env) | {"COLUMNS": "120", "TERM": "xterm-256color"},
         cwd=REPO,
         stdin=subprocess.DEVNULL,

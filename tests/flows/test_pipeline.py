@@ -7,9 +7,8 @@ import asyncio
 import logging
 
 import pytest
-
-from flows.pipeline import RunEnded, send_parts
-from tasks.progress import watching
+from payops.flows.pipeline import RunEnded, send_parts
+from payops.tasks.runtime.progress import watching
 
 
 class Watcher:

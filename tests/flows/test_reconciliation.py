@@ -14,16 +14,16 @@ from pathlib import Path
 import httpx
 import pytest
 from openpyxl import load_workbook
+from payops.connectors.payments import PaymentsClient, PaymentsSettings
+from payops.flows.outcomes import run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.flows.reconcile import ReconcileDayParams, ReconcileRunParams, reconcile_day, reconcile_run
+from payops.sandbox import SandboxConfig, SandboxServer, create_app
+from payops.store import PayopsSettings, migrate, upgrade_database
+from payops.store.approvals import state_policy
+from payops.store.reconciliation import ReconciliationStore
+from payops.tasks.ledger.daily_close import business_day
 
-from connectors.payments import PaymentsClient, PaymentsSettings
-from flows.outcomes import run_summary
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from flows.reconcile import ReconcileDayParams, ReconcileRunParams, reconcile_day, reconcile_run
-from sandbox import SandboxConfig, SandboxServer, create_app
-from store import PayopsSettings, migrate, upgrade_database
-from store.approvals import state_policy
-from store.reconciliation import ReconciliationStore
-from tasks.daily_close import business_day
 from tests.flows.approval_support import payops_db
 from tests.flows.support import payroll_rows, serve_in_thread, write_sheet
 

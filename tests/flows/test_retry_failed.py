@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.tasks.payouts.retry_sheet import next_retry_label, retry_label
 
-from sandbox import SandboxConfig, SandboxServer
-from tasks.retry_sheet import next_retry_label, retry_label
 from tests.flows.support import emulator_stats, payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from openpyxl import Workbook
+from payops.flows.outcomes import run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.store import PayopsSettings, upgrade_database
+from payops.store.retries import RetryRows
+from payops.tasks.payouts.retry_sheet import prepare_retry
 
-from flows.outcomes import run_summary
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from sandbox import SandboxConfig, SandboxServer
-from store import PayopsSettings, upgrade_database
-from store.retries import RetryRows
-from tasks.retry_sheet import prepare_retry
 from tests.flows.support import emulator_stats, in_emulator_env
 
 pytestmark = pytest.mark.e2e

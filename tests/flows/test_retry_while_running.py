@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.sandbox.engine.payouts import transition
+from payops.store import PayopsSettings, upgrade_database
+from payops.store.approvals import state_policy
+from payops.store.retries import RetryRows
 
-from sandbox import SandboxConfig, SandboxServer
-from sandbox.engine.payouts import transition
-from store import PayopsSettings, upgrade_database
-from store.approvals import state_policy
-from store.retries import RetryRows
 from tests.flows.support import REPO, cli_env, emulator_stats, payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -69,7 +69,7 @@ def test_rows_retried_while_the_run_polls_are_paid_again_once_whatever_comes_aft
     before = emulator_stats(server.base_url)["payouts"]
 
     parent = subprocess.Popen(
-        [sys.executable, "-m", "deployments.cli", *pay, "--settle-window", "300", "--json"],
+        [sys.executable, "-m", "payops.deployments.cli", *pay, "--settle-window", "300", "--json"],
         env=cli_env(server.env),
         cwd=REPO,
         stdout=subprocess.PIPE,

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from payops.sandbox import SandboxConfig, SandboxServer
 
-from sandbox import SandboxConfig, SandboxServer
 from tests.flows.support import payroll_rows, run_payops, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -67,10 +67,9 @@ def test_a_run_name_typed_in_prefects_form_is_kept(
 ) -> None:
     """Runs created with a name (Prefect's Custom run form, the console) keep it; a name Prefect made up
     (two random words) gives way to the sheet's name."""
+    from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
     from prefect.client.orchestration import get_client
     from prefect.flow_engine import run_flow_async
-
-    from flows.payouts import PayoutRunParams, payout_spreadsheet
 
     for key, value in server.env.items():
         monkeypatch.setenv(key, value)

@@ -12,20 +12,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from flows.outcomes import end_run, run_summary
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from flows.settlements import REPORT_HEADERS, TABLE_HEADERS, summary_markdown, table_rows
-from flows.summaries import (
+from payops.flows.outcomes import end_run, run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.flows.settlements import REPORT_HEADERS, TABLE_HEADERS, summary_markdown, table_rows
+from payops.flows.summaries import (
     Decision,
     PayoutRunSummary,
     PurchaseRunSummary,
     SettlementRunSummary,
     TransactionsReportSummary,
 )
-from sandbox import SandboxConfig, SandboxServer
-from store.settings import PayopsSettings
-from tasks.polling import progress_description
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.store.settings import PayopsSettings
+from payops.tasks.payouts.polling import progress_description
+
 from tests.flows.approval_support import decide_as, run_paused
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
@@ -315,6 +315,6 @@ def test_without_a_signing_key_a_run_needing_approval_ends_not_approved_without_
     ],
 )
 def test_a_state_is_green_only_when_nothing_went_wrong(state_type: str, name: str, tone: str) -> None:
-    from flows.outcomes import state_tone
+    from payops.flows.outcomes import state_tone
 
     assert state_tone(state_type, name) == tone

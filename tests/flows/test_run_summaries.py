@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from flows.summaries import (
+from payops.flows.summaries import (
     EventsCatchUpSummary,
     PayoutRunSummary,
     PurchaseRunSummary,

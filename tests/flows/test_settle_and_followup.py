@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from payops.deployments.run_history import find_payout_run
+from payops.flows.followup import FollowupParams, payout_followup
+from payops.flows.outcomes import run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.sandbox.engine.payouts import transition
 
-from deployments.run_history import find_payout_run
-from flows.followup import FollowupParams, payout_followup
-from flows.outcomes import run_summary
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from sandbox import SandboxConfig, SandboxServer
-from sandbox.engine.payouts import transition
 from tests.flows.support import in_emulator_env, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e

@@ -12,13 +12,18 @@ from typing import Any
 
 import pytest
 from openpyxl import load_workbook
+from payops.deployments.cli import app
+from payops.flows.settlements import (
+    SettlementRetryParams,
+    SettleNowParams,
+    retry_failed_settlements,
+    settle_now,
+)
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.tasks.settlements import POLICY_FIX
+from payops.tasks.wire.references import resettlement_reference
 from typer.testing import CliRunner
 
-from deployments.cli import app
-from flows.settlements import SettlementRetryParams, SettleNowParams, retry_failed_settlements, settle_now
-from sandbox import SandboxConfig, SandboxServer
-from tasks.references import resettlement_reference
-from tasks.settlements import POLICY_FIX
 from tests.tasks.test_settlements import admin, resettle_requests, seed_runs
 
 pytestmark = pytest.mark.e2e
@@ -153,7 +158,7 @@ def test_faults_and_429s_change_nothing_in_the_outcome(
     config = SandboxConfig(
         settlement_delay_s=0.2, fault_rate=0.1, fault_seed=11, rate_limit_per_s=15, rate_burst=2
     )
-    caplog.set_level(logging.INFO, logger="connectors.payments")
+    caplog.set_level(logging.INFO, logger="payops.connectors.payments")
     for server in _serve(config, monkeypatch):
         ids = asyncio.run(seed_runs(server, ["failed_partial", "settled", "failed_all"]))
         s = summary_of(retry(tmp_path / "one"))

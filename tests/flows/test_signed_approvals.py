@@ -1,4 +1,5 @@
-"""The payout flow enforces the approval policy itself (tasks/approval_gate.py, tasks/approvals.py).
+"""The payout flow enforces the approval policy itself (tasks/approval/approval_gate.py,
+tasks/approval/approvals.py).
 
 The tiers come from the payops database, whatever the run's parameters say; the run waits for approvals
 signed over what the approvers were shown (its rows' fingerprint, totals per currency, row count) from
@@ -13,12 +14,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from payops.flows.outcomes import run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.store.approvals import Approvals
+from payops.tasks.approval.approvals import Subject, sign_approval, sign_start
 
-from flows.outcomes import run_summary
-from flows.payouts import PayoutRunParams, payout_spreadsheet
-from sandbox import SandboxConfig, SandboxServer
-from store.approvals import Approvals
-from tasks.approvals import Subject, sign_approval, sign_start
 from tests.flows.approval_support import approval_policy, decide_as, payops_db, run_paused
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
@@ -121,9 +122,8 @@ def test_a_resume_counts_only_valid_signed_approvals(
     params = _params(tmp_path, case.replace(" ", "-"), require_approval=True)
 
     async def tamper(run_id: str, _description: str) -> None:
+        from payops.store.approval_requests import ApprovalRequests
         from prefect.flow_runs import resume_flow_run
-
-        from store.approval_requests import ApprovalRequests
 
         with payops_db() as engine:
             request = ApprovalRequests(engine).get(run_id)
@@ -171,7 +171,8 @@ def test_a_database_behind_this_payops_sends_nothing(
     is sent, and the database is left as it was."""
     import asyncio
 
-    from store.database import open_engine, recorded_revisions
+    from payops.store.database import open_engine, recorded_revisions
+
     from tests.store.test_database import _behind
 
     url = f"sqlite:///{tmp_path / 'behind.sqlite3'}"

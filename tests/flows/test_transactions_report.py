@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
-
-from connectors.payments import PaymentsClient, PaymentsSettings
-from flows.transactions import TransactionsReportParams, transactions_report
-from sandbox import SandboxConfig, SandboxServer
-from tasks.transactions_report import previous_day
+from payops.connectors.payments import PaymentsClient, PaymentsSettings
+from payops.flows.transactions import TransactionsReportParams, transactions_report
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.tasks.ledger.transactions_report import previous_day
 
 pytestmark = pytest.mark.e2e
 

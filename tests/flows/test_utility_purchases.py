@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
+from payops.flows.outcomes import run_summary
+from payops.flows.utility_purchases import UtilityRunParams, utility_purchases
+from payops.sandbox import SandboxConfig, SandboxServer
 
-from flows.outcomes import run_summary
-from flows.utility_purchases import UtilityRunParams, utility_purchases
-from sandbox import SandboxConfig, SandboxServer
 from tests.flows.support import emulator_stats
 
 pytestmark = pytest.mark.e2e
@@ -146,9 +146,8 @@ def test_dry_run_quotes_and_buys_nothing(prefect_harness, env, tmp_path: Path) -
 def test_cli_exit_codes_and_no_traceback(prefect_harness, env, tmp_path: Path) -> None:
     import json
 
+    from payops.deployments.cli import app
     from typer.testing import CliRunner
-
-    from deployments.cli import app
 
     runner = CliRunner()
     demo = Path(__file__).resolve().parents[2] / "examples" / "utilities-demo.csv"

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from payops.sandbox import ManualClock, SandboxConfig, create_app
 
-from sandbox import ManualClock, SandboxConfig, create_app
 from tests.sandbox.sandbox_support import START, Api
 
 

@@ -18,8 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 import httpx
-
-from sandbox import SandboxConfig, SandboxServer
+from payops.sandbox import SandboxConfig, SandboxServer
 
 
 @dataclass

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from payops.sandbox import SandboxConfig, create_app
+from payops.sandbox.clock import iso
 
-from sandbox import SandboxConfig, create_app
-from sandbox.clock import iso
 from tests.sandbox.sandbox_support import Api, acme, ref
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import time
 
-from sandbox import SandboxConfig, SandboxServer
+from payops.sandbox import SandboxConfig, SandboxServer
+
 from tests.sandbox.sandbox_load import run_load
 
 SECONDS = float(os.environ.get("SANDBOX_LOAD_SECONDS", "20"))

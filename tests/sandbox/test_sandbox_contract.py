@@ -18,15 +18,15 @@ from fastapi.testclient import TestClient
 from openapi_schema_validator import OAS31Validator
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+from payops.connectors.payments.contract import openapi_document, openapi_text
+from payops.connectors.payments.models import Transfer
+from payops.sandbox import ManualClock, SandboxConfig, create_app
+from payops.sandbox.auth import token_for
+from payops.sandbox.routes import payouts
+from payops.sandbox.routes import wallet as wallet_routes
 from schemathesis.core.failures import FailureGroup
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
-from connectors.payments.contract import openapi_document, openapi_text
-from connectors.payments.models import Transfer
-from sandbox import ManualClock, SandboxConfig, create_app
-from sandbox.auth import token_for
-from sandbox.routes import payouts
-from sandbox.routes import wallet as wallet_routes
 from tests.openapi_contract import compare, operations
 from tests.sandbox.sandbox_support import START
 

@@ -6,8 +6,8 @@ import asyncio
 import json
 
 import pytest
+from payops.sandbox import SandboxConfig, create_app
 
-from sandbox import SandboxConfig, create_app
 from tests.sandbox.sandbox_support import Api, payout
 
 

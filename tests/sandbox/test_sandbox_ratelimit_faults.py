@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 import httpx
+from payops.sandbox import SandboxConfig, create_app
 
-from sandbox import SandboxConfig, create_app
 from tests.sandbox.sandbox_support import Api, payout
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import schemathesis
 from hypothesis import HealthCheck, settings
+from payops.connectors.payments.contract import openapi_document
+from payops.sandbox import SandboxConfig, create_app
+from payops.sandbox.auth import token_for
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -19,9 +22,6 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from connectors.payments.contract import openapi_document
-from sandbox import SandboxConfig, create_app
-from sandbox.auth import token_for
 from tests.openapi_contract import operations
 
 APP = create_app(SandboxConfig(token_ttl_s=3600, delivery_delay_s=0.5))

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from payops.sandbox import ManualClock, SandboxConfig, SandboxServer, SystemClock, create_app
 
-import sandbox
-from sandbox import ManualClock, SandboxConfig, SandboxServer, SystemClock, create_app
+from payops import sandbox
 from tests.sandbox.sandbox_support import Api, payout
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+import payops.sandbox.delivery as delivery_mod
 import pytest
+from payops.sandbox import SandboxConfig, create_app
+from payops.sandbox.delivery import stop_worker
 
-import sandbox.delivery as delivery_mod
-from sandbox import SandboxConfig, create_app
-from sandbox.delivery import stop_worker
 from tests.sandbox.sandbox_support import ENDPOINTS, Api, add_endpoint, collection, payout
 
 EP = ENDPOINTS.format(biz="demo", env="test")

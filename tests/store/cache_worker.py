@@ -11,11 +11,12 @@ import json
 import sys
 from decimal import Decimal
 
-from sandbox.engine.party_lookups import holder_name
-from store import PayopsSettings, migrate, upgrade_database
-from store.cache import LookupCache
-from tasks.intake import PayoutRow
-from tasks.preflight import run_preflight
+from payops.sandbox.engine.party_lookups import holder_name
+from payops.store import PayopsSettings, migrate, upgrade_database
+from payops.store.cache import LookupCache
+from payops.tasks.intake import PayoutRow
+from payops.tasks.payouts.preflight import run_preflight
+
 from tests.connectors.payments_emulator import make_emulator
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from payops.store import PayopsSettings, SchemaBehind, migrate, open_database, open_engine, upgrade_database
 from sqlalchemy import inspect, text
-
-from store import PayopsSettings, SchemaBehind, migrate, open_database, open_engine, upgrade_database
 
 
 def test_default_database_is_a_sqlite_file_under_the_payops_home(
@@ -31,8 +30,7 @@ def _behind(url: str, revision: str = "0003_lookup_cache") -> None:
     """A database an earlier payops left at ``revision``."""
     from alembic import command
     from alembic.config import Config
-
-    from store.database import MIGRATIONS
+    from payops.store.database import MIGRATIONS
 
     engine = open_engine(url)
     try:
@@ -51,8 +49,7 @@ def test_opening_the_store_twice_creates_one_engine_and_migrates_once(
     """Every store of a process (console routes and relay, a flow's gate, cache and reconciliation) shares
     one engine; a new home's empty database is created at the newest revision once, by the first opener."""
     import alembic.command
-
-    import store.database as database
+    import payops.store.database as database
 
     upgrades, engines = [], []
     real_upgrade, real_open = alembic.command.upgrade, database.open_engine
@@ -104,8 +101,7 @@ def test_migrate_runs_on_an_empty_sqlite_file_and_twice(tmp_path: Path) -> None:
 def test_schema_heads_are_the_newest_migrations_alembic_finds() -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
-
-    from store.database import MIGRATIONS, SCHEMA_HEADS
+    from payops.store.database import MIGRATIONS, SCHEMA_HEADS
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
@@ -115,8 +111,7 @@ def test_schema_heads_are_the_newest_migrations_alembic_finds() -> None:
 def test_a_database_behind_the_newest_revision_is_migrated(tmp_path: Path) -> None:
     from alembic import command
     from alembic.config import Config
-
-    from store.database import MIGRATIONS, SCHEMA_HEADS, recorded_revisions
+    from payops.store.database import MIGRATIONS, SCHEMA_HEADS, recorded_revisions
 
     engine = open_engine(f"sqlite:///{tmp_path / 'p.sqlite3'}")
     try:

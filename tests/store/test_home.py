@@ -8,9 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from store.home import ServeRecord, clear_serve_record, read_serve_record, record_path, write_serve_record
-from store.settings import PayopsSettings
+from payops.store.home import (
+    ServeRecord,
+    clear_serve_record,
+    read_serve_record,
+    record_path,
+    write_serve_record,
+)
+from payops.store.settings import PayopsSettings
 
 RECORD = ServeRecord(pid=os.getpid(), prefect_api_url="http://127.0.0.1:9/api", console_url="http://127.0.0.1:9")
 
@@ -46,9 +51,8 @@ def test_a_damaged_record_counts_as_none(tmp_path: Path) -> None:
 def test_a_command_never_starts_its_own_server_beside_a_recorded_serve_that_does_not_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from payops.deployments.prefect_server import ServeUnreachable, prefect_api
     from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from deployments.prefect_server import ServeUnreachable, prefect_api
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     settings = PayopsSettings(home=tmp_path)

@@ -7,10 +7,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from payops.store import migrate, open_engine
+from payops.store.cache import NAMES, QUOTES, Cached, LookupCache, LookupCacheEntry, cache_key
 from sqlalchemy import select
-
-from store import migrate, open_engine
-from store.cache import NAMES, QUOTES, Cached, LookupCache, LookupCacheEntry, cache_key
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -68,7 +67,7 @@ def test_the_cache_survives_a_process_restart(tmp_path: Path) -> None:
     writer = (
         "from datetime import timedelta\n"
         "from store import migrate, open_engine\n"
-        "from store.cache import NAMES, Cached, LookupCache, cache_key\n"
+        "from payops.store.cache import NAMES, Cached, LookupCache, cache_key\n"
         f"e = open_engine({url!r}); migrate(e)\n"
         "key = cache_key('msisdn', 'mtn', '233241234567')\n"
         "LookupCache(e).put_many(NAMES, {key: Cached('Ama Mensah', True)}, lambda _: timedelta(days=7))\n"

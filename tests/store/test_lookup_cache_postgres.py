@@ -11,9 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from deployments.processes import free_port
-from deployments.scaleout.postgres import PrivatePostgres
+from payops.deployments.processes import free_port
+from payops.deployments.scaleout.postgres import PrivatePostgres
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

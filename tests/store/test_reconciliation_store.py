@@ -8,9 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
-from store import migrate, open_engine
-from store.reconciliation import Difference, IntendedPayout, ReconciliationStore
+from payops.store import migrate, open_engine
+from payops.store.reconciliation import Difference, IntendedPayout, ReconciliationStore
 
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 
@@ -68,8 +67,8 @@ def test_reconciliation_tables_on_sqlite(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    from deployments.demo import free_port
-    from deployments.scaleout.postgres import PrivatePostgres
+    from payops.deployments.demo import free_port
+    from payops.deployments.scaleout.postgres import PrivatePostgres
 
     with PrivatePostgres(free_port()) as pg:
         yield pg.url.replace("postgresql+asyncpg://", "postgresql+psycopg://")

@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from store import migrate, open_engine
-from store.retries import RetryConflict, RetryRow, RetryRows
+from payops.store import migrate, open_engine
+from payops.store.retries import RetryConflict, RetryRow, RetryRows
 
 HEADERS = ("reference", "amount", "destination")
 

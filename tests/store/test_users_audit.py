@@ -9,14 +9,13 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from payops.store import migrate, open_engine
+from payops.store.approvals import DEFAULT_POLICY, Approvals, parse_policy
+from payops.store.audit import GENESIS, append, entry_hash, search, verify
+from payops.store.users import UserError, Users
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import Engine, inspect, text
-
-from store import migrate, open_engine
-from store.approvals import DEFAULT_POLICY, Approvals, parse_policy
-from store.audit import GENESIS, append, entry_hash, search, verify
-from store.users import UserError, Users
 
 KEY = b"test-audit-key-0123456789"
 
@@ -227,7 +226,8 @@ def test_audit_chain_reports_an_edited_or_deleted_row(engine: Engine) -> None:
 
 @pytest.mark.e2e
 def test_migration_and_audit_chain_on_postgresql() -> None:
-    from deployments.scaleout.postgres import PrivatePostgres
+    from payops.deployments.scaleout.postgres import PrivatePostgres
+
     from tests.deployments.console_harness import free_port
 
     with PrivatePostgres(free_port()) as pg:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from payops.sandbox import SandboxConfig, create_app
+from payops.sandbox.clock import ManualClock
+from payops.tasks.runtime.ratelimit import AdaptiveRate, RateLimitedTransport
 
-from sandbox import SandboxConfig, create_app
-from sandbox.clock import ManualClock
-from tasks.ratelimit import AdaptiveRate, RateLimitedTransport
 from tests.sandbox.sandbox_support import START, Api
 
 REQUEST_S = 0.005

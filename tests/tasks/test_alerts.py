@@ -1,4 +1,5 @@
-"""Alert events (tasks/alerts.py), the wallet rule (tasks/wallet_watch.py) and automation files, offline."""
+"""Alert events (tasks/events/alerts.py), the wallet rule (tasks/ledger/wallet_watch.py) and automation
+files, offline."""
 
 from __future__ import annotations
 
@@ -11,11 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prefect.server.utilities.user_templates import render_user_template_sync
-
-from deployments.alerts import AlertSetupError, fill_links, load_alert_specs
-from store.settings import PayopsSettings
-from tasks.alerts import (
+from payops.deployments.alerts import AlertSetupError, fill_links, load_alert_specs
+from payops.store.settings import PayopsSettings
+from payops.tasks.events.alerts import (
     EVENT_NAMES,
     PAYOUT_COMPLETED,
     PAYOUT_FAILED,
@@ -29,9 +28,10 @@ from tasks.alerts import (
     lag_alert_after,
     payout_run_event,
 )
-from tasks.preflight import CurrencyCheck
-from tasks.settlements import RetryResult, RunInfo
-from tasks.wallet_watch import assess
+from payops.tasks.ledger.wallet_watch import assess
+from payops.tasks.payouts.preflight import CurrencyCheck
+from payops.tasks.settlements import RetryResult, RunInfo
+from prefect.server.utilities.user_templates import render_user_template_sync
 
 DESTINATIONS = ["233241234567", "233209876543"]
 
@@ -217,15 +217,15 @@ def _payload(event: str) -> dict[str, Any]:
     elif event == PAYOUT_FAILED:
         emit_payout_outcome(summary(outcome="preflight_failed", preflight={"problems": ["GHS: short"]}), rec)
     elif event == "payops.payout-run.needs-approval":
-        from tasks.alerts import emit_needs_approval
-        from tasks.preflight import Preflight
+        from payops.tasks.events.alerts import emit_needs_approval
+        from payops.tasks.payouts.preflight import Preflight
 
         pf = Preflight(
             {"GHS": CurrencyCheck("GHS", count=4, amount=Decimal("52.50"), fees=Decimal("1.05"))}, {}
         )
         emit_needs_approval("payroll-2026-11", pf, 3600, rec)
     elif event == "payops.payout-run.approval-reminder":
-        from tasks.alerts import emit_approval_reminder
+        from payops.tasks.events.alerts import emit_approval_reminder
 
         emit_approval_reminder("payroll-2026-11", 540, rec)
     elif event == SETTLEMENT_RETRY_FAILED:
@@ -234,7 +234,7 @@ def _payload(event: str) -> dict[str, Any]:
     elif event == "payops.wallet.low-balance":
         emit_low_balance(assess(rooms, {"GHS": Decimal("120.00")}, Decimal("0"))[0], 24, 2, rec)
     elif event == "payops.reconciliation.difference":
-        from tasks.alerts import emit_reconciliation_difference
+        from payops.tasks.events.alerts import emit_reconciliation_difference
 
         counts = {"balance_unexplained": 1, "reversed_after_delivery": 2}
         emit_reconciliation_difference("day", "2026-11-22", "differences", counts, {"xlsx": "/r/x.xlsx"}, rec)

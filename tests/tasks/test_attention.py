@@ -1,13 +1,15 @@
-"""The rows needing a person: one rule (tasks/attention.py) for the summary, highlight, artifact and retry."""
+"""The rows needing a person: one rule (tasks/reports/attention.py) for the summary, highlight, artifact
+and retry."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
 import pytest
-
-from connectors.payments.models import PAYOUT_STATUSES
-from tasks.attention import (
+from payops.connectors.payments.models import PAYOUT_STATUSES
+from payops.tasks.intake import PayoutRow
+from payops.tasks.payouts.preflight import NameCheck
+from payops.tasks.reports.attention import (
     KINDS,
     attention_rows,
     attention_table,
@@ -15,9 +17,7 @@ from tasks.attention import (
     outcome_kind,
     paid,
 )
-from tasks.intake import PayoutRow
-from tasks.preflight import NameCheck
-from tasks.reports import RowOutcome
+from payops.tasks.reports.run_reports import RowOutcome
 
 
 def _row(n: int, name: str | None = "Ama Mensah") -> PayoutRow:

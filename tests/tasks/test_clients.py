@@ -7,9 +7,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
-from tasks.clients import PooledTransport
-from tasks.ratelimit import RateLimitedTransport, TokenBucket
+from payops.tasks.runtime.clients import PooledTransport
+from payops.tasks.runtime.ratelimit import RateLimitedTransport, TokenBucket
 
 
 @pytest.fixture

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from connectors.payments import PaymentsSettings
-from tasks.credentials import PaymentsCredentials, aload_settings, load_settings
+from payops.connectors.payments import PaymentsSettings
+from payops.tasks.runtime.credentials import PaymentsCredentials, aload_settings, load_settings
 
 SECRET = "block-secret-value-42"
 

@@ -8,9 +8,15 @@ from decimal import Decimal
 from pathlib import Path
 
 from openpyxl import load_workbook
+from payops.connectors.payments import Transaction
+from payops.tasks.ledger.daily_close import (
+    OUTSIDE,
+    CloseData,
+    ReadTransactions,
+    close_day,
+    write_close_reports,
+)
 
-from connectors.payments import Transaction
-from tasks.daily_close import OUTSIDE, CloseData, ReadTransactions, close_day, write_close_reports
 from tests.connectors.payments_samples import TRANSACTION
 
 PARENT = {"type": "payout", "reference": "pay-r1"}

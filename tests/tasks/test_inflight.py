@@ -10,15 +10,15 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
+from payops.connectors.payments import PaymentsClient, PaymentsSettings
+from payops.sandbox import SandboxConfig, create_app
+from payops.sandbox.engine.party_lookups import holder_name
+from payops.tasks.intake import PayoutRow
+from payops.tasks.payouts.polling import PayoutState, poll_until_final
+from payops.tasks.payouts.preflight import run_preflight
+from payops.tasks.runtime.inflight import MAX_IN_FLIGHT, InFlight, InFlightWindow
+from payops.tasks.runtime.ratelimit import AdaptiveRate, RateLimitedTransport
 
-from connectors.payments import PaymentsClient, PaymentsSettings
-from sandbox import SandboxConfig, create_app
-from sandbox.engine.party_lookups import holder_name
-from tasks.inflight import MAX_IN_FLIGHT, InFlight, InFlightWindow
-from tasks.intake import PayoutRow
-from tasks.polling import PayoutState, poll_until_final
-from tasks.preflight import run_preflight
-from tasks.ratelimit import AdaptiveRate, RateLimitedTransport
 from tests.connectors.payments_emulator import DEMO_ID, DEMO_SECRET
 
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-
-from tasks.batching import batch_count, build_batch, build_batches, canonical_json
-from tasks.intake import PayoutRow
-from tasks.references import REFERENCE_PATTERN, batch_reference, content_label, label_slug, row_reference
+from payops.tasks.intake import PayoutRow
+from payops.tasks.payouts.batching import batch_count, build_batch, build_batches, canonical_json
+from payops.tasks.wire.references import (
+    REFERENCE_PATTERN,
+    batch_reference,
+    content_label,
+    label_slug,
+    row_reference,
+)
 
 
 def _rows(n: int) -> list[PayoutRow]:

@@ -6,9 +6,8 @@ import os
 import sys
 
 import pytest
-
-from tasks import memory
-from tasks.memory import LARGE_RUN_ROWS, release_freed_memory
+from payops.tasks.runtime import memory
+from payops.tasks.runtime.memory import LARGE_RUN_ROWS, release_freed_memory
 
 
 def _rss_mb() -> float:
@@ -47,7 +46,7 @@ def test_the_payops_command_exits_with_its_heap_frozen_and_its_code() -> None:
     probe = (
         "import atexit, gc, sys\n"
         "atexit.register(lambda: print('collector', gc.isenabled(), gc.get_freeze_count() > 1000))\n"
-        "from deployments.cli import main\n"
+        "from payops.deployments.cli import main\n"
         "sys.argv = ['payops', 'no-such-command']\n"
         "main()\n"
     )

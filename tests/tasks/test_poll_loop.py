@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from tasks.poll_loop import Backoff, poll_until
+from payops.tasks.payouts.poll_loop import Backoff, poll_until
 
 
 @pytest.mark.parametrize(

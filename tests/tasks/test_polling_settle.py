@@ -6,9 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-
-from connectors.payments import InternalServerError
-from tasks.polling import PayoutState, poll_until_final
+from payops.connectors.payments import InternalServerError
+from payops.tasks.payouts.polling import PayoutState, poll_until_final
 
 
 class Service:

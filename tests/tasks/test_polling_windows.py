@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tasks.polling import PayoutState, pending_windows
+from payops.tasks.payouts.polling import PayoutState, pending_windows
 
 T0 = datetime(2026, 11, 22, 8, 0, 0, 123000, tzinfo=UTC)
 

@@ -8,15 +8,15 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from payops.sandbox.engine.party_lookups import holder_name
+from payops.sandbox.money import payout_fee
+from payops.store import migrate, open_engine
+from payops.store.cache import NAMES, Cached, LookupCache, cache_key
+from payops.tasks.intake import PayoutRow
+from payops.tasks.payouts import fee_pricing
+from payops.tasks.payouts.lookup_cache import CachePolicy
+from payops.tasks.payouts.preflight import run_preflight
 
-from sandbox.engine.party_lookups import holder_name
-from sandbox.money import payout_fee
-from store import migrate, open_engine
-from store.cache import NAMES, Cached, LookupCache, cache_key
-from tasks import fee_pricing
-from tasks.intake import PayoutRow
-from tasks.lookup_cache import CachePolicy
-from tasks.preflight import run_preflight
 from tests.connectors.payments_emulator import make_emulator
 
 LOOKUPS = "GET /v1/party-lookups"

@@ -6,8 +6,7 @@ import asyncio
 import time
 
 import httpx
-
-from tasks.ratelimit import RateLimitedTransport, TokenBucket, resolve_limiter
+from payops.tasks.runtime.ratelimit import RateLimitedTransport, TokenBucket, resolve_limiter
 
 
 async def test_token_bucket_holds_the_rate() -> None:

@@ -7,7 +7,7 @@ import csv
 from decimal import Decimal
 from pathlib import Path
 
-from tasks.xlsx import safe_cell, write_csv
+from payops.tasks.reports.xlsx import safe_cell, write_csv
 
 
 def test_a_csv_report_keeps_money_a_number_and_guards_formula_text(tmp_path: Path) -> None:

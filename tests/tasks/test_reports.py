@@ -6,8 +6,7 @@ import json
 import zipfile
 
 from openpyxl import load_workbook
-
-from tasks.reports import RowOutcome, neutralise, resubmit_reference, write_reports
+from payops.tasks.reports.run_reports import RowOutcome, neutralise, resubmit_reference, write_reports
 
 
 def test_cells_starting_with_formula_characters_are_neutralised() -> None:
@@ -49,8 +48,8 @@ def test_write_reports_results_summary_resubmit(tmp_path) -> None:
     assert results[3][5] == "invalid"
     resubmit = list(wb["resubmit"].iter_rows(values_only=True))
     assert resubmit[0] == ("reference", "name", "amount", "destination")
-    # Read back by payops (tasks.xlsx.READ_BACK_RULE): the sheet's own text, no guard, as an inline string
-    # that no spreadsheet evaluates (no <f> element, t="inlineStr").
+    # Read back by payops (tasks.reports.xlsx.READ_BACK_RULE): the sheet's own text, no guard, as an inline
+    # string that no spreadsheet evaluates (no <f> element, t="inlineStr").
     assert resubmit[1:] == [("run-r2-rs1", "=cmd", "10.00", "233240000001")]
     with zipfile.ZipFile(paths["xlsx"]) as z:
         part = z.read("xl/worksheets/sheet3.xml").decode()
@@ -62,8 +61,7 @@ def test_write_reports_results_summary_resubmit(tmp_path) -> None:
 
 def test_a_report_never_overwrites_the_sheet_being_paid(tmp_path) -> None:
     import pytest
-
-    from tasks.reports import ReportWouldOverwriteSource, ensure_reports_spare_source
+    from payops.tasks.reports.run_reports import ReportWouldOverwriteSource, ensure_reports_spare_source
 
     sheet = tmp_path / "payroll.xlsx"
     with pytest.raises(ReportWouldOverwriteSource, match="would overwrite the sheet"):
@@ -73,7 +71,7 @@ def test_a_report_never_overwrites_the_sheet_being_paid(tmp_path) -> None:
 
 
 def test_column_headers_are_neutralised_in_csv_and_xlsx_reports(tmp_path) -> None:
-    from tasks.tabular_reports import write_table_reports
+    from payops.tasks.reports.tabular_reports import write_table_reports
 
     evil = '=HYPERLINK("http://evil.example/h","hdr")'
     table = [{"__row__": "2", evil: "x", "amount": "10.00"}]
@@ -97,9 +95,9 @@ def test_finance_columns_amounts_numbers_sum_to_the_total_and_approvers_kept(tmp
     from datetime import datetime
     from decimal import Decimal
 
-    from tasks.intake import PayoutRow
-    from tasks.preflight import NameCheck
-    from tasks.reports import row_facts
+    from payops.tasks.intake import PayoutRow
+    from payops.tasks.payouts.preflight import NameCheck
+    from payops.tasks.reports.run_reports import row_facts
 
     columns = ["Payment Reference", "Full Name", "Amount", "Phone"]
     table = [

@@ -2,8 +2,8 @@
 formats, xlsx and csv): its retry sheet, and the retry of that retry, are read back with zero invalid rows and
 hold exactly the failed and refused rows, their own columns and values, fresh references.
 
-The first retry's rows are recorded as a running run records them (`tasks.retry_rows`, the failed ones as
-the poll sees them) before the report adds the refused ones: the early path gives the same sheet.
+The first retry's rows are recorded as a running run records them (`tasks.payouts.retry_rows`, the failed ones
+as the poll sees them) before the report adds the refused ones: the early path gives the same sheet.
 
 Property-style (hypothesis, derandomized so CI sees the same examples); the emulator round trip with real
 payouts is tests/flows/test_retry_round_trip.py.
@@ -23,15 +23,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openpyxl import Workbook
-
-from store import migrate, open_engine
-from store.retries import RetryRows
-from tasks.intake import IntakeOptions, IntakeResult, PayoutRow, read_payout_sheet
-from tasks.intake.columns import ALIASES, format_column_map, parse_column_map
-from tasks.references import row_reference
-from tasks.reports import RowOutcome, resubmit_reference, write_reports
-from tasks.retry_rows import retry_rows_of
-from tasks.retry_sheet import prepare_retry
+from payops.store import migrate, open_engine
+from payops.store.retries import RetryRows
+from payops.tasks.intake import IntakeOptions, IntakeResult, PayoutRow, read_payout_sheet
+from payops.tasks.intake.columns import ALIASES, format_column_map, parse_column_map
+from payops.tasks.payouts.retry_rows import retry_rows_of
+from payops.tasks.payouts.retry_sheet import prepare_retry
+from payops.tasks.reports.run_reports import RowOutcome, resubmit_reference, write_reports
+from payops.tasks.wire.references import row_reference
 
 # Value formats of docs/intake.md ("Cell rules"): the text each is written as, and the value it means.
 AMOUNTS = [

@@ -13,13 +13,12 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-
-from connectors.payments import PaymentsClient, PaymentsSettings, WebhookEnvelope
-from sandbox import SandboxConfig, SandboxServer
-from tasks import references as refs
-from tasks import settlements as ts
-from tasks.poll_loop import Backoff
-from tasks.settlements import RunInfo
+from payops.connectors.payments import PaymentsClient, PaymentsSettings, WebhookEnvelope
+from payops.sandbox import SandboxConfig, SandboxServer
+from payops.tasks import settlements as ts
+from payops.tasks.payouts.poll_loop import Backoff
+from payops.tasks.settlements import RunInfo
+from payops.tasks.wire import references as refs
 
 REFERENCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 BAD = "1400000009991"  # contract.md: a settlement destination ending 9991 fails
@@ -293,7 +292,7 @@ def test_envelope_becomes_a_prefect_event_the_documented_trigger_reacts_to() -> 
     )
 
     # The webhook receiver's converter gives the same event id and labels: one trigger serves both paths.
-    from deployments.console.webhooks import prefect_event
+    from payops.deployments.console.webhooks import prefect_event
 
     theirs = prefect_event(WebhookEnvelope.model_validate(_envelope("failed_all")))
     ours = ts.settlement_event(_envelope("failed_all"))

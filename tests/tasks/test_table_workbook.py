@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 import xlsxwriter
 from openpyxl import load_workbook
-
-from tasks.table_workbook import table_workbook
-from tasks.xlsx import HIGHLIGHT, quote_prefixed, safe_row
+from payops.tasks.reports.table_workbook import table_workbook
+from payops.tasks.reports.xlsx import HIGHLIGHT, quote_prefixed, safe_row
 
 HEADERS = ["reference", "payee", "amount", "=HYPERLINK(1)", "count", "ok", "note"]
 ROWS = [
@@ -25,7 +24,7 @@ FLAGS = [False, True, False, True]
 
 
 def _xlsxwriter_reference(path: Path) -> None:
-    """What tasks/xlsx.py wrote with XlsxWriter before (same options, formats, widths and pane)."""
+    """What tasks/reports/xlsx.py wrote with XlsxWriter before (same options, formats, widths and pane)."""
     book = xlsxwriter.Workbook(
         str(path),
         {

@@ -9,9 +9,8 @@ from datetime import datetime
 from decimal import Decimal
 
 import pytest
-
-from tasks import tabular_reports
-from tasks.tabular_reports import write_json_document
+from payops.tasks.reports import tabular_reports
+from payops.tasks.reports.tabular_reports import write_json_document
 
 
 class Kind(enum.StrEnum):

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 from openpyxl import Workbook
-
-from tasks.intake import IntakeError, read_raw_sheet
-from tasks.references import REFERENCE_PATTERN
-from tasks.utility_purchases import (
-    ProductInfo,
-    chunks,
-    purchase_orders,
-    validate_utility_sheet,
-)
+from payops.tasks.intake import IntakeError, read_raw_sheet
+from payops.tasks.utility_purchases import ProductInfo, chunks, purchase_orders, validate_utility_sheet
+from payops.tasks.wire.references import REFERENCE_PATTERN
 
 D = Decimal
 PRODUCTS = [

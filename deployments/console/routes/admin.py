@@ -10,12 +10,11 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from payops.store.approvals import parse_policy
+from payops.store.audit import search
+from payops.store.users import PASSWORD_RULE, ROLES, UserError
+from payops.tasks.reports.xlsx import neutralise
 from starlette.datastructures import FormData
-
-from store.approvals import parse_policy
-from store.audit import search
-from store.users import PASSWORD_RULE, ROLES, UserError
-from tasks.xlsx import neutralise
 
 from ..deps import Admin, ConsoleDep, checked_form, text
 from ..errors import ConsoleError

@@ -15,11 +15,10 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
+from payops.deployments.approving import decide, missing_acknowledgements, pending
+from payops.store.users import Account
+from payops.tasks.approval.approval_gate import FINDING_TITLES
 from starlette.datastructures import FormData
-
-from deployments.approving import decide, missing_acknowledgements, pending
-from store.users import Account
-from tasks.approval_gate import FINDING_TITLES
 
 from ..deps import Approver, ConsoleDep, checked_form, parse_run_id
 from ..run_review import page_number

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
-
-from store.retries import RetryRows
-from store.users import PERMISSIONS
+from payops.store.retries import RetryRows
+from payops.store.users import PERMISSIONS
 
 from ..deps import ConsoleDep, Viewer, parse_run_id
 from ..errors import ConsoleError

@@ -10,25 +10,24 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from starlette.datastructures import FormData, UploadFile
-
-from flows.payouts import PayoutRunParams
-from flows.run_params import name_from_parameters
-from store.retries import RetryConflict, RetryRows
-from store.users import PERMISSIONS, Account
-from tasks.approval_gate import totals_by_currency
-from tasks.approvals import sign_start
-from tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
-from tasks.intake.columns import (
+from payops.flows.payouts import PayoutRunParams
+from payops.flows.run_params import name_from_parameters
+from payops.store.retries import RetryConflict, RetryRows
+from payops.store.users import PERMISSIONS, Account
+from payops.tasks.approval.approval_gate import totals_by_currency
+from payops.tasks.approval.approvals import sign_start
+from payops.tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
+from payops.tasks.intake.columns import (
     FIELDS,
     ColumnMapError,
     ColumnsUnmatched,
     format_column_map,
     parse_column_map,
 )
-from tasks.money import money
-from tasks.retry_sheet import RetryRefused, plan_retry, retry_sheet
-from tasks.sheet_check import no_name_column
+from payops.tasks.payouts.retry_sheet import RetryRefused, plan_retry, retry_sheet
+from payops.tasks.payouts.sheet_check import no_name_column
+from payops.tasks.wire.money import money
+from starlette.datastructures import FormData, UploadFile
 
 from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
 from ..errors import ConsoleError

@@ -42,8 +42,7 @@ def _tiers() -> None:
 
 def _rechain_audit() -> None:
     from alembic import context
-
-    from store.audit import GENESIS, entry_hash
+    from payops.store.audit import GENESIS, entry_hash
 
     bind = op.get_bind()
     rows = bind.execute(

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 from intake_corpus import GOOD, HEADER, write_csv
+from payops.flows.outcomes import run_summary
+from payops.flows.summaries import PayoutRunSummary, SheetCheckSummary
+from payops.tasks.payouts.sheet_check import check_sheet
 from test_intake_corpus import FILE_CASES, ROW_CASES
-
-from flows.outcomes import run_summary
-from flows.summaries import PayoutRunSummary, SheetCheckSummary
-from tasks.sheet_check import check_sheet
 
 REPO = Path(__file__).resolve().parents[3]
 COMPARED = (
@@ -49,8 +48,8 @@ def _corpus() -> dict[str, object]:
 def test_check_and_flow_agree_on_the_corpus(
     prefect_harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.payouts import PayoutRunParams, payout_spreadsheet
-    from sandbox import SandboxConfig, SandboxServer
+    from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+    from payops.sandbox import SandboxConfig, SandboxServer
 
     corpus = _corpus()
     assert len(corpus) >= 50
@@ -79,7 +78,7 @@ def test_check_and_flow_agree_on_the_corpus(
 def test_check_command_never_imports_prefect(tmp_path: Path) -> None:
     sheet = _good_and_bad(tmp_path)
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "deployments.cli", "check", str(sheet), "--json"],
+        [sys.executable, "-X", "importtime", "-m", "payops.deployments.cli", "check", str(sheet), "--json"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -89,7 +88,7 @@ def test_check_command_never_imports_prefect(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.splitlines()
     imported = [line.rsplit("|", 1)[-1].strip() for line in lines if "import time:" in line]
-    assert "tasks.intake" in imported and "tasks.sheet_check" in imported
+    assert "payops.tasks.intake" in imported and "payops.tasks.payouts.sheet_check" in imported
     assert not [m for m in imported if m.split(".")[0] == "prefect"]
     summary = json.loads(proc.stdout)
     assert [(e["row"], e["column"]) for e in summary["errors"]] == [(3, "amount")]
@@ -98,7 +97,7 @@ def test_check_command_never_imports_prefect(tmp_path: Path) -> None:
 def test_check_command_exit_codes_and_report(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "deployments.cli", "check", *args],
+            [sys.executable, "-m", "payops.deployments.cli", "check", *args],
             cwd=REPO,
             capture_output=True,
             text=True,

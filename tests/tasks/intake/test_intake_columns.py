@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 from intake_corpus import write_csv, write_xlsx
-
-from flows.summaries import SheetCheckSummary
-from tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
-from tasks.intake.columns import ColumnMapError, format_column_map, parse_column_map
-from tasks.sheet_check import check_sheet
+from payops.flows.summaries import SheetCheckSummary
+from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
+from payops.tasks.intake.columns import ColumnMapError, format_column_map, parse_column_map
+from payops.tasks.payouts.sheet_check import check_sheet
 
 HEADER = ["Payment Reference", "Full Name", "Employee ID", "Amount (GHS)", "Currency", "Network", "Phone"]
 ROW = ["PR-1", "Ama Mensah", "E-17", "10.00", "GHS", "mtn", "+233 24 123 4567"]

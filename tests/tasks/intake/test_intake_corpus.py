@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from intake_corpus import GOOD, HEADER, rewrite_parts, rows_with, with_sheet_xml, write_csv, write_xlsx
-
-from tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
+from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,11 @@ import io
 from pathlib import Path
 
 import fsspec
+import payops.tasks.intake as intake
 import pytest
 from intake_corpus import HEADER, rows_with, write_csv
 from openpyxl import load_workbook
-
-import tasks.intake as intake
-from tasks.intake import IntakeError, read_payout_sheet, write_template, write_validation_report
+from payops.tasks.intake import IntakeError, read_payout_sheet, write_template, write_validation_report
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "payouts-template.xlsx"
 

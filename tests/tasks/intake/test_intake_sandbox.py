@@ -10,14 +10,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import payops.tasks.intake.safety as safety
 import psutil
 import pytest
 from bombs import BOMBS, far_corner
 from intake_corpus import HEADER, rows_with, write_xlsx
-
-import tasks.intake.safety as safety
-from tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
-from tasks.intake.reading import check_sheet_file
+from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
+from payops.tasks.intake.reading import check_sheet_file
 
 REPO = Path(__file__).resolve().parents[3]
 GIB = 1024 * 1024 * 1024
@@ -49,7 +48,7 @@ def _peak():
         f.write(str(max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)))
 atexit.register(_peak)
 sys.argv = ["payops", *sys.argv[2:]]
-runpy.run_module("deployments.cli", run_name="__main__")
+runpy.run_module("payops.deployments.cli", run_name="__main__")
 """
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-
-from tasks.intake.amounts import CellError, parse_amount
-from tasks.intake.cells import cell_text
-from tasks.intake.phones import normalise_msisdn
+from payops.tasks.intake.amounts import CellError, parse_amount
+from payops.tasks.intake.cells import cell_text
+from payops.tasks.intake.phones import normalise_msisdn
 
 
 @pytest.mark.parametrize(
@@ -120,7 +119,7 @@ def test_cell_text(value: object, text: str) -> None:
 
 
 def _column(values: list[object]) -> tuple[list[str], list[int]]:
-    from tasks.intake.parsing import _column_texts
+    from payops.tasks.intake.parsing import _column_texts
 
     texts, numeric, joined = _column_texts(values)
     assert joined == ("\n".join(texts) if all("\n" not in t for t in texts) else None)
@@ -143,7 +142,7 @@ def test_column_fast_paths_give_the_same_text_as_cell_text() -> None:
 
 def test_float_column_texts_equal_cell_text() -> None:
     """The whole-column conversion of numeric cells gives exactly what cell_text gives cell by cell."""
-    from tasks.intake.parsing import _float_texts
+    from payops.tasks.intake.parsing import _float_texts
 
     values = [0.0, -0.0, 1.0, 10.5, 1234.56, 0.1 + 0.2, 241234567.0, 1e-05, 123456789012345.0, -3.0, 5e-324]
     for column in (values, [v for v in values if v != 0]):
@@ -163,6 +162,6 @@ def test_float_column_texts_equal_cell_text() -> None:
     ],
 )
 def test_formula_detection(xml: bytes, found: bool) -> None:
-    from tasks.intake.safety import _has_formula
+    from payops.tasks.intake.safety import _has_formula
 
     assert _has_formula(xml) is found

@@ -7,12 +7,11 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
-from tasks.batching import batch_count, build_batch
-from tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
-from tasks.intake.streaming import stream_csv
-from tasks.reports import RowOutcome
-from tasks.spill import RowSpill
+from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
+from payops.tasks.intake.streaming import stream_csv
+from payops.tasks.payouts.batching import batch_count, build_batch
+from payops.tasks.payouts.spill import RowSpill
+from payops.tasks.reports.run_reports import RowOutcome
 
 HEADER = "Payment Reference,Full Name,Amount,Currency,Provider,Destination type,Staff Mobile,Department\n"
 LINES = [

@@ -1,0 +1,583 @@
+"""The daily close: the wallet snapshotted, its change since the last close matched to the movements in
+between, every transaction attributed to a payops run or marked outside payops, and what was still moving
+or unchecked at the last close read again.
+
+The API has no historical balance, so each close snapshots ``balances`` and ``reserved`` (their sum is the
+wallet's total: a reservation moves money between them, not out). Between two closes the total must change
+by exactly the sum of the movements' wallet effects (`tasks.ledger.run_reconciliation.wallet_effect`: payouts
+with their fees, collections, settlements, transfers, utility purchases, reversals). Each close lists the
+transactions created since the last snapshot (pages of 100, the API's largest), re-reads the items the last
+close left open (one narrow list call per group of creation times, not a GET per item), and keeps, per open
+item, the effect it booked so far: an item that moves later adds only what changed. A payout refunded without
+a recorded reversal (its credit has no transaction line) is found by one ``status=refunded`` list over the
+look-back. The day's transactions are grouped with pandas (one frame, integer cents), not row by row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+from payops.connectors.payments import PaymentsClient, PaymentsSettings, Transaction
+from payops.store.reconciliation import Check, Difference, ReconciliationStore
+from payops.store.settings import PayopsSettings
+from payops.tasks.ledger.run_reconciliation import (
+    DEFAULT_UNCHECKED_AFTER,
+    PAGE,
+    RecordColumns,
+    cents,
+    open_store,
+)
+from payops.tasks.runtime.clients import payments_client
+from payops.tasks.runtime.retries import is_transient
+from payops.tasks.wire.references import is_settlement_reference, label_slug, row_reference_slug
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+ACCRA = ZoneInfo("Africa/Accra")
+LOOKBACK = timedelta(days=7)
+OUTSIDE = "outside payops"
+SETTLEMENTS = "payops settlements"
+GROUP_GAP = timedelta(seconds=1)
+
+
+def business_day(moment: datetime) -> date:
+    """The Africa/Accra calendar day of ``moment`` (the spec's limits follow Accra days)."""
+    return moment.astimezone(ACCRA).date()
+
+
+def day_start(day: date) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=ACCRA)
+
+
+def money_of(value_cents: int) -> Decimal:
+    """Cents as a two-decimal Decimal (a number in the xlsx, ``"12.50"`` in csv and JSON)."""
+    return Decimal(value_cents).scaleb(-2)
+
+
+@dataclass
+class CloseData:
+    """What one close read from the service: the window's and the re-read transactions as columns (built a
+    page at a time, in the order read) with the payops runs their references belong to."""
+
+    as_of: datetime
+    start: datetime
+    wallet: dict[str, tuple[Decimal, Decimal]]  # currency -> (balance, reserved)
+    read: ReadTransactions
+    old_refunds: list[Transaction]
+    old_mismatched: list[Transaction]
+    api_calls: Counter[str] = field(default_factory=Counter)
+
+
+class ReadTransactions:
+    """Transactions as they are read: their columns (`tasks.ledger.run_reconciliation.RecordColumns`) with the
+    label slug their reference carries, their ids, and the run label of each reference (or parent reference)
+    some payops run was approved to pay. A page is added while the service builds the next one
+    (`transactions.pages`), so this work overlaps the service's paging; a transaction listed twice (the list
+    moved between two pages) counts once, as first read. References are looked up in the payops database
+    `LOOKUP` at a time (`flush` the rest)."""
+
+    LOOKUP = 2000
+
+    def __init__(self, labels_of: Callable[[Iterable[str]], dict[str, str]]) -> None:
+        self.columns = RecordColumns()
+        self.slugs: list[str | None] = []
+        self.ids: set[str] = set()
+        self.labels: dict[str, str] = {}
+        self._labels_of = labels_of
+        self._unlooked: set[str] = set()
+
+    def add(self, page: Sequence[Transaction]) -> None:
+        fresh = []
+        for tx in page:
+            if tx.id not in self.ids:
+                self.ids.add(tx.id)
+                fresh.append(tx)
+        self.columns.add(fresh)
+        self.slugs += [row_reference_slug(tx.reference) for tx in fresh]
+        self._unlooked.update(tx.reference for tx in fresh)
+        self._unlooked.update(tx.parent.reference for tx in fresh if tx.parent)
+        if len(self._unlooked) >= self.LOOKUP:
+            self.flush()
+
+    def flush(self) -> None:
+        """Look up the references not looked up yet."""
+        if self._unlooked:
+            self.labels |= self._labels_of(self._unlooked)
+            self._unlooked = set()
+
+    def frame(self) -> pd.DataFrame:
+        """`tasks.ledger.run_reconciliation.records_frame`'s columns and ``slug`` (`row_reference_slug`)."""
+        return self.columns.frame().assign(slug=pd.Series(self.slugs, dtype=object))
+
+
+def _groups(items: Sequence[Mapping[str, Any]]) -> list[tuple[datetime, datetime, set[str]]]:
+    """Carried items by creation time: runs of times less than `GROUP_GAP` apart, at most a page each."""
+    groups: list[tuple[datetime, datetime, set[str]]] = []
+    for item in sorted(items, key=lambda i: i["created_at"]):
+        t = item["created_at"]
+        if groups and t - groups[-1][1] < GROUP_GAP and len(groups[-1][2]) < PAGE:
+            first, _last, ids = groups[-1]
+            groups[-1] = (first, t, ids | {item["transaction_id"]})
+        else:
+            groups.append((t, t, {item["transaction_id"]}))
+    return groups
+
+
+async def fetch_close(
+    client: PaymentsClient,
+    previous: Check | None,
+    carried: Sequence[Mapping[str, Any]],
+    labels_of: Callable[[Iterable[str]], dict[str, str]],
+    *,
+    lookback: timedelta = LOOKBACK,
+) -> CloseData:
+    """Snapshot the wallet, list the transactions created since the last snapshot (the look-back on a first
+    close), re-read what the last close left open, and list the late refunds and mismatches of older ones.
+    Each page becomes columns and labels (``labels_of``, the payops database) while the service builds the
+    next page."""
+    accounts = await client.wallet.get()
+    as_of = datetime.now(UTC)
+    wallet: dict[str, tuple[Decimal, Decimal]] = {}
+    for account in accounts:
+        for currency, balance in account.balances.items():
+            b, r = wallet.get(currency, (Decimal(0), Decimal(0)))
+            wallet[currency] = (b + Decimal(balance), r + Decimal(account.reserved.get(currency, 0)))
+        for currency, reserved in account.reserved.items():
+            if currency not in account.balances:
+                b, r = wallet.get(currency, (Decimal(0), Decimal(0)))
+                wallet[currency] = (b, r + Decimal(reserved))
+    start = previous.taken_at if previous and previous.taken_at else as_of - lookback
+    read = ReadTransactions(labels_of)
+    # Pages are worked on in the loop's thread (a worker thread's fight for the GIL cost more than it hid);
+    # closed on a failure too, so the request already in flight for the next page is dropped with it.
+    async with aclosing(client.transactions.pages(from_=start, to=as_of, limit=PAGE)) as pages:
+        async for page in pages:
+            read.add(page)
+    reread: list[Transaction] = []
+    for first, last, ids in _groups([i for i in carried if i["transaction_id"] not in read.ids]):
+        kinds = {i["kind"] for i in carried if i["transaction_id"] in ids}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        end = last + timedelta(milliseconds=1)
+        async for tx in client.transactions.iterate(kind=kind, from_=first, to=end, limit=PAGE):
+            if tx.id in ids:
+                reread.append(tx)
+    read.add(reread)
+    read.flush()
+    old_refunds: list[Transaction] = []
+    old_mismatched: list[Transaction] = []
+    if previous is not None:
+        old_from = as_of - lookback
+        old_refunds = [
+            tx
+            async for tx in client.transactions.iterate(
+                kind="payout", status="refunded", from_=old_from, to=start, limit=PAGE
+            )
+        ]
+        old_mismatched = [
+            tx
+            async for tx in client.transactions.iterate(
+                reconciliation_status="mismatched", from_=old_from, to=start, limit=PAGE
+            )
+        ]
+    return CloseData(as_of, start, wallet, read, old_refunds, old_mismatched, Counter(client.api_calls))
+
+
+@dataclass
+class CloseResult:
+    """A close: the equation per currency, attribution, differences, what stays open."""
+
+    day: str
+    as_of: datetime
+    start: datetime
+    status: str  # baseline (first close), balanced, differences
+    balances: dict[str, dict[str, str | None]]
+    differences: list[Difference]
+    open_items: list[dict[str, Any]]
+    transactions: pd.DataFrame
+    attribution: pd.DataFrame
+    runs_touched: list[str]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "day": self.day,
+            "status": self.status,
+            "from": self.start.isoformat(),
+            "snapshot_at": self.as_of.isoformat(),
+            "transactions": len(self.transactions),
+            "outside_payops": int((self.transactions["label"] == OUTSIDE).sum())
+            if len(self.transactions)
+            else 0,
+            "balances": self.balances,
+            "differences": len(self.differences),
+            "by_kind": dict(sorted(Counter(d.kind for d in self.differences).items())),
+            "open_items": len(self.open_items),
+            "runs_touched": self.runs_touched,
+        }
+
+
+def attribute(
+    frame: pd.DataFrame, labels: Mapping[str, str], run_slugs: Mapping[str, str]
+) -> tuple[pd.Series, pd.Series]:
+    """Each transaction's run (approved in it, or a reversal of a payout approved in it, or payops'
+    settlements) or `OUTSIDE`; and whether it carries a run's reference pattern without being approved.
+    ``frame`` is `ReadTransactions.frame` (its ``slug`` column: the label slug each reference carries)."""
+    by_reference = frame["reference"].map(labels)
+    by_parent = frame["parent"].map(labels)
+    by_slug = frame["slug"].map(run_slugs)
+    settlements = frame["reference"].map(is_settlement_reference)
+    label = by_reference.fillna(by_parent).fillna(by_slug)
+    label = label.where(label.notna() | ~settlements, SETTLEMENTS).fillna(OUTSIDE)
+    unapproved = by_reference.isna() & by_parent.isna() & by_slug.notna() & (frame["kind"] == "payout")
+    return label, unapproved
+
+
+def close_day(
+    day: str,
+    previous: Check | None,
+    carried: Sequence[Mapping[str, Any]],
+    data: CloseData,
+    labels: Mapping[str, str],
+    run_labels: Iterable[str],
+    unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
+) -> CloseResult:
+    """The close's figures and differences from what `fetch_close` read (pure; pandas over integer cents)."""
+    as_of = data.as_of
+    frame = data.read.frame()
+    booked = {i["transaction_id"]: cents(Decimal(i["booked"])) for i in carried}
+    if len(frame):
+        after = frame["completed_at"] > as_of
+        frame["effect_c"] = frame["effect_c"].where(~after, 0)
+        frame["delta_c"] = frame["effect_c"] - frame["id"].map(booked).fillna(0).astype("int64")
+        slugs = {label_slug(label): label for label in run_labels}
+        frame["label"], unapproved = attribute(frame, labels, slugs)
+        moving = ~frame["final"].astype(bool) | after | (frame["recon"] == "unchecked")
+    else:
+        frame = frame.assign(delta_c=pd.Series(dtype="int64"), label=pd.Series(dtype=object))
+        unapproved = moving = pd.Series(dtype=bool)
+    diffs: list[Difference] = []
+
+    def add(kind: str, rows: pd.DataFrame, detail: str, expected: str | None = None) -> None:
+        for r in rows.itertuples(index=False):
+            diffs.append(
+                Difference(
+                    kind, r.reference, r.label, r.currency, expected, str(r.status), detail.format(r=r)
+                )
+            )
+
+    if len(frame):
+        add("not_sent_by_payops", frame[unapproved], "{r.kind} carrying run {r.label}'s references")
+        add("platform_mismatched", frame[frame["recon"] == "mismatched"], "{r.kind} {r.id}")
+        stale = (
+            (frame["recon"] == "unchecked")
+            & frame["final"].astype(bool)
+            & (frame["completed_at"] <= as_of - unchecked_after)
+        )
+        add("unchecked_too_long", frame[stale], "{r.kind} unchecked since {r.completed_at}")
+        reversals = frame[frame["parent"].notna() & (frame["label"] != OUTSIDE)]
+        add("reversed_after_delivery", reversals, "reversal of {r.parent}", expected="delivered")
+    movements: Counter[str] = Counter()
+    for currency, delta in frame.groupby("currency")["delta_c"].sum().items() if len(frame) else ():
+        movements[str(currency)] += int(delta)
+    carried_ids = set(booked)
+    for tx in data.old_refunds:  # refunded without a reversal line: the payer amount came back
+        done = tx.completed_at
+        if tx.compensation is None and tx.id not in carried_ids and done and data.start < done <= as_of:
+            movements[tx.currency or "-"] += cents(tx.payer_amount or tx.amount)
+            lab = labels.get(tx.reference, OUTSIDE)
+            diffs.append(
+                Difference(
+                    "reversed_after_delivery",
+                    tx.reference,
+                    lab,
+                    tx.currency,
+                    "delivered",
+                    "refunded",
+                    "refunded without a reversal record",
+                )
+            )
+    known = set(frame["id"]) if len(frame) else set()
+    for tx in data.old_mismatched:
+        if tx.id not in known:
+            lab = labels.get(tx.reference, OUTSIDE)
+            diffs.append(
+                Difference(
+                    "platform_mismatched",
+                    tx.reference,
+                    lab,
+                    tx.currency,
+                    None,
+                    tx.status,
+                    f"{tx.kind} {tx.id}",
+                )
+            )
+    balances: dict[str, dict[str, str | None]] = {}
+    status = "baseline" if previous is None else "balanced"
+    for currency in sorted(set(data.wallet) | set(previous.snapshots if previous else {}) | set(movements)):
+        bal, res = data.wallet.get(currency, (Decimal(0), Decimal(0)))
+        entry: dict[str, str | None] = {"balance": f"{bal:.2f}", "reserved": f"{res:.2f}"}
+        if previous is not None:
+            pb, pr = previous.snapshots.get(currency, ("0.00", "0.00"))
+            change = cents(bal + res) - cents(Decimal(pb) + Decimal(pr))
+            moved = movements.get(currency, 0)
+            entry |= {
+                "previous_balance": pb,
+                "previous_reserved": pr,
+                "change": f"{money_of(change):.2f}",
+                "movements": f"{money_of(moved):.2f}",
+                "unexplained": f"{money_of(change - moved):.2f}",
+            }
+            if change != moved:
+                diffs.append(
+                    Difference(
+                        "balance_unexplained",
+                        None,
+                        None,
+                        currency,
+                        f"{money_of(moved):.2f}",
+                        f"{money_of(change):.2f}",
+                        f"wallet total moved {money_of(change):.2f}, movements say {money_of(moved):.2f}",
+                    )
+                )
+        balances[currency] = entry
+    if diffs:
+        status = "differences"
+    open_items = (
+        [
+            {
+                "transaction_id": r.id,
+                "kind": r.kind,
+                "reference": r.reference,
+                "currency": r.currency or "-",
+                "status": r.status,
+                "created_at": r.created_at,
+                "booked": f"{money_of(int(r.effect_c)):.2f}",
+            }
+            for r in frame[moving].itertuples(index=False)
+        ]
+        if len(frame)
+        else []
+    )
+    attribution = (
+        frame.groupby(["label", "kind", "direction", "currency"], dropna=False)
+        .agg(transactions=("id", "size"), amount_c=("amount_c", "sum"), effect_c=("effect_c", "sum"))
+        .reset_index()
+        if len(frame)
+        else pd.DataFrame(
+            columns=["label", "kind", "direction", "currency", "transactions", "amount_c", "effect_c"]
+        )
+    )
+    touched = sorted({d.label for d in diffs if d.label and d.label not in {OUTSIDE, SETTLEMENTS}})
+    return CloseResult(
+        day, as_of, data.start, status, balances, diffs, open_items, frame, attribution, touched
+    )
+
+
+@dataclass
+class DayClose:
+    """A stored close, as the flow reports it."""
+
+    result: CloseResult
+    check_id: int
+    api_calls: Counter[str]
+
+
+async def run_close(
+    client: PaymentsClient,
+    store: ReconciliationStore,
+    day: str,
+    trigger: str,
+    *,
+    unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
+    lookback: timedelta = LOOKBACK,
+) -> DayClose:
+    """Read, attribute, compute and store one close (its snapshot, open items and differences)."""
+    previous = await asyncio.to_thread(store.last_close)
+    carried = await asyncio.to_thread(store.open_items, previous.id) if previous else []
+    data = await fetch_close(client, previous, carried, store.labels_of, lookback=lookback)
+    older = {tx.reference for tx in (*data.old_refunds, *data.old_mismatched)}
+    labels = data.read.labels | await asyncio.to_thread(store.labels_of, older)
+    run_labels = await asyncio.to_thread(store.run_labels)
+    result = await asyncio.to_thread(
+        close_day, day, previous, carried, data, labels, run_labels, unchecked_after
+    )
+    snapshots = {c: (v["balance"] or "0.00", v["reserved"] or "0.00") for c, v in result.balances.items()}
+    check_id = await asyncio.to_thread(
+        lambda: store.save_check(
+            "day",
+            day,
+            trigger,
+            result.status,
+            result.summary(),
+            result.differences,
+            checked_at=data.as_of,
+            snapshots=snapshots,
+            open_items=result.open_items,
+        )
+    )
+    return DayClose(result, check_id, data.api_calls)
+
+
+@task(
+    cache_policy=NO_CACHE,
+    name="daily-close",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=is_transient,
+)
+async def run_close_task(
+    settings: PaymentsSettings,
+    payops: PayopsSettings,
+    day: str,
+    trigger: str,
+    unchecked_after_s: float,
+    lookback_s: float,
+    rate_per_s: float,
+) -> DayClose:
+    """One task per close: every page of the window and the re-reads, then the pandas close and the store."""
+    store = await asyncio.to_thread(open_store, payops)
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
+        return await run_close(
+            client,
+            store,
+            day,
+            trigger,
+            unchecked_after=timedelta(seconds=unchecked_after_s),
+            lookback=timedelta(seconds=lookback_s),
+        )
+
+
+TRANSACTION_HEADERS = [
+    "id",
+    "kind",
+    "direction",
+    "reference",
+    "run",
+    "status",
+    "currency",
+    "amount",
+    "fee",
+    "wallet effect",
+    "reconciliation",
+    "created at (UTC)",
+    "completed at (UTC)",
+    "parent",
+    "compensation",
+]
+DIFFERENCE_HEADERS = ["kind", "what it means", "reference", "run", "currency", "expected", "actual", "detail"]
+
+
+def _money_column(values: pd.Series) -> list[Decimal | None]:
+    """Cents as two-decimal Decimals (None where missing): numbers in the xlsx, ``"12.50"`` in csv, JSON."""
+    return [None if v is pd.NA or v is None else money_of(v) for v in values.astype(object).tolist()]
+
+
+def _utc_column(values: pd.Series) -> list[datetime | None]:
+    """Aware times as naive UTC ``datetime`` objects (None where missing): Excel date-times in the xlsx."""
+    naive = values.dt.tz_convert(UTC).dt.tz_localize(None)
+    return naive.to_numpy(dtype="datetime64[us]").astype(object).tolist()
+
+
+def transaction_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """The close's transactions as report rows (`TRANSACTION_HEADERS`), built a column at a time: amounts as
+    Decimal (numbers in the xlsx), times as naive UTC datetimes (Excel date-times)."""
+    if not len(frame):
+        return []
+    text = ("id", "kind", "direction", "reference", "label", "status", "currency")
+    return list(
+        zip(
+            *(frame[c].tolist() for c in text),
+            _money_column(frame["amount_c"]),
+            _money_column(frame["fee_c"]),
+            _money_column(frame["effect_c"]),
+            frame["recon"].tolist(),
+            _utc_column(frame["created_at"]),
+            _utc_column(frame["completed_at"]),
+            frame["parent"].tolist(),
+            frame["compensation"].tolist(),
+            strict=True,
+        )
+    )
+
+
+def difference_rows(differences: Sequence[Difference]) -> list[list[Any]]:
+    from payops.tasks.ledger.run_reconciliation import KINDS
+
+    return [
+        [d.kind, KINDS.get(d.kind, ""), d.reference, d.label, d.currency, d.expected, d.actual, d.detail]
+        for d in differences
+    ]
+
+
+def write_close_reports(
+    report_dir: str, name: str, result: CloseResult, summary: dict[str, Any]
+) -> dict[str, str]:
+    """NAME.xlsx (transactions, summary, differences, attribution, wallet), NAME.csv and NAME.json."""
+    from payops.tasks.reports.tabular_reports import write_table_reports
+
+    attribution = [
+        [
+            r.label,
+            r.kind,
+            r.direction,
+            r.currency,
+            int(r.transactions),
+            money_of(int(r.amount_c)),
+            money_of(int(r.effect_c)),
+        ]
+        for r in result.attribution.itertuples(index=False)
+    ]
+    wallet = [
+        [
+            c,
+            v.get("previous_balance"),
+            v.get("previous_reserved"),
+            v["balance"],
+            v["reserved"],
+            v.get("change"),
+            v.get("movements"),
+            v.get("unexplained"),
+        ]
+        for c, v in result.balances.items()
+    ]
+    rows = transaction_rows(result.transactions)
+    outside = (result.transactions["label"] == OUTSIDE).tolist() if rows else []
+    return write_table_reports(
+        report_dir,
+        name,
+        TRANSACTION_HEADERS,
+        rows,
+        summary,
+        sheet_title="transactions",
+        highlight=outside,
+        extra_sheets=[
+            ("differences", DIFFERENCE_HEADERS, difference_rows(result.differences)),
+            (
+                "attribution",
+                ["run", "kind", "direction", "currency", "transactions", "amount", "wallet effect"],
+                attribution,
+            ),
+            (
+                "wallet",
+                [
+                    "currency",
+                    "previous balance",
+                    "previous reserved",
+                    "balance",
+                    "reserved",
+                    "change",
+                    "movements",
+                    "unexplained",
+                ],
+                wallet,
+            ),
+        ],
+    )

@@ -1,0 +1,455 @@
+"""Run reconciliation: a payout run's approved rows matched to the service's payouts and transactions.
+
+What payops approved is recorded before a run sends (`record_approved_payouts`: each reference, amount and
+the pre-flight's fee bound). When the run ends, and again whenever one of its payouts changes later (webhook
+or events catch-up, `flows/reconcile.py`), `reconcile_run` reads the run's payouts back (the transaction list
+over the run's sending window, pages of 100; a GET per reference only for those not in it) and `match_run`
+joins the two with pandas. Each difference has a kind (`KINDS`). The wallet effect of a transaction, shared
+with the daily close (`tasks/ledger/daily_close.py`), lives here too.
+
+Money is compared in integer cents (an exact two-decimal amount times 100), never float.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from payops.connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
+from payops.connectors.payments.models import (
+    COLLECTION_FINAL_STATUSES,
+    PAYOUT_FINAL_STATUSES,
+    SETTLEMENT_PAYMENT_FINAL_STATUSES,
+    TRANSFER_FINAL_STATUSES,
+    UTILITY_PURCHASE_FINAL_STATUSES,
+)
+from payops.store.reconciliation import Difference, IntendedPayout, ReconciliationStore
+from payops.store.settings import PayopsSettings
+from payops.tasks.runtime.clients import payments_client
+from payops.tasks.runtime.retries import is_transient
+from payops.tasks.wire.money import money
+from payops.tasks.wire.references import label_slug, row_reference, row_reference_slug
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+log = logging.getLogger(__name__)
+
+KINDS = {
+    "missing_at_service": "approved and sent by payops, but the service has no such payout",
+    "not_sent_by_payops": "a payout carrying the run's references that payops did not send",
+    "amount_different": "the service's amount is not the approved amount",
+    "fee_outside_bound": "the fee is outside the pre-flight's bound for the row",
+    "platform_mismatched": "the platform's reconciliation says mismatched",
+    "unchecked_too_long": "still unchecked by the platform after the set time",
+    "reversed_after_delivery": "refunded or reversed after delivery",
+    "balance_unexplained": "the wallet changed by more or less than the movements between two closes",
+}
+"""Every kind of difference, with what it means (reports and docs show these words)."""
+
+FINAL_STATUSES: Mapping[str, frozenset[str]] = {
+    "payout": PAYOUT_FINAL_STATUSES,
+    "collection": COLLECTION_FINAL_STATUSES,
+    "utility": UTILITY_PURCHASE_FINAL_STATUSES,
+    "wallet_transfer": TRANSFER_FINAL_STATUSES,
+    "settlement": SETTLEMENT_PAYMENT_FINAL_STATUSES,
+}
+MONEY_MOVED = frozenset({"delivered", "settled", "completed"})
+"""Statuses at which a movement's money has left or entered the wallet (a refund with a recorded reversal
+keeps its payout's debit: the reversal carries the credit)."""
+WINDOW_MARGIN = timedelta(minutes=5)
+"""Read the run's payouts this much before its first and after its last send (clocks differ a little)."""
+PAGE = 100
+DEFAULT_UNCHECKED_AFTER = timedelta(hours=24)
+
+
+def cents(value: Decimal | None) -> int:
+    """An amount in integer cents (exact for the service's two-decimal amounts)."""
+    return 0 if value is None else int((value * 100).to_integral_value())
+
+
+def from_cents(value: int) -> str:
+    return money(Decimal(value) / 100)
+
+
+def wallet_effect(record: Any) -> int:
+    """What a transaction did to the wallet's total (balances + reserved), in signed cents: 0 until its
+    money moved; a payer amount (amount + fee) out, a recipient amount in."""
+    status, direction = record.status, getattr(record, "direction", None) or "out"
+    refunded_with_reversal = status == "refunded" and record.compensation is not None and direction == "out"
+    if status not in MONEY_MOVED and not refunded_with_reversal:
+        return 0
+    if direction == "in":
+        return cents(record.recipient_amount if record.recipient_amount is not None else record.amount)
+    if record.payer_amount is not None:
+        return -cents(record.payer_amount)
+    return -cents((record.amount or Decimal(0)) + (record.fee or Decimal(0)))
+
+
+def is_final(record: Any) -> bool:
+    kind = getattr(record, "kind", None) or "payout"
+    return record.status in FINAL_STATUSES.get(kind, PAYOUT_FINAL_STATUSES)
+
+
+def reconciliation_status(record: Any) -> str:
+    return record.reconciliation.status if record.reconciliation else "unchecked"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What a run was approved to pay
+# ---------------------------------------------------------------------------------------------------------
+
+
+def approved_payouts(label: str, rows: Iterable[Any], fees_by_row: Mapping[int, Any]) -> list[IntendedPayout]:
+    """Each valid row as sent (reference as `tasks.payouts.batching` builds it) with the pre-flight's fee
+    bound."""
+    out = []
+    for r in rows:
+        fee = fees_by_row.get(r.row)
+        out.append(
+            IntendedPayout(
+                r.reference or row_reference(label, r.row),
+                r.row,
+                money(r.amount),
+                r.currency,
+                money(fee.low) if fee is not None else None,
+                money(fee.high) if fee is not None else None,
+            )
+        )
+    return out
+
+
+def open_store(settings: PayopsSettings) -> ReconciliationStore:
+    """The reconciliation tables on the process's payops database (`store.open_database`)."""
+    from payops.store import open_database
+
+    return ReconciliationStore(open_database(settings))
+
+
+async def record_approved_payouts(
+    settings: PayopsSettings, label: str, rows: Sequence[Any], fees_by_row: Mapping[int, Any]
+) -> None:
+    """Record what run ``label`` is about to send (before it sends). A database that cannot be written
+    costs the run its automatic reconciliation, never its payouts: logged as an error."""
+
+    def write() -> None:
+        store = open_store(settings)
+        store.record_intent(label, datetime.now(UTC), approved_payouts(label, rows, fees_by_row))
+
+    try:
+        await asyncio.to_thread(write)
+    except Exception as exc:  # noqa: BLE001 - the payouts go on; reconciliation says the run was not recorded
+        log.error("run %s: approved payouts not recorded (%s: %s)", label, type(exc).__name__, exc)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Matching
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunMatch:
+    """The result of matching one run."""
+
+    label: str
+    status: str  # clean, open (payouts still moving), differences
+    rows: int
+    matched: int
+    open: int
+    differences: list[Difference] = field(default_factory=list)
+    records: int = 0
+
+    def by_kind(self) -> dict[str, int]:
+        return dict(sorted(Counter(d.kind for d in self.differences).items()))
+
+    def as_summary(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "rows": self.rows,
+            "matched": self.matched,
+            "open": self.open,
+            "differences": len(self.differences),
+            "by_kind": self.by_kind(),
+        }
+
+
+def _money_or_none(value: Any) -> str | None:
+    return None if value is None or pd.isna(value) else from_cents(int(value))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_NAT = np.iinfo(np.int64).min
+
+
+def _micros(moment: datetime | None) -> int:
+    """A time as integer microseconds since the epoch (NaT's value for None; a time without a zone is UTC):
+    exact, and a whole column of them becomes a datetime column in one step."""
+    if moment is None:
+        return _NAT
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+class RecordColumns:
+    """The service's records as the columns of `records_frame`, appended a page at a time (so a long listing
+    is turned into columns while the next page is read, and its records need not be kept)."""
+
+    NAMES = (
+        "reference", "id", "kind", "direction", "status", "currency", "amount_c", "fee_c", "effect_c",
+        "recon", "completed_at", "created_at", "parent", "compensation", "final",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self._columns: dict[str, list[Any]] = {name: [] for name in self.NAMES}
+
+    def add(self, records: Sequence[Any]) -> None:
+        """Append ``records`` (payouts or transactions), one column at a time."""
+        c = self._columns
+        c["reference"] += [r.reference for r in records]
+        c["id"] += [getattr(r, "id", None) for r in records]
+        c["kind"] += [getattr(r, "kind", None) or "payout" for r in records]
+        c["direction"] += [getattr(r, "direction", None) or "out" for r in records]
+        c["status"] += [r.status for r in records]
+        c["currency"] += [r.currency for r in records]
+        c["amount_c"] += [cents(r.amount) for r in records]
+        c["fee_c"] += [None if r.fee is None else cents(r.fee) for r in records]
+        c["effect_c"] += [wallet_effect(r) for r in records]
+        c["recon"] += [reconciliation_status(r) for r in records]
+        c["completed_at"] += [_micros(r.completed_at) for r in records]
+        c["created_at"] += [_micros(r.created_at) for r in records]
+        c["parent"] += [r.parent.reference if r.parent else None for r in records]
+        c["compensation"] += [r.compensation.reference if r.compensation else None for r in records]
+        c["final"] += [is_final(r) for r in records]
+
+    def frame(self) -> pd.DataFrame:
+        """The columns as a frame: cents as int64 (the fee nullable), times as UTC datetimes (NaT where
+        none, so whole columns compare), the rest as objects."""
+        c = self._columns
+        typed = {"amount_c": "int64", "effect_c": "int64", "fee_c": "Int64", "final": bool}
+        data: dict[str, Any] = {
+            name: pd.Series(c[name], dtype=typed.get(name, object))
+            for name in self.NAMES
+            if name not in ("completed_at", "created_at")
+        }
+        for name in ("completed_at", "created_at"):  # compared as whole columns (NaT compares False)
+            micros = np.array(c[name], dtype="int64").view("M8[us]")
+            data[name] = pd.Series(micros).dt.tz_localize(UTC)
+        return pd.DataFrame(data, columns=list(self.NAMES))
+
+
+def records_frame(records: Iterable[Any]) -> pd.DataFrame:
+    """The service's records as a frame: amounts in cents, the wallet effect, lineage and reconciliation."""
+    columns = RecordColumns()
+    columns.add(list(records))
+    return columns.frame()
+
+
+def _intended_frame(intended: Sequence[IntendedPayout]) -> pd.DataFrame:
+    def c(v: str | None) -> int | None:
+        return None if v is None else cents(Decimal(v))
+
+    frame = pd.DataFrame.from_records(
+        [
+            (p.reference, p.row, cents(Decimal(p.amount)), p.currency, c(p.fee_low), c(p.fee_high))
+            for p in intended
+        ],
+        columns=["reference", "row", "approved_c", "approved_currency", "fee_low_c", "fee_high_c"],
+    )
+    for col in ("fee_low_c", "fee_high_c"):
+        frame[col] = frame[col].astype("Int64")
+    return frame
+
+
+def match_run(
+    label: str,
+    intended: Sequence[IntendedPayout],
+    records: Iterable[Any],
+    now: datetime,
+    unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
+) -> RunMatch:
+    """Join the approved rows with the service's records on the reference (pandas, an outer join) and list
+    every difference by kind; payouts not final yet are open, not differences."""
+    exp, got = _intended_frame(intended), records_frame(records)
+    m = exp.merge(got, on="reference", how="outer", indicator=True)
+    diffs: list[Difference] = []
+
+    def text(r: Any, column: str | None) -> str | None:
+        if column is None:
+            return None
+        value = getattr(r, column)
+        return _money_or_none(value) if column.endswith("_c") else str(value)
+
+    def add(kind: str, rows: pd.DataFrame, expected: str | None, actual: str | None, detail: str) -> None:
+        for r in rows.itertuples(index=False):
+            currency = r.currency if isinstance(r.currency, str) else r.approved_currency
+            diffs.append(
+                Difference(
+                    kind, r.reference, label, currency, text(r, expected), text(r, actual), detail.format(r=r)
+                )
+            )
+
+    missing = m[m["_merge"] == "left_only"]
+    add("missing_at_service", missing, "approved_c", None, "row {r.row}: no payout at the service")
+    extra = m[m["_merge"] == "right_only"]
+    add("not_sent_by_payops", extra, None, "amount_c", "{r.reference} ({r.status}) not approved in this run")
+    both = m[m["_merge"] == "both"]
+    other_amount = both[both["amount_c"] != both["approved_c"]]
+    add("amount_different", other_amount, "approved_c", "amount_c", "row {r.row}")
+    fee = both["fee_c"]
+    bounded = fee.notna() & both["fee_low_c"].notna()
+    outside = bounded & ((fee < both["fee_low_c"]) | (fee > both["fee_high_c"]))
+    for r in both[outside.fillna(False)].itertuples(index=False):
+        diffs.append(
+            Difference(
+                "fee_outside_bound",
+                r.reference,
+                label,
+                r.currency,
+                f"{from_cents(int(r.fee_low_c))}..{from_cents(int(r.fee_high_c))}",
+                from_cents(int(r.fee_c)),
+                f"row {r.row}: fee outside the pre-flight's bound",
+            )
+        )
+    add("platform_mismatched", both[both["recon"] == "mismatched"], None, "status", "row {r.row}")
+    stale = both[
+        (both["recon"] == "unchecked")
+        & both["final"].astype(bool)
+        & (both["completed_at"] <= now - unchecked_after)
+    ]
+    add("unchecked_too_long", stale, None, "status", "row {r.row}: unchecked since {r.completed_at}")
+    reversed_ = both[(both["status"] == "refunded") | both["compensation"].notna()]
+    add("reversed_after_delivery", reversed_, "approved_c", "status", "row {r.row}: {r.compensation}")
+    open_count = int((~both["final"].astype(bool)).sum())
+    status = "differences" if diffs else ("open" if open_count else "clean")
+    matched = len(both) - len({d.reference for d in diffs if d.reference in set(both["reference"])})
+    return RunMatch(label, status, len(exp), matched, open_count, diffs, len(got))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading the run back
+# ---------------------------------------------------------------------------------------------------------
+
+
+async def fetch_run_records(
+    client: PaymentsClient, label: str, references: set[str], start: datetime, end: datetime
+) -> list[Any]:
+    """The run's payouts: the payout list over ``[start, end)`` (pages of 100), keeping this run's references
+    and any carrying its reference pattern; a GET per reference only for those the window did not hold
+    (replays of an earlier attempt). A reference the service does not know is left out."""
+    slug = label_slug(label)
+    found: dict[str, Any] = {}
+    async for tx in client.transactions.iterate(kind="payout", from_=start, to=end, limit=PAGE):
+        if tx.reference in references or (tx.direction != "in" and row_reference_slug(tx.reference) == slug):
+            found[tx.reference] = tx
+    for reference in sorted(references - found.keys()):
+        try:
+            found[reference] = await client.payouts.get(reference)
+        except NotFoundError:
+            continue
+    return list(found.values())
+
+
+@dataclass
+class RunCheck:
+    """A stored run check, as a flow reports it."""
+
+    label: str
+    check_id: int | None
+    checked_at: datetime
+    summary: dict[str, Any]
+    differences: list[Difference]
+    api_calls: Counter[str] = field(default_factory=Counter)
+
+
+async def reconcile_run(
+    client: PaymentsClient,
+    store: ReconciliationStore,
+    label: str,
+    trigger: str,
+    *,
+    unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
+    now: datetime | None = None,
+) -> RunCheck:
+    """Match run ``label`` now and store the check (with its differences); LookupError when payops has no
+    record of the run."""
+    run = await asyncio.to_thread(store.run, label)
+    if run is None:
+        raise LookupError(f"no payout run {label!r} is recorded for reconciliation")
+    intended = await asyncio.to_thread(store.intended, label)
+    now = now or datetime.now(UTC)
+    end = (run.ended_at or now) + WINDOW_MARGIN
+    records = await fetch_run_records(
+        client, label, {p.reference for p in intended}, run.sent_from - WINDOW_MARGIN, end
+    )
+    match = await asyncio.to_thread(match_run, label, intended, records, now, unchecked_after)
+    summary = {**match.as_summary(), "trigger": trigger, "checked_at": now.isoformat()}
+    check_id = await asyncio.to_thread(
+        store.save_check, "run", label, trigger, match.status, summary, match.differences, checked_at=now
+    )
+    return RunCheck(label, check_id, now, summary, match.differences, Counter(client.api_calls))
+
+
+async def label_for_reference(store: ReconciliationStore, reference: str) -> str | None:
+    """The run a payout reference belongs to: approved in it, or a reversal's parent approved in it."""
+    found = await asyncio.to_thread(store.labels_of, [reference])
+    return found.get(reference)
+
+
+@task(
+    cache_policy=NO_CACHE,
+    name="reconcile-run",
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=is_transient,
+)
+async def reconcile_run_task(
+    settings: PaymentsSettings,
+    payops: PayopsSettings,
+    label: str,
+    trigger: str,
+    unchecked_after_s: float,
+    rate_per_s: float,
+) -> RunCheck:
+    """One task per run check: its list pages and per-reference reads, then the match and the store."""
+    store = await asyncio.to_thread(open_store, payops)
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
+        return await reconcile_run(
+            client, store, label, trigger, unchecked_after=timedelta(seconds=unchecked_after_s)
+        )
+
+
+async def reconcile_at_run_end(
+    settings: PaymentsSettings,
+    payops: PayopsSettings,
+    label: str,
+    outcomes: Mapping[int, Any],
+    rate_per_s: float,
+) -> dict[str, Any]:
+    """The payout flow's closing step: mark the run ended (rows the service refused were never paid: they
+    leave the record), reconcile it, and return the summary's ``reconciliation`` entry. A failure is
+    reported in that entry and logged; the payouts are done and reported either way."""
+
+    refused = {o.reference for o in outcomes.values() if o.submission == "refused" and o.reference}
+
+    def end() -> None:
+        store = open_store(payops)
+        store.forget(label, refused)
+        store.mark_ended(label, datetime.now(UTC))
+
+    try:
+        await asyncio.to_thread(end)
+        after = DEFAULT_UNCHECKED_AFTER.total_seconds()
+        check = await reconcile_run_task(settings, payops, label, "run-end", after, rate_per_s)
+    except Exception as exc:  # noqa: BLE001 - reconciliation is re-run later (`payops reconcile --run`)
+        log.error("run %s: reconciliation failed (%s: %s)", label, type(exc).__name__, exc)
+        return {"status": "failed", "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return check.summary

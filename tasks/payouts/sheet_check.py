@@ -1,0 +1,172 @@
+"""The intake step of a payout run as plain functions: read and validate the sheet, name the run, the
+summary's intake fields, the validation report.
+
+`payops check` and the `payout-spreadsheet` flow both call these (the flow through its thin tasks), so the
+console, the check and the flow can never disagree about a sheet. Nothing here imports Prefect: the check
+answers in about a second.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from payops.tasks.intake import (
+    IntakeError,
+    IntakeOptions,
+    IntakeResult,
+    PayoutRow,
+    read_payout_sheet,
+    write_validation_report,
+)
+from payops.tasks.intake.columns import format_column_map
+from payops.tasks.reports.run_reports import ensure_reports_spare_source, report_paths
+from payops.tasks.wire.money import money
+from payops.tasks.wire.references import content_label
+
+InvalidRows = Literal["refuse", "skip"]
+
+
+def canonical_rows(rows: list[PayoutRow]) -> list[tuple[object, ...]]:
+    """What a sheet's default label fingerprints: the validated content, not the file's bytes."""
+    return [
+        (r.row, r.reference, r.amount, r.currency, r.provider, r.destination_type, r.destination, r.note)
+        for r in rows
+    ]
+
+
+def run_label(label: str | None, intake: IntakeResult, column_map: dict[str, str] | None = None) -> str:
+    """The run's label: the one given, else a fingerprint of the validated rows and, when one was given, the
+    explicit column mapping (a sheet read with another mapping is other content; without one, the label is
+    what it always was)."""
+    if label:
+        return label
+    content = canonical_rows(intake.rows)
+    if column_map:
+        content.append(("column_map", format_column_map(column_map)))
+    return content_label(content)
+
+
+def no_name_column(intake: IntakeResult) -> str | None:
+    """Why no payee name can be checked in this sheet (it has no payee-name column), or None."""
+    if "payee_name" in intake.mapped:
+        return None
+    ignored = ", ".join(intake.ignored) or "none"
+    return (
+        f"no payee-name column, so no payee name is checked (ignored columns: {ignored}); "
+        'name it with the column mapping (--column "Header=payee_name", or the run\'s column_map)'
+    )
+
+
+def summary_head(
+    source: str,
+    label: str | None,
+    *,
+    rows_total: int = 0,
+    rows_valid: int = 0,
+    rows_invalid: int = 0,
+    errors: list[dict[str, Any]],
+    warnings: list[dict[str, Any]] | None = None,
+    amount_total: str = "0.00",
+) -> dict[str, Any]:
+    """The keys every payout run summary starts with (docs/runs.md), outcome ``completed``; no label (None or
+    empty, as the run form leaves it) is ``null``."""
+    return {
+        "label": label or None,
+        "source": source,
+        "outcome": "completed",
+        "rows_total": rows_total,
+        "rows_valid": rows_valid,
+        "rows_invalid": rows_invalid,
+        "errors": errors,
+        "warnings": warnings or [],
+        "batches": 0,
+        "payouts_by_status": {},
+        "amount_total": amount_total,
+        "fee_total": "0.00",
+    }
+
+
+@dataclass(frozen=True)
+class SheetRefused:
+    """A refused file: the message, and the summary's ``errors`` (row/column filled where it is located)."""
+
+    message: str
+    errors: list[dict[str, object]]
+
+
+def refusal_summary(source: str, label: str | None, errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary of a sheet refused as a whole (wrong type, too large, unsafe, no header...)."""
+    summary = summary_head(source, label, errors=errors)
+    summary["outcome"] = "invalid_input"
+    return summary
+
+
+def intake_summary(
+    source: str, label: str, intake: IntakeResult, column_map: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The summary's intake keys of a read sheet (outcome ``completed`` until decided otherwise), with the
+    columns mapped to no field (``ignored_columns``), the explicit mapping when one was given, and a note
+    when the sheet has no payee-name column."""
+    summary = summary_head(
+        source,
+        label,
+        rows_total=intake.rows_total,
+        rows_valid=len(intake.rows),
+        rows_invalid=intake.rows_invalid,
+        errors=[{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
+        warnings=[{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
+        amount_total=money(sum((r.amount for r in intake.rows), Decimal(0))),
+    )
+    summary["ignored_columns"] = list(intake.ignored)
+    if column_map:
+        summary["column_map"] = format_column_map(column_map)
+    if why := no_name_column(intake):
+        summary["notes"] = [why]
+    return summary
+
+
+def refuses(intake: IntakeResult, on_invalid_rows: InvalidRows) -> bool:
+    """Whether the sheet is refused as a whole: any invalid row refuses it unless invalid rows are skipped."""
+    return bool(intake.errors) and on_invalid_rows == "refuse"
+
+
+def read_sheet(source: str, options: IntakeOptions) -> IntakeResult | SheetRefused:
+    """Read and validate every row; a sheet refused as a whole is a result, not an exception."""
+    try:
+        return read_payout_sheet(source, options)
+    except IntakeError as exc:
+        return SheetRefused(str(exc), exc.errors())
+
+
+def validation_report(intake: IntakeResult, report_dir: str, label: str) -> dict[str, str]:
+    """Write LABEL-validation.xlsx; the summary's ``report_files``."""
+    path = report_paths(report_dir, label)["validation"]
+    return {"validation": write_validation_report(intake, path)}
+
+
+def check_sheet(
+    source: str,
+    report_dir: str,
+    label: str | None = None,
+    options: IntakeOptions | None = None,
+    on_invalid_rows: InvalidRows = "refuse",
+) -> dict[str, Any]:
+    """`payops check`: the flow's intake without the flow. Outcome ``invalid_input`` or ``valid``."""
+    started = time.perf_counter()
+    if label:
+        ensure_reports_spare_source(report_dir, label, source)
+    intake = read_sheet(source, options or IntakeOptions())
+    if isinstance(intake, SheetRefused):
+        summary = refusal_summary(source, label, intake.errors)
+    else:
+        options = options or IntakeOptions()
+        name = run_label(label, intake, options.column_map)
+        ensure_reports_spare_source(report_dir, name, source)
+        summary = intake_summary(source, name, intake, options.column_map)
+        summary["outcome"] = "invalid_input" if refuses(intake, on_invalid_rows) else "valid"
+        summary["report_files"] = validation_report(intake, report_dir, name)
+    summary["duration_s"] = round(time.perf_counter() - started, 3)
+    return summary

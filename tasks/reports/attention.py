@@ -1,0 +1,139 @@
+"""The one definition of a payout row needing a person, and the list of such rows a run keeps.
+
+A row needs a person when the sheet had it wrong (invalid), the service refused it, it failed or came back
+(refunded), it waits for a review or hold at the service, or its payee name was not confirmed (mismatch,
+partial match, unverified lookup, or no name column to check at all). The run summary (``attention_rows``),
+the reports (highlighted rows, the resubmit sheet), the attention artifact and `payops runs show` all read
+:func:`outcome_kind` and :data:`RETRY_KINDS` from here. Statuses come from the connector's sets.
+
+Kept in the run's JSON summary so the console and the CLI show them without opening the xlsx report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from payops.connectors.payments.models import (
+    PAYOUT_AWAITING_REVIEW_STATUSES,
+    PAYOUT_FAILED_STATUSES,
+    PAYOUT_FINAL_STATUSES,
+)
+
+if TYPE_CHECKING:
+    from payops.tasks.intake import PayoutRow
+    from payops.tasks.payouts.preflight import NameCheck
+    from payops.tasks.reports.run_reports import RowOutcome
+
+#: Outcome kinds of a row (at most one per row), in the order a person should look at them.
+OUTCOME_KINDS = ("failed", "refused", "invalid", "awaiting_review")
+#: Name kinds (a row may have one besides its outcome kind); ``no_name_column`` is one entry for the sheet.
+NAME_KINDS = {"mismatch": "name_mismatch", "partial": "name_partial", "unverified": "name_unverified"}
+NO_NAME_COLUMN = "no_name_column"
+KINDS = (*OUTCOME_KINDS, *NAME_KINDS.values(), NO_NAME_COLUMN)
+#: The kinds a retry pays again (the resubmit sheet's rows).
+RETRY_KINDS = frozenset({"failed", "refused"})
+_PAID_STATUSES = PAYOUT_FINAL_STATUSES - PAYOUT_FAILED_STATUSES
+
+Paid = Literal["yes", "no", "not yet"]
+
+
+def outcome_kind(submission: str | None, status: str | None) -> str | None:
+    """The kind of attention a row's outcome needs (``None``: none): from its submission (``invalid``,
+    ``refused``, ``accepted``, ``not sent``) and its payout status."""
+    if submission == "invalid":
+        return "invalid"
+    if submission == "refused":
+        return "refused"
+    if status in PAYOUT_FAILED_STATUSES:
+        return "failed"
+    if status in PAYOUT_AWAITING_REVIEW_STATUSES:
+        return "awaiting_review"
+    return None
+
+
+def row_kind(o: RowOutcome) -> str | None:
+    """The kind of attention a row needs (:func:`outcome_kind`), none once a retry claimed it (the retry's
+    own run says what became of it)."""
+    return None if o.retried_as else outcome_kind(o.submission, o.status)
+
+
+def needs_retry(submission: str | None, status: str | None) -> bool:
+    """Whether a retry pays the row again (failed or refused)."""
+    return outcome_kind(submission, status) in RETRY_KINDS
+
+
+def paid(submission: str | None, status: str | None) -> Paid:
+    """Whether the payee got the money: ``yes`` (delivered), ``no`` (never sent, refused, failed, refunded)
+    or ``not yet`` (accepted, still moving or waiting for a review)."""
+    if submission == "accepted" and status in _PAID_STATUSES:
+        return "yes"
+    if submission != "accepted" or status in PAYOUT_FAILED_STATUSES:
+        return "no"
+    return "not yet"
+
+
+def _reason(o: RowOutcome, kind: str) -> str:
+    if kind == "refused":
+        return f"{o.error_code}: {o.error_message}" if o.error_message else str(o.error_code)
+    if kind == "invalid":
+        return o.error_message or "invalid row"
+    if kind == "failed":
+        return o.failure_reason or o.status or "failed"
+    return f"{o.status} at the service"
+
+
+def _name_reason(n: NameCheck) -> str:
+    if n.verdict == "unverified":
+        return f"sheet name {n.sheet_name!r} unverified: the holder of {n.destination} could not be looked up"
+    what = "only partly matches" if n.verdict == "partial" else "does not match"
+    return f"sheet name {n.sheet_name!r} {what} the account holder {n.holder_name!r}"
+
+
+def attention_rows(
+    rows: Iterable[PayoutRow],
+    outcomes: Mapping[int, RowOutcome],
+    names: Iterable[NameCheck],
+    no_name_column: str | None = None,
+) -> list[dict[str, Any]]:
+    """One entry per row and kind, ordered by kind (failed first) then row number; each says the row's
+    reference, status and whether it was paid. ``no_name_column``: why no payee name was checked at all
+    (one entry for the whole sheet, row ``None``)."""
+    by_row = {r.row: r for r in rows}
+    found: list[dict[str, Any]] = []
+
+    def add(row: int | None, kind: str, reason: str) -> None:
+        payout = by_row.get(row) if row is not None else None
+        o = outcomes.get(row) if row is not None else None
+        found.append(
+            {
+                "row": row,
+                "kind": kind,
+                "reference": (o.reference if o else None) or (payout.reference if payout else None),
+                "payee": payout.payee_name if payout else None,
+                "amount": f"{payout.amount}" if payout else None,
+                "currency": payout.currency if payout else None,
+                "status": o.status if o else None,
+                "paid": paid(o.submission, o.status) if o else None,
+                "reason": reason,
+            }
+        )
+
+    for o in outcomes.values():
+        if kind := row_kind(o):
+            add(o.row, kind, _reason(o, kind))
+    for n in names:
+        if n.verdict in NAME_KINDS:
+            add(n.row, NAME_KINDS[n.verdict], _name_reason(n))
+    if no_name_column:
+        add(None, NO_NAME_COLUMN, no_name_column)
+    return sorted(found, key=lambda a: (KINDS.index(a["kind"]), a["row"] or 0))
+
+
+def attention_table(outcomes: Mapping[int, RowOutcome]) -> list[list[Any]]:
+    """The attention artifact's rows: every row whose outcome needs a person."""
+    return [
+        [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
+        for o in outcomes.values()
+        if row_kind(o)
+    ]

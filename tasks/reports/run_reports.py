@@ -1,0 +1,308 @@
+"""Run reports: xlsx (results, summary, resubmit), csv and the JSON summary, to a folder or fsspec URL."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import fsspec
+from payops.store.settings import PayopsSettings, absolute_location
+from payops.tasks.reports.attention import needs_retry, outcome_kind
+from payops.tasks.reports.table_workbook import table_workbook
+from payops.tasks.reports.xlsx import neutralise, write_csv
+from payops.tasks.wire.money import money
+
+RESULT_COLUMNS = [
+    "Reference (sent)",
+    "Batch",
+    "Submission",
+    "Payout status",
+    "Amount",
+    "Currency",
+    "Fee",
+    "Holder name",
+    "Name check",
+    "Failure reason",
+    "Error code",
+    "Error message",
+    "Completed at (UTC)",
+]
+"""The outcome columns after the sheet's own. In the xlsx, Amount and Fee are numbers (two-decimal currency
+format) and Completed at an Excel date-time in UTC; in the csv they are the plain wire text."""
+RESUBMIT_SHEET = "resubmit"
+"""The report's sheet of rows to pay again, read back by `tasks.payouts.retry_sheet`."""
+_RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
+_UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(slots=True)
+class RowOutcome:
+    """What happened to one sheet row."""
+
+    row: int
+    reference: str | None = None
+    batch: str | None = None
+    submission: str = "not sent"  # accepted, refused, invalid, not sent
+    status: str | None = None
+    fee: str | None = None
+    failure_reason: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    completed_at: str | None = None
+    retried_as: str | None = None
+    """The retry that claimed the row while the run ran (`tasks.payouts.retry_rows`): it pays the row
+    again."""
+
+    @property
+    def needs_resubmit(self) -> bool:
+        """Whether the resubmit sheet carries the row (`tasks.reports.attention.needs_retry`; not when a retry
+        claimed it already)."""
+        return needs_retry(self.submission, self.status) and not self.retried_as
+
+
+@dataclass(frozen=True, slots=True)
+class RowFacts:
+    """What the run knows of a valid row besides its outcome: amount sent, pre-flight's name check."""
+
+    amount: Decimal | None = None
+    currency: str | None = None
+    holder_name: str | None = None
+    name_check: str | None = None
+
+
+_NO_FACTS = RowFacts()
+
+
+def row_facts(rows: Iterable[Any], names: Iterable[Any] = ()) -> dict[int, RowFacts]:
+    """Per sheet row: the validated amount and currency (``PayoutRow``) and the holder name and verdict of the
+    pre-flight's name check (``NameCheck``; rows without one were not checked)."""
+    checks = {n.row: n for n in names}
+    facts = {}
+    for r in rows:
+        n = checks.get(r.row)
+        facts[r.row] = RowFacts(
+            r.amount, r.currency, n.holder_name if n else None, n.verdict if n else None
+        )
+    return facts
+
+
+def _outcome_cells(o: RowOutcome, f: RowFacts, typed: bool) -> list[Any]:
+    """The outcome columns of one row: Decimal and datetime values for the xlsx (``typed``), text for csv."""
+    fee: Any = o.fee
+    completed: Any = o.completed_at
+    amount: Any = f.amount
+    if typed:
+        fee = Decimal(fee) if fee else None
+        completed = _utc(completed) if completed else None
+    elif amount is not None:
+        amount = money(amount)
+    return [
+        o.reference,
+        o.batch,
+        o.submission,
+        o.status,
+        amount,
+        f.currency,
+        fee,
+        f.holder_name,
+        f.name_check,
+        o.failure_reason,
+        o.error_code,
+        o.error_message,
+        completed,
+    ]
+
+
+def _utc(moment: str) -> datetime:
+    """An ISO date-time as a naive UTC datetime (an Excel cell has no zone; the header says UTC)."""
+    parsed = datetime.fromisoformat(moment)
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC)
+    return parsed.replace(tzinfo=None)
+
+
+def report_root(report_dir: str) -> str:
+    """The folder a run's reports go to. Each flow resolves an empty ``report_dir`` to the settings' report
+    root at its start (`store.settings.PayopsSettings.reports`); an empty one here is a caller's bug."""
+    if not report_dir:
+        raise ValueError("report_dir is empty: the entry point passes PayopsSettings.reports")
+    return report_dir
+
+
+def console_report_url(path: str, settings: PayopsSettings) -> str | None:
+    """The console address serving the report at ``path`` (``{PAYOPS_CONSOLE_URL}/reports/<path under the
+    report root>``), or None when no console is configured or the file lies outside the report root."""
+    console = settings.console
+    if not console:
+        return None
+    root, target = settings.reports, absolute_location(path)
+    if not target.startswith(root + "/"):
+        return None
+    parts = target[len(root) + 1 :].split("/")
+    if any(p in {"", ".", ".."} for p in parts):
+        return None
+    return f"{console}/reports/" + "/".join(quote(p, safe="") for p in parts)
+
+
+def report_filename(label: str) -> str:
+    return _UNSAFE_FILE.sub("-", label).strip("-.") or "run"
+
+
+def resubmit_reference(reference: str) -> str:
+    """A fresh, deterministic reference for paying a failed row again: `-rs1`, then `-rs2`, ..."""
+    m = _RESUBMIT_TAG.search(reference)
+    n = int(m.group(1)) + 1 if m else 1
+    base = reference[: m.start()] if m else reference
+    tag = f"-rs{n}"
+    return base[: 64 - len(tag)] + tag
+
+
+def report_paths(report_dir: str, label: str) -> dict[str, str]:
+    base = report_root(report_dir).rstrip("/") + "/" + report_filename(label)
+    return {
+        "xlsx": base + ".xlsx",
+        "csv": base + ".csv",
+        "json": base + ".json",
+        "validation": base + "-validation.xlsx",
+    }
+
+
+class ReportWouldOverwriteSource(ValueError):
+    """A report path is the input sheet itself."""
+
+
+def ensure_reports_spare_source(report_dir: str, label: str, source: str) -> None:
+    """Refuse a run whose report would overwrite the sheet being paid (checked before anything is sent)."""
+
+    def norm(p: str) -> str:
+        fs, path = fsspec.core.url_to_fs(p)
+        return f"{fs.protocol}:{fs._strip_protocol(path)}" if "://" in p else str(Path(path).resolve())
+
+    src = norm(source)
+    for path in report_paths(report_dir, label).values():
+        if norm(path) == src:
+            raise ReportWouldOverwriteSource(
+                f"the report {path} would overwrite the sheet being paid; use another folder or label"
+            )
+
+
+def _result_headers(columns: Sequence[str]) -> list[str]:
+    taken = set(RESULT_COLUMNS)
+    return [f"{c} (sheet)" if c in taken else c for c in columns] + RESULT_COLUMNS
+
+
+def results_rows(
+    columns: Sequence[str],
+    table: Iterable[Mapping[str, str]],
+    outcomes: Mapping[int, RowOutcome],
+    facts: Mapping[int, RowFacts] | None = None,
+    *,
+    typed: bool = False,
+) -> Iterator[list[Any]]:
+    """The results sheet's rows, one at a time: the sheet's cells as read, then the outcome's (money and times
+    typed for the xlsx when ``typed``; the writers neutralise every cell)."""
+    facts = facts or {}
+    for rec in table:
+        row = int(rec["__row__"])
+        o = outcomes.get(row) or RowOutcome(row)
+        yield [rec.get(c, "") for c in columns] + _outcome_cells(o, facts.get(row, _NO_FACTS), typed)
+
+
+def resubmit_rows(
+    columns: Sequence[str],
+    table: Sequence[Mapping[str, str]],
+    outcomes: Mapping[int, RowOutcome],
+    reference_column: str | None,
+) -> tuple[list[str], list[list[Any]]]:
+    """Failed and refused rows with fresh references, in the sheet's own columns (its own reference column,
+    whatever header the intake mapped, else a ``reference`` column first), ready to upload again.
+
+    The cells are the sheet's own text, without the formula guard: payops reads them back
+    (`tasks.reports.xlsx.READ_BACK_RULE`)."""
+    headers = list(columns) if reference_column else ["reference", *columns]
+    rows = []
+    for rec in table:
+        o = outcomes.get(int(rec["__row__"]))
+        if o is None or not o.needs_resubmit or not o.reference:
+            continue
+        fresh = resubmit_reference(o.reference)
+        values = [fresh if c == reference_column else rec.get(c, "") for c in columns]
+        rows.append(values if reference_column else [fresh, *values])
+    return headers, rows
+
+
+def _decision_pairs(decisions: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """One summary line per approver: who, what, when and what they wrote."""
+    return [
+        [f"approval.{d.get('decision')} by {d.get('by')}", f"{d.get('at')}: {d.get('comment') or ''}"]
+        for d in decisions
+    ]
+
+
+def summary_pairs(summary: Mapping[str, Any]) -> list[list[Any]]:
+    pairs: list[list[Any]] = []
+    for key, value in summary.items():
+        if key in {"errors", "warnings", "row_outcomes", "attention_rows"}:
+            pairs.append([key, len(value)])
+        elif key == "approval" and isinstance(value, dict):
+            rest = {k: v for k, v in value.items() if k != "decisions"}
+            for k, v in rest.items():
+                pairs.append([f"approval.{k}", ", ".join(map(str, v)) if isinstance(v, list) else v])
+            pairs += _decision_pairs(value.get("decisions") or [])
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                pairs.append([f"{key}.{k}", json.dumps(v) if isinstance(v, dict | list) else v])
+        elif isinstance(value, list):
+            pairs.append([key, ", ".join(map(str, value))])
+        else:
+            pairs.append([key, value])
+    return [[neutralise(k), neutralise(v)] for k, v in pairs]
+
+
+def write_reports(
+    report_dir: str,
+    label: str,
+    columns: Sequence[str],
+    table: Sequence[Mapping[str, str]],
+    outcomes: Mapping[int, RowOutcome],
+    summary: dict[str, Any],
+    reference_column: str | None,
+    facts: Mapping[int, RowFacts] | None = None,
+) -> dict[str, str]:
+    """Write LABEL.xlsx, LABEL.csv and LABEL.json under `report_dir` (a folder or an fsspec URL); ``facts``
+    (`row_facts`) fill the amount, currency and name-check columns."""
+    paths = {k: v for k, v in report_paths(report_dir, label).items() if k != "validation"}
+    fs, root = fsspec.core.url_to_fs(report_root(report_dir))
+    fs.makedirs(root, exist_ok=True)
+    summary["report_files"] = paths
+
+    # Rows are generated as written, twice (xlsx, csv), rather than held: generating a row is cheap, and
+    # 100,000 rows held as lists are not (docs/performance.md, *Memory at 100,000 rows*).
+    headers = _result_headers(columns)
+    status_col, sub_col = headers.index("Payout status"), headers.index("Submission")
+
+    def attention(r: Sequence[Any]) -> bool:
+        return outcome_kind(r[sub_col], r[status_col]) is not None
+
+    with table_workbook(paths["xlsx"]) as wb:
+        rows = results_rows(columns, table, outcomes, facts, typed=True)
+        wb.add_sheet("results", headers, rows, highlight=attention)
+        wb.add_sheet("summary", ["field", "value"], summary_pairs(summary))
+        rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
+        wb.add_sheet(RESUBMIT_SHEET, rh, rr, read_back=True)
+
+    write_csv(paths["csv"], headers, results_rows(columns, table, outcomes, facts))
+    with fsspec.open(paths["json"], "w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=2, default=str)
+    return paths
+
+
+def outcome_dicts(outcomes: Mapping[int, RowOutcome]) -> list[dict[str, Any]]:
+    return [asdict(o) for o in outcomes.values()]

@@ -1,0 +1,122 @@
+"""The Payments clients tasks use, opened and closed by the flow that runs them.
+
+A flow opens its clients with ``async with open_clients():``; every task of that flow run then shares one
+client per credential (and event loop), so they share one connection pool and one access token (renewed
+before it expires) instead of building both per task, and the clients close when the flow's block ends.
+A task called outside such a block (a test, a script) gets a client of its own, closed when the task's
+``async with payments_client(...)`` ends. Each task still gets its own figures: ``payments_client`` opens a
+counting scope, so ``client.api_calls`` and ``transport.stats`` inside it are that task's alone.
+
+The request rate is shared by every task of the process (one limiter per event loop): two flows running in
+one process (``payops serve``) stay within one rate together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
+
+import aiohttp
+import httpx
+from httpx_aiohttp import AiohttpTransport
+from payops.connectors.payments import PaymentsClient, PaymentsSettings
+from payops.tasks.runtime.inflight import MAX_IN_FLIGHT
+from payops.tasks.runtime.ratelimit import Limiter, RateLimitedTransport, resolve_limiter
+
+_Opened = tuple[PaymentsClient, RateLimitedTransport]
+_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Limiter] = weakref.WeakKeyDictionary()
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+class PooledTransport(AiohttpTransport):
+    """The bytes of the tasks' requests move through aiohttp's connection pool; httpx stays the client.
+
+    httpx's own pool (httpcore 1.0) rescans every connection at each request's start and end and asks anyio
+    whether each idle socket is readable: with many requests in flight that CPU dominates a cold pre-flight
+    (docs/performance.md, *Per-request client CPU*; `benchmarks/payouts_e2e.py`). `httpx_aiohttp` (the
+    transport anthropic-sdk-python offers for the same reason) maps aiohttp's errors to httpx's, but every
+    connection error to ``ConnectTimeout``; a refused or dropped connection is raised here as
+    ``ConnectError``, as httpx's own transport does, so it is reported and retried as a connection error, not
+    a timeout.
+    """
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return await super().handle_async_request(request)
+        except httpx.ConnectTimeout as exc:
+            cause = exc.__cause__
+            if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, TimeoutError):
+                raise httpx.ConnectError(str(exc), request=request) from cause
+            raise
+
+
+class ClientPool:
+    """The clients of one flow run: one per event loop and credential, all closed by :meth:`aclose`."""
+
+    def __init__(self) -> None:
+        self._opened: dict[tuple[asyncio.AbstractEventLoop, str], _Opened] = {}
+
+    async def get(self, settings: PaymentsSettings, rate_per_s: float) -> _Opened:
+        """The pool's client for these credentials on the running loop (opened on first use)."""
+        key = (asyncio.get_running_loop(), _credential_key(settings))
+        if key not in self._opened:
+            pool = PooledTransport(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT))
+            transport = RateLimitedTransport(pool, await shared_limiter(rate_per_s))
+            self._opened[key] = (PaymentsClient(settings, transport=transport), transport)
+        return self._opened[key]
+
+    async def aclose(self) -> None:
+        """Close the clients opened on the running loop; those of other (finished) loops are dropped."""
+        loop = asyncio.get_running_loop()
+        opened, self._opened = self._opened, {}
+        for (owner, _), (client, _t) in opened.items():
+            if owner is loop:
+                await client.aclose()
+
+
+_current: ContextVar[ClientPool | None] = ContextVar("payops_client_pool", default=None)
+
+
+@asynccontextmanager
+async def open_clients() -> AsyncIterator[ClientPool]:
+    """The clients of the tasks run inside this block (a flow's body), closed when it ends."""
+    pool = ClientPool()
+    token = _current.set(pool)
+    try:
+        yield pool
+    finally:
+        _current.reset(token)
+        await pool.aclose()
+
+
+def _credential_key(settings: PaymentsSettings) -> str:
+    secret = hashlib.sha256(settings.client_secret.get_secret_value().encode()).hexdigest()
+    return "|".join(
+        [str(settings.base_url), str(settings.auth_url), settings.client_id, secret, str(settings.resource)]
+    )
+
+
+async def shared_limiter(fallback_per_s: float) -> Limiter:
+    """One limiter per event loop, so every task of a process shares one request rate."""
+    loop = asyncio.get_running_loop()  # weak keys: a closed loop's limiter goes with it
+    async with _locks.setdefault(loop, asyncio.Lock()):
+        if loop not in _limiters:
+            _limiters[loop] = await resolve_limiter(fallback_per_s)
+    return _limiters[loop]
+
+
+@asynccontextmanager
+async def payments_client(
+    settings: PaymentsSettings, *, rate_per_s: float = 50.0
+) -> AsyncIterator[tuple[PaymentsClient, RateLimitedTransport]]:
+    """The flow's client for these credentials (a client of its own outside ``open_clients``), with this
+    task's own call and limiter figures."""
+    async with AsyncExitStack() as stack:
+        pool = _current.get() or await stack.enter_async_context(open_clients())
+        client, transport = await pool.get(settings, rate_per_s)
+        with client.counting(), transport.counting():
+            yield client, transport

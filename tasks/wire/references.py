@@ -1,0 +1,137 @@
+"""Every reference and Idempotency-Key payops sends: the one module that builds them.
+
+A run label names one run. Everything sent for a run is a pure function of the label and the validated
+sheet, so a re-run, a retry or a crash recovery sends byte-identical requests and the service replays them.
+Settlement retries and on-demand runs derive theirs from the run id or a stable seed the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from payops.connectors.payments.models import REFERENCE_PATTERN as _REFERENCE_PATTERN
+
+REFERENCE_PATTERN = re.compile(_REFERENCE_PATTERN)
+"""The service's reference pattern (declared by the connector), compiled."""
+
+REFERENCE_MAX = 64
+RETRY_PREFIX = "payops-rs-"
+SETTLE_NOW_PREFIX = "payops-sn-"
+_INVALID = re.compile(r"[^A-Za-z0-9_-]+")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+_SLUG_MAX = 40
+
+
+def _digest(data: str | bytes, n: int) -> str:
+    """First ``n`` hex digits of the SHA-256 of ``data`` (the only hash behind references and keys)."""
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()[:n]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Run labels, payout and purchase references
+# ---------------------------------------------------------------------------------------------------------
+
+
+def label_slug(label: str) -> str:
+    """Reference-safe form of a label, at most 40 characters, distinct for distinct labels."""
+    slug = _INVALID.sub("-", label.strip()).strip("-_")
+    if not slug:
+        return f"run-{_digest(label, 8)}"
+    if slug != label or len(slug) > _SLUG_MAX:
+        # The slug changed or was cut: add a digest so two labels never share references.
+        slug = f"{slug[: _SLUG_MAX - 9].rstrip('-_')}-{_digest(label, 8)}"
+    return slug
+
+
+def content_label(canonical_rows: Iterable[tuple[object, ...]]) -> str:
+    """Default label: a fingerprint of the validated content (so re-saving the same sheet keeps the label)."""
+    h = hashlib.sha256()
+    for row in canonical_rows:
+        h.update(repr(tuple(str(v) for v in row)).encode())
+        h.update(b"\n")
+    return f"sheet-{h.hexdigest()[:12]}"
+
+
+def row_reference(label: str, sheet_row: int) -> str:
+    """Payout (or purchase) reference for a row that has none in the sheet."""
+    ref = f"{label_slug(label)}-r{sheet_row}"
+    assert REFERENCE_PATTERN.match(ref), ref
+    return ref
+
+
+_ROW_REFERENCE = re.compile(r"(?P<slug>[A-Za-z0-9][A-Za-z0-9_-]*?)-r(?P<row>[0-9]+)")
+
+
+def row_reference_slug(reference: str) -> str | None:
+    """The label slug of a reference shaped like `row_reference` (``<slug>-r<row>``), else None: what
+    reconciliation uses to tie a payout it did not send to the run whose references it carries."""
+    m = _ROW_REFERENCE.fullmatch(reference)
+    return m.group("slug") if m else None
+
+
+def is_settlement_reference(reference: str) -> bool:
+    """A settlement run payops started (retry or settle-now), or one of its payments (``<run ref>-<n>``)."""
+    return reference.startswith((RETRY_PREFIX, SETTLE_NOW_PREFIX))
+
+
+def batch_reference(label: str, index: int) -> str:
+    """Batch reference: one per label and batch position."""
+    return f"{label_slug(label)}-b{index:04d}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Idempotency-Keys of sheet runs: label, position and body fixed, so a changed body never reuses a key
+# ---------------------------------------------------------------------------------------------------------
+
+
+def batch_idempotency_key(label: str, index: int, canonical_body: bytes) -> str:
+    """Idempotency-Key of payout batch ``index`` of a run."""
+    return f"payops-batch:{_digest(label, 16)}:{index}:{_digest(canonical_body, 24)}"
+
+
+def purchase_idempotency_key(label: str, sheet_row: int, body: Mapping[str, Any]) -> str:
+    """Idempotency-Key of the utility purchase of sheet row ``sheet_row`` (body hashed with sorted keys)."""
+    canonical = json.dumps(body, sort_keys=True).encode()
+    return f"payops-utility:{_digest(label, 16)}:{sheet_row}:{_digest(canonical, 24)}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Settlement runs
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _stable_suffix(value: str, room: int) -> str:
+    """``value`` reduced to letters and digits when it fits in ``room``, else a hash of it (always stable)."""
+    compact = _NOT_ALNUM.sub("", value)
+    if compact and len(compact) <= room:
+        return compact
+    return _digest(value, room)
+
+
+def resettlement_reference(run_id: str) -> str:
+    """The one reference our retry of run ``run_id`` ever uses: ``payops-rs-`` + the id without dashes."""
+    return RETRY_PREFIX + _stable_suffix(run_id, REFERENCE_MAX - len(RETRY_PREFIX))
+
+
+def resettlement_idempotency_key(run_id: str) -> str:
+    """Deterministic Idempotency-Key of the retry of ``run_id`` (same key, same body on every attempt)."""
+    return f"payops-resettle:{run_id}"[:255]
+
+
+def settle_now_reference(seed: str) -> str:
+    """Reference of an on-demand run from a stable seed (e.g. the Prefect flow run id)."""
+    return SETTLE_NOW_PREFIX + _stable_suffix(seed, REFERENCE_MAX - len(SETTLE_NOW_PREFIX))
+
+
+def settle_now_idempotency_key(reference: str) -> str:
+    """Idempotency-Key of the on-demand run ``reference``."""
+    return f"payops-settle-now:{reference}"
+
+
+def is_our_retry(reference: str | None) -> bool:
+    """A run started by ``resettle`` (its reference carries our prefix): never retried again."""
+    return bool(reference) and reference.startswith(RETRY_PREFIX)
