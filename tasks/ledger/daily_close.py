@@ -37,7 +37,7 @@ from payops.tasks.ledger.run_reconciliation import (
     open_store,
 )
 from payops.tasks.runtime.clients import payments_client
-from payops.tasks.runtime.retries import is_transient
+from payops.tasks.runtime.retries import API_TASK_RETRY
 from payops.tasks.wire.references import is_settlement_reference, label_slug, row_reference_slug
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -426,13 +426,7 @@ async def run_close(
     return DayClose(result, check_id, data.api_calls)
 
 
-@task(
-    cache_policy=NO_CACHE,
-    name="daily-close",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
-)
+@task(cache_policy=NO_CACHE, name="daily-close", **API_TASK_RETRY)
 async def run_close_task(
     settings: PaymentsSettings,
     payops: PayopsSettings,

@@ -34,7 +34,7 @@ from payops.connectors.payments.models import (
 from payops.store.reconciliation import Difference, IntendedPayout, ReconciliationStore
 from payops.store.settings import PayopsSettings
 from payops.tasks.runtime.clients import payments_client
-from payops.tasks.runtime.retries import is_transient
+from payops.tasks.runtime.retries import API_TASK_RETRY
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import label_slug, row_reference, row_reference_slug
 from prefect import task
@@ -404,13 +404,7 @@ async def label_for_reference(store: ReconciliationStore, reference: str) -> str
     return found.get(reference)
 
 
-@task(
-    cache_policy=NO_CACHE,
-    name="reconcile-run",
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=is_transient,
-)
+@task(cache_policy=NO_CACHE, name="reconcile-run", **API_TASK_RETRY)
 async def reconcile_run_task(
     settings: PaymentsSettings,
     payops: PayopsSettings,
