@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from playwright.sync_api import Error as PlaywrightError
+
 
 def start_custom_run(page: Any, ui: str, deployment_id: str, fill: Callable[[Any], None]) -> str:
     """Deployment page → Run → Custom run; ``fill(page)`` sets the parameters; Submit; open the new run's
@@ -39,8 +41,17 @@ def start_custom_run(page: Any, ui: str, deployment_id: str, fill: Callable[[Any
     return run_id
 
 
-def open_flow_run(page: Any, ui: str, run_id: str) -> None:
-    page.goto(f"{ui}/runs/flow-run/{run_id}")
+def open_flow_run(page: Any, ui: str, run_id: str, attempts: int = 3) -> None:
+    """The flow run's page in Prefect's UI. The page may come from the console's run page, which refreshes
+    itself every 2 s while a run moves: a refresh that starts with this navigation interrupts it, and it is
+    asked again (once the page has left the console, nothing refreshes it)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            page.goto(f"{ui}/runs/flow-run/{run_id}")
+            break
+        except PlaywrightError as exc:
+            if "interrupted by another navigation" not in str(exc) or attempt == attempts:
+                raise
     state_badge(page).wait_for()
 
 
