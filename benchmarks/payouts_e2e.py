@@ -1,8 +1,14 @@
-"""Benchmark: a realistic payroll through the payout flow, cold and warm cache, against a naive 16-way client.
+"""Benchmark: a realistic payroll through the payout flow, cold and warm cache, against a naive 16-way client;
+at scale (``--against-rows``); and exactly once after a SIGKILL mid-send (``--kill-mid-run``).
 
-The sheet is what a payroll looks like: a payee name on every row (most match the emulator's directory of
-holder names, about 2% do not, 1% only partly), a distinct mobile money number per row, amounts with random
-cents. One run measures, each against its own fresh emulator (`payops sandbox`, its own process):
+The sheet is what a payroll looks like (`benchmarks.payroll`): a payee name on every row (most match the
+emulator's directory of holder names, about 2% do not, 1% only partly), a distinct mobile money number per
+row, amounts with random cents; written as xlsx or, with ``--format csv``, as csv, streamed (its write time
+is reported). Every run meets its own fresh emulator (`payops sandbox`, its own process, wallet and limits
+sized to the sheet: `benchmarks.emulator`) and the flow runs in a payops process of its own
+(`benchmarks.flow_process`, RSS sampled per phase).
+
+Default mode:
 
 * `cold`: the flow on that sheet with an empty lookup cache (a new PAYOPS_HOME);
 * `warm`: the same payees with new amounts and references, next cycle's payroll, with the cache the cold
@@ -12,11 +18,22 @@ cents. One run measures, each against its own fresh emulator (`payops sandbox`, 
 
 Pre-flight is timed on its own (the flow's `preflight` phase) with the request rate it reached and its 429s.
 
-Usage: python benchmarks/payouts_e2e.py [--rows 2000] [--latency-ms MS] [--rate-limit RPS] [--baseline-rows N]
+``--against-rows N`` (`benchmarks.scale_runs`): a cold run of N rows (the baseline size) and a cold run of
+``--rows``, each csv, each against its own emulator; per run wall, phases, peak RSS per phase, API calls per
+second; target: the ``--rows`` run's peak RSS within 50 MB of the baseline's. No naive client.
+
+``--kill-mid-run`` (`benchmarks.exactly_once`): the flow SIGKILLed once the service holds ``--kill-at`` of the
+sheet's money, run again with the same label to the end; then every row's reference must be paid exactly
+once, read back through the API.
+
+Usage: python benchmarks/payouts_e2e.py [--rows 2000] [--format xlsx|csv] [--latency-ms MS]
+       [--rate-limit RPS] [--baseline-rows N] [--against-rows N | --kill-mid-run [--kill-at 0.3]]
+       [--poll-deadline-s S]
 
 ``--latency-ms`` delays every emulator answer (a network round trip); ``--rate-limit`` makes the emulator
 answer 429 with Retry-After above that many requests per second per credential. ``--baseline-rows`` runs the
-naive client on fewer rows and scales its time to ``--rows`` (its cost is linear in rows).
+naive client on fewer rows and scales its time to ``--rows`` (its cost is linear in rows). ``--rows`` above
+an xlsx sheet's 1,048,575 rows writes csv.
 """
 
 from __future__ import annotations
@@ -25,75 +42,31 @@ import argparse
 import asyncio
 import json
 import os
-import random
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from payops.deployments.demo import unattended_home  # noqa: E402
-from payops.deployments.processes import free_port, read_env_file, start_sandbox  # noqa: E402
-from payops.sandbox.engine.party_lookups import FIRST_NAMES, SURNAMES, holder_name  # noqa: E402
-from payops.tasks.runtime.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
 
-from benchmarks.sheets import TEST_ENDINGS, write_sheet  # noqa: E402
+from benchmarks.emulator import fresh_emulator  # noqa: E402
+from benchmarks.exactly_once import KILL_AT, exactly_once  # noqa: E402
+from benchmarks.flow_process import run_flow_process  # noqa: E402
+from benchmarks.payroll import XLSX_MAX_ROWS, SheetFile, cycle_sheet, iter_payees, iter_payroll  # noqa: E402
+from benchmarks.scale_runs import cold_run, compare  # noqa: E402
 
 FINAL = {"delivered", "failed", "refunded"}
 SETTLE_S = 1.5
 """The emulator's settle wait: a payout is final this long after it was accepted (`start_sandbox`'s
 --delivery-delay)."""
 NAIVE_CONCURRENCY = 16
-
-
-def payees(n: int, seed: int = 15) -> list[tuple[str, str]]:
-    """`n` distinct (number, sheet name): 97% the directory's name (some reordered), 2% someone else's,
-    1% the first name only."""
-    rng = random.Random(seed)
-    numbers: list[str] = []
-    seen: set[str] = set()
-    while len(numbers) < n:
-        number = f"23324{rng.randrange(10_000_000):07d}"
-        if number not in seen and number[-4:] not in TEST_ENDINGS:
-            seen.add(number)
-            numbers.append(number)
-    out = []
-    for number in numbers:
-        holder = holder_name(number)
-        roll = rng.random()
-        if roll < 0.02:
-            name = f"{rng.choice(FIRST_NAMES)} {rng.choice(SURNAMES)}"
-            name = name if name != holder else f"{name} Junior"
-        elif roll < 0.03:
-            name = holder.split()[0]
-        elif roll < 0.10:
-            name = " ".join(reversed(holder.upper().split()))  # surname first, capitals: still a match
-        else:
-            name = holder
-        out.append((number, name))
-    return out
-
-
-def payroll(people: list[tuple[str, str]], cycle: str, seed: int) -> list[list[str]]:
-    """One sheet row per payee: amounts 20.00 to 150.00 with random cents (fresh amounts per `seed`)."""
-    rng = random.Random(seed)
-    return [
-        [
-            f"{cycle}-{i:06d}",
-            name,
-            f"{rng.randrange(2000, 15000) / 100:.2f}",
-            "GHS",
-            "mtn",
-            "msisdn",
-            number,
-            "",
-        ]
-        for i, (number, name) in enumerate(people)
-    ]
 
 
 async def naive(rows: list[list[str]]) -> dict:
@@ -135,37 +108,33 @@ async def naive(rows: list[list[str]]) -> dict:
     }
 
 
-def run_flow_process(sheet: Path, label: str, report_dir: str) -> dict:
-    """`benchmarks.flow_process` in a fresh payops process: its peak RSS and CPU its own, and ``process_s``:
-    from its start to its exit (interpreter start, imports, the flow, shutdown), as a `payops payouts` run."""
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.flow_process", str(sheet), label, report_dir],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        check=True,
-        preexec_fn=preexec_own_group_dying_with_parent(),  # noqa: PLW1509 - setsid + pdeathsig only
-    )
-    return {**json.loads(proc.stdout), "process_s": round(time.perf_counter() - t0, 2)}
+def poll_deadline_for(rows: int) -> float:
+    """The flow's poll deadline: 30 minutes, or 10 ms a row when longer (a million rows: 10,000 s)."""
+    return max(1800.0, rows / 100)
 
 
-def with_sandbox(latency_ms: int, rate_limit: float | None, fn, *args):
-    port = free_port()
-    options = ["--rate-limit", str(rate_limit)] if rate_limit else []
-    with tempfile.TemporaryDirectory() as tmp:
-        env_file = Path(tmp) / "env"
-        proc = start_sandbox(port, env_file, latency_ms, *options, start_timeout_s=120)  # a busy machine
-        try:
-            os.environ.update(read_env_file(env_file))
-            return fn(*args)
-        finally:
-            proc.terminate()
-            proc.wait(10)
+@contextmanager
+def prefect_server(home: Path) -> Iterator[str]:
+    """A Prefect API for the flow processes (started before any timing: its ~20 s start is not the flow's
+    cost), in a payops home of the benchmark's own; it dies with this process."""
+    from payops.deployments.prefect_server import prefect_api
+    from payops.store import PayopsSettings
+
+    os.environ.pop("PAYOPS_DATABASE_URL", None)
+    os.environ.update(unattended_home(home, operator=None))  # its approval policy stated: none
+    with prefect_api(PayopsSettings.from_env(), say=lambda line: print(line, file=sys.stderr)) as url:
+        yield url
 
 
-def main() -> None:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=2000)
+    ap.add_argument(
+        "--format",
+        choices=["xlsx", "csv"],
+        default=None,
+        help="the sheets' format (default xlsx; csv with --against-rows or above 1,048,575 rows)",
+    )
     ap.add_argument(
         "--baseline-rows",
         type=int,
@@ -183,47 +152,124 @@ def main() -> None:
         action="store_true",
         help="skip the cold run: the cache in --payops-home must hold the payees (from an earlier run)",
     )
-    args = ap.parse_args()
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
-    os.environ.setdefault("PREFECT_HOME", str(ROOT / ".prefect-home"))
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--against-rows",
+        type=int,
+        metavar="N",
+        help="scale mode: a cold csv run of N rows, then one of --rows, each against its own emulator",
+    )
+    mode.add_argument(
+        "--kill-mid-run",
+        action="store_true",
+        help="SIGKILL the flow mid-send, run it again with the same label, check every row paid once",
+    )
+    ap.add_argument(
+        "--kill-at",
+        type=float,
+        default=KILL_AT,
+        help=f"with --kill-mid-run: the share of the sheet's money the service holds at the kill ({KILL_AT})",
+    )
+    ap.add_argument(
+        "--poll-deadline-s",
+        type=float,
+        default=None,
+        help="the flow's poll deadline (default: 1800 s, or 10 ms a row when longer)",
+    )
+    args = ap.parse_args(argv)
+    if args.format is None:
+        args.format = "csv" if args.against_rows else "xlsx"
+    if args.format == "xlsx" and max(args.rows, args.against_rows or 0) > XLSX_MAX_ROWS:
+        print(
+            f"--rows {args.rows:,}: an xlsx sheet holds at most {XLSX_MAX_ROWS:,} rows; writing csv instead",
+            file=sys.stderr,
+        )
+        args.format = "csv"
+    if args.poll_deadline_s is None:
+        args.poll_deadline_s = poll_deadline_for(max(args.rows, args.against_rows or 0))
+    return args
+
+
+def header(args: argparse.Namespace, mode: str) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "rows": args.rows,
+        "format": args.format,
+        "latency_ms": args.latency_ms,
+        "emulator_rate_limit": args.rate_limit,
+        "poll_deadline_s": args.poll_deadline_s,
+        "sheet": "realistic: names on every row (~97% match), distinct numbers, amounts 20-150 with cents",
+    }
+
+
+def scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """`--against-rows`: the baseline size and ``--rows``, each cold, each against its own emulator."""
+
+    def in_emulator(sheet: SheetFile, label: str, reports: str) -> dict[str, Any]:
+        with fresh_emulator(sheet.amount_total, args.latency_ms, args.rate_limit):
+            return run_flow_process(sheet.path, label, reports, args.poll_deadline_s)
+
+    with prefect_server(tmp / "payops-home"):
+        base = cold_run(tmp, args.against_rows, args.format, in_emulator)
+        big = cold_run(tmp, args.rows, args.format, in_emulator)
+    return {
+        **header(args, "scale"),
+        "against_rows": args.against_rows,
+        "load_average": os.getloadavg(),
+        "baseline": base,
+        "rows_run": big,
+        **compare(base, big),
+    }
+
+
+def kill_mid_run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """`--kill-mid-run`: kill mid-send, re-run with the same label, read the service's payouts back."""
+    sheet = cycle_sheet(tmp, "kill", args.format, args.rows, "C1", seed=1)
+    with (
+        prefect_server(tmp / "payops-home"),
+        fresh_emulator(sheet.amount_total, args.latency_ms, args.rate_limit),
+    ):
+        result = exactly_once(
+            sheet, "C1", "bench-kill", str(tmp / "reports"), args.poll_deadline_s, args.kill_at
+        )
+    return {
+        **header(args, "kill_mid_run"),
+        "kill_at": args.kill_at,
+        "sheet_written": sheet.figures(),
+        "load_average": os.getloadavg(),
+        **result,
+    }
+
+
+def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """The default mode: cold and warm flow runs, and the naive client."""
     n = args.rows
     nb = n if args.baseline_rows is None else args.baseline_rows
-    people = payees(n)
-    baseline_rows = payroll(people[:nb], "C1", seed=1)
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Path(args.payops_home or Path(tmp) / "payops-home")  # empty by default
-        os.environ.pop("PAYOPS_DATABASE_URL", None)
-        os.environ.update(unattended_home(home, operator=None))  # its approval policy stated: none
-        cold_sheet = write_sheet(Path(tmp) / "cycle1.xlsx", payroll(people, "C1", seed=1))
-        warm_sheet = write_sheet(Path(tmp) / "cycle2.xlsx", payroll(people, "C2", seed=2))
-        del people
-        # Start a Prefect server before timing (its ~20 s start is not the flow's cost); it dies with us.
-        from payops.deployments.prefect_server import prefect_api
-        from payops.store import PayopsSettings
+    home = Path(args.payops_home or tmp / "payops-home")  # empty by default
+    cold_sheet = cycle_sheet(tmp, "cycle1", args.format, n, "C1", seed=1)
+    warm_sheet = cycle_sheet(tmp, "cycle2", args.format, n, "C2", seed=2)
+    reports = str(tmp / "reports")
 
-        reports = str(Path(tmp) / "reports")
-        with prefect_api(PayopsSettings.from_env(), say=lambda line: print(line, file=sys.stderr)):
-            cold = None
-            if not args.warm_only:
-                cold = with_sandbox(
-                    args.latency_ms, args.rate_limit, run_flow_process, cold_sheet, "bench-c1", reports
-                )
-            warm = with_sandbox(
-                args.latency_ms, args.rate_limit, run_flow_process, warm_sheet, "bench-c2", reports
-            )
-        base = None
-        if nb:
-            base = with_sandbox(args.latency_ms, args.rate_limit, lambda: asyncio.run(naive(baseline_rows)))
+    def flow(sheet: SheetFile, label: str) -> dict[str, Any]:
+        with fresh_emulator(sheet.amount_total, args.latency_ms, args.rate_limit):
+            return run_flow_process(sheet.path, label, reports, args.poll_deadline_s)
+
+    with prefect_server(home):
+        cold = None if args.warm_only else flow(cold_sheet, "bench-c1")
+        warm = flow(warm_sheet, "bench-c2")
+    base = None
+    if nb:
+        baseline_rows = list(iter_payroll(iter_payees(nb), "C1", seed=1))
+        total = sum((Decimal(r[2]) for r in baseline_rows), Decimal(0))
+        with fresh_emulator(total, args.latency_ms, args.rate_limit):
+            base = asyncio.run(naive(baseline_rows))
     first = cold or warm  # the run that met the service with the most requests
     pre_rate = (first["preflight"]["rate_limit"] or {}).get("achieved_per_s") or 0
     total_429 = (first["rate_limit"] or {}).get("throttled_429", 0)
     total_requests = (first["rate_limit"] or {}).get("acquires", 0) or 1
     out: dict = {
-        "rows": n,
-        "latency_ms": args.latency_ms,
-        "emulator_rate_limit": args.rate_limit,
-        "sheet": "realistic: names on every row (~97% match), distinct numbers, amounts 20-150 with cents",
+        **header(args, "cold_warm"),
+        "sheets_written": {"cold": cold_sheet.figures(), "warm": warm_sheet.figures()},
         "load_average": os.getloadavg(),
         "cold": cold,
         "warm": warm,
@@ -264,6 +310,21 @@ def main() -> None:
     if args.rate_limit:
         out["targets"]["429s_le_2pct"] = total_429 / total_requests <= 0.02
         out["targets"]["preflight_ge_90pct_of_limit"] = pre_rate >= 0.9 * args.rate_limit
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(argv)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("PREFECT_HOME", str(ROOT / ".prefect-home"))
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.against_rows:
+            out = scale(args, Path(tmp))
+        elif args.kill_mid_run:
+            out = kill_mid_run(args, Path(tmp))
+        else:
+            out = cold_and_warm(args, Path(tmp))
     print(json.dumps(out, indent=2))
 
 

@@ -44,6 +44,12 @@ TARGETS = {
     "429s_le_5pct": "≤ 5% 429s",
     "preflight_ge_80pct_of_limit": "pre-flight ≥ 80% of the limit",
     "close_le_1_2x_paging": "close ≤ 1.2× the paging floor",
+    "peak_rss_within_50mb_of_baseline": "peak RSS within 50 MB of the baseline size's",
+    "every_row_paid": "every row paid",
+    "exactly_once": "exactly once after a SIGKILL",
+    "killed_mid_send": "killed mid-send (20% to 80% paid)",
+    "rerun_replayed_what_was_paid": "the re-run replayed what was paid",
+    "nothing_outlived_the_kill": "nothing outlived the kill",
 }
 
 
@@ -85,7 +91,41 @@ def _flow_run(run: Mapping[str, Any] | None, name: str) -> str:
     )
 
 
+def _scale_run(run: Mapping[str, Any]) -> str:
+    rate = run.get("calls_per_s") or {}
+    return (
+        f"{run['sheet']['rows']:,} rows **{run['wall_s']} s** (pre-flight "
+        f"{_get(run, 'phase_durations_s.preflight')} s), peak RSS {run['peak_rss_mb']} MB, "
+        f"{run['api_calls_total']:,} calls: {rate.get('over_wall')}/s over the run, "
+        f"{rate.get('over_send_and_poll')}/s over send and poll"
+    )
+
+
+def _payouts_scale(r: Mapping[str, Any]) -> tuple[str, str]:
+    growth = r["peak_rss_growth_mb"]
+    figure = f"cold, {r['format']}: {_scale_run(r['rows_run'])}; {growth:+} MB over the baseline"
+    return figure, f"cold, {r['format']}: {_scale_run(r['baseline'])}"
+
+
+def _payouts_kill(r: Mapping[str, Any]) -> tuple[str, str]:
+    kill, after, rerun = r["kill"], r["emulator_after_rerun"], r["rerun"]
+    figure = (
+        f"{r['rows']:,} rows ({r['format']}): SIGKILL after {kill['after_s']} s with {kill['rows_paid']:,} "
+        f"paid ({kill['rows_paid_share']:.0%}); the re-run replayed {r['replayed_payouts']:,} in "
+        f"{rerun['wall_s']} s; the service then holds {after['payouts']:,} payouts for "
+        f"{after['rows_paid']:,} rows, {after['rows_paid_more_than_once']} paid twice, "
+        f"{after['amount_total']} in all: exactly once **{str(r['exactly_once']).lower()}**"
+    )
+    sheet = r["sheet_written"]
+    return figure, f"the sheet: {sheet['rows']:,} rows, {sheet['amount_total']} in all"
+
+
 def _payouts_e2e(r: Mapping[str, Any]) -> tuple[str, str]:
+    mode = r.get("mode", "cold_warm")
+    if mode == "scale":
+        return _payouts_scale(r)
+    if mode == "kill_mid_run":
+        return _payouts_kill(r)
     figure = f"{r['rows']:,} rows: {_flow_run(r.get('cold'), 'cold')}; {_flow_run(r.get('warm'), 'warm')}"
     naive = r.get("naive_16way")
     if not naive:
@@ -298,19 +338,27 @@ def write_doc(doc: Path = DOC, results: Path = RESULTS) -> None:
     doc.write_text(f"{head}{BEGIN}\n{table(results)}\n{END}{tail}", encoding="utf-8")
 
 
+def split_benchmark_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """This command's arguments and, after the first ``--``, the benchmark's own (kept whole: an argparse
+    remainder after NAME would also swallow ``--as``)."""
+    if "--" not in argv:
+        return argv, []
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run benchmarks/NAME.py and save its JSON")
     run.add_argument("name", choices=sorted(ROWS))
     run.add_argument("--as", dest="saved_as", help="file name under benchmarks/results/ (default NAME)")
-    run.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's own arguments, after --")
     shown = sub.add_parser("table", help="print the table of saved results")
     shown.add_argument("--write", action="store_true", help="write it into docs/performance.md")
-    ns = ap.parse_args(argv)
+    ours, theirs = split_benchmark_args(sys.argv[1:] if argv is None else argv)
+    ns = ap.parse_args(ours)
     if ns.command == "run":
-        args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
-        print(f"saved {record(ns.name, args, ns.saved_as).relative_to(ROOT)}", file=sys.stderr)
+        print(f"saved {record(ns.name, theirs, ns.saved_as).relative_to(ROOT)}", file=sys.stderr)
     elif ns.write:
         write_doc()
     else:

@@ -19,7 +19,6 @@ Target (issue 34): peak RSS of the streamed ``--rows`` run within 50 MB of the s
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import resource
@@ -39,14 +38,10 @@ LABEL = "bench-stream"
 
 
 def write_payroll_csv(path: Path, rows: int) -> Path:
-    """The realistic payroll of `benchmarks.payouts_e2e` (distinct numbers, names, cents) as a csv."""
-    from benchmarks.payouts_e2e import payees, payroll
+    """The realistic payroll of `benchmarks.payroll` (distinct numbers, names, cents) as a csv, streamed."""
+    from benchmarks.payroll import iter_payees, iter_payroll, write_csv
 
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(HEADERS)
-        writer.writerows(payroll(payees(rows), "C", seed=1))
-    return path
+    return write_csv(path, iter_payroll(iter_payees(rows), "C", seed=1), HEADERS)
 
 
 def streamed(sheet: Path, work: Path) -> dict:

@@ -11,7 +11,16 @@ from benchmarks import results
 from tests.docs.markdown import ROOT, read
 
 #: programs under benchmarks/ that are not benchmarks themselves
-HELPERS = {"flow_process", "sheets", "results", "__init__"}
+HELPERS = {
+    "flow_process",
+    "sheets",
+    "results",
+    "payroll",
+    "emulator",
+    "exactly_once",
+    "scale_runs",
+    "__init__",
+}
 
 
 def test_the_page_shows_the_committed_results() -> None:
