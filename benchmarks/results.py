@@ -31,6 +31,7 @@ TARGETS = {
     "read_validate_le_3_5_s": "read+validate ≤ 3.5 s",
     "parser_child_overhead_le_0_3_s": "parser child ≤ +0.3 s",
     "peak_rss_le_400_mb": "peak RSS ≤ 400 MB",
+    "reconcile_growth_le_50_mb": "4× the run: peak RSS within +50 MB",
     "speedup_ge_10x": "≥ 10× openpyxl",
     "check_le_1_5_s": "`check` ≤ 1.5 s",
     "check_ge_10x_faster": "`check` ≥ 10× the serverless dry run",
@@ -202,6 +203,22 @@ def _streaming_csv(r: Mapping[str, Any]) -> tuple[str, str]:
     )
 
 
+def _reconcile_run_memory(r: Mapping[str, Any]) -> tuple[str, str]:
+    runs = {(x["variant"], x["payouts"]): x for x in r["results"]}
+    small, large = r["small"], r["large"]
+    grew = r["peak_rss_growth_large_minus_small_mb"]
+
+    def side(variant: str) -> str:
+        a, b = runs[(variant, small)], runs[(variant, large)]
+        return (
+            f"peak RSS +{a['peak_rss_growth_mb']} MB on {small:,} payouts ({a['wall_s']} s), "
+            f"+{b['peak_rss_growth_mb']} MB on {large:,} ({b['wall_s']} s): **+{grew[variant]} MB**"
+        )
+
+    baseline = f"revision `{r['baseline_rev']}` (one frame): {side('whole')}" if "whole" in grew else "—"
+    return f"run reconciliation, chunked: {side('chunked')}", baseline
+
+
 #: benchmark script → (latest figure, baseline in the same run) read from its JSON
 ROWS: dict[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = {
     "intake": _intake,
@@ -211,6 +228,7 @@ ROWS: dict[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = {
     "reconcile": _reconcile,
     "webhooks": _webhooks,
     "streaming_csv": _streaming_csv,
+    "reconcile_run_memory": _reconcile_run_memory,
 }
 
 

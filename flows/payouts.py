@@ -44,7 +44,11 @@ from payops.tasks.approval.run_approvals import with_decisions
 from payops.tasks.events.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
 from payops.tasks.intake import IntakeResult, PayoutRow
 from payops.tasks.intake.columns import ColumnMapError, parse_column_map
-from payops.tasks.ledger.run_reconciliation import reconcile_at_run_end, record_approved_payouts
+from payops.tasks.ledger.run_reconciliation import (
+    reconcile_at_run_end,
+    record_approved_payouts,
+    refused_references,
+)
 from payops.tasks.payouts.batching import batch_count, build_batch
 from payops.tasks.payouts.lookup_cache import CachePolicy
 from payops.tasks.payouts.polling import PayoutState, PollResult, poll_payouts_task
@@ -659,7 +663,7 @@ async def _report(
     outcomes = _outcomes(intake, sent.results, states)  # consumes the batches' answers and the states
     retried = await mark_retried(retries, label, outcomes)  # rows a retry claimed while the run polled
     summary["reconciliation"] = await reconcile_at_run_end(
-        settings, run.settings, label, outcomes, params.rate_limit_per_s
+        settings, run.settings, label, refused_references(outcomes.values()), params.rate_limit_per_s
     )
     by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
     refused_items = [o for o in outcomes.values() if o.submission == "refused"]

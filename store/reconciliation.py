@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from payops.store.database import Base
@@ -172,9 +173,21 @@ class IntendedPayout:
     fee_high: str | None
 
 
-def _chunks(items: Sequence[str], n: int = IN_CHUNK) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), n):
-        yield items[start : start + n]
+def _chunks(items: Iterable[str], n: int = IN_CHUNK) -> Iterator[list[str]]:
+    """``items`` in lists of at most ``n``, consumed as they go (an iterable of any length)."""
+    it = iter(items)
+    while part := list(islice(it, n)):
+        yield part
+
+
+_INTENDED = select(
+    ReconRunRow.reference,
+    ReconRunRow.row,
+    ReconRunRow.amount,
+    ReconRunRow.currency,
+    ReconRunRow.fee_low,
+    ReconRunRow.fee_high,
+)
 
 
 class ReconciliationStore:
@@ -185,17 +198,29 @@ class ReconciliationStore:
 
     # -- runs ----------------------------------------------------------------------------------------
     def record_intent(
-        self, label: str, sent_from: datetime, payouts: Sequence[IntendedPayout]
+        self, label: str, sent_from: datetime, payouts: Sequence[IntendedPayout], *, first: bool = True
     ) -> None:
-        """What run ``label`` was approved to pay (replaces an earlier attempt's record of the same label)."""
+        """What run ``label`` was approved to pay. ``first`` (the default) replaces an earlier attempt's
+        record of the same label; ``first=False`` adds a later part of the same run to the record the first
+        part started (its ``sent_from`` stays; LookupError when no record was started). A reference
+        recorded twice in one run is refused (IntegrityError), never counted twice."""
         with self.engine.begin() as db:
-            db.execute(delete(ReconRunRow).where(ReconRunRow.label == label))
-            db.execute(delete(ReconRun).where(ReconRun.label == label))
-            db.execute(
-                insert(ReconRun).values(
-                    label=label, sent_from=sent_from, ended_at=None, rows=len(payouts), status="pending"
+            if first:
+                db.execute(delete(ReconRunRow).where(ReconRunRow.label == label))
+                db.execute(delete(ReconRun).where(ReconRun.label == label))
+                db.execute(
+                    insert(ReconRun).values(
+                        label=label, sent_from=sent_from, ended_at=None, rows=len(payouts), status="pending"
+                    )
                 )
-            )
+            else:
+                grown = db.execute(
+                    update(ReconRun)
+                    .where(ReconRun.label == label)
+                    .values(rows=ReconRun.rows + len(payouts))
+                )
+                if grown.rowcount != 1:
+                    raise LookupError(f"run {label!r}: a later part recorded before the first")
             if payouts:
                 db.execute(
                     insert(ReconRunRow),
@@ -213,11 +238,11 @@ class ReconciliationStore:
                     ],
                 )
 
-    def forget(self, label: str, references: set[str]) -> None:
-        """Drop payouts the service refused from what run ``label`` pays (they never left)."""
-        refs = sorted(references)
+    def forget(self, label: str, references: Iterable[str]) -> None:
+        """Drop payouts the service refused from what run ``label`` pays (they never left). ``references``
+        is read as it goes, `IN_CHUNK` at a time (it need not be a collection)."""
         with self.engine.begin() as db:
-            for part in _chunks(refs):
+            for part in _chunks(references):
                 db.execute(
                     delete(ReconRunRow).where(ReconRunRow.label == label, ReconRunRow.reference.in_(part))
                 )
@@ -239,18 +264,25 @@ class ReconciliationStore:
             return found
 
     def intended(self, label: str) -> list[IntendedPayout]:
+        """Every approved payout of run ``label`` (in no set order); `intended_chunks` for a large run."""
         with self.engine.connect() as db:
-            rows = db.execute(
-                select(
-                    ReconRunRow.reference,
-                    ReconRunRow.row,
-                    ReconRunRow.amount,
-                    ReconRunRow.currency,
-                    ReconRunRow.fee_low,
-                    ReconRunRow.fee_high,
-                ).where(ReconRunRow.label == label)
-            )
-            return [IntendedPayout(*r) for r in rows]
+            return [IntendedPayout(*r) for r in db.execute(_INTENDED.where(ReconRunRow.label == label))]
+
+    def intended_chunks(self, label: str, size: int = 5_000) -> Iterator[list[IntendedPayout]]:
+        """Run ``label``'s approved payouts in lists of at most ``size``, ordered by reference in the
+        database's own collation (each list one keyset query: no cursor is held between lists)."""
+        after: str | None = None
+        while True:
+            q = _INTENDED.where(ReconRunRow.label == label)
+            if after is not None:
+                q = q.where(ReconRunRow.reference > after)
+            with self.engine.connect() as db:
+                part = [IntendedPayout(*r) for r in db.execute(q.order_by(ReconRunRow.reference).limit(size))]
+            if part:
+                yield part
+            if len(part) < size:
+                return
+            after = part[-1].reference
 
     def labels_of(self, references: Iterable[str]) -> dict[str, str]:
         """The run label of each reference some run was approved to pay."""

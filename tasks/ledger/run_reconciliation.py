@@ -1,11 +1,17 @@
 """Run reconciliation: a payout run's approved rows matched to the service's payouts and transactions.
 
 What payops approved is recorded before a run sends (`record_approved_payouts`: each reference, amount and
-the pre-flight's fee bound). When the run ends, and again whenever one of its payouts changes later (webhook
-or events catch-up, `flows/reconcile.py`), `reconcile_run` reads the run's payouts back (the transaction list
-over the run's sending window, pages of 100; a GET per reference only for those not in it) and `match_run`
-joins the two with pandas. Each difference has a kind (`KINDS`). The wallet effect of a transaction, shared
-with the daily close (`tasks/ledger/daily_close.py`), lives here too.
+the pre-flight's fee bound; a large run records it a part at a time). When the run ends, and again whenever
+one of its payouts changes later (webhook or events catch-up, `flows/reconcile.py`), `reconcile_run` reads the
+run's payouts back (the transaction list over the run's sending window, pages of 100; a GET per reference
+only for those not in it) and `match_run` joins the two with pandas. Each difference has a kind (`KINDS`).
+The wallet effect of a transaction, shared with the daily close (`tasks/ledger/daily_close.py`), lives here
+too.
+
+Memory does not grow with the run (beyond the differences found): `reconcile_run` keeps the approved payouts
+and the records as compact rows in a temporary file (`tasks.ledger.run_match_file`), and matches them
+`MATCH_CHUNK` references at a time with the code `match_run` runs on one frame (`RunTally`): the frames'
+outer join sorts by reference, so chunks in reference order give the same differences in the same order.
 
 Money is compared in integer cents (an exact two-decimal amount times 100), never float.
 """
@@ -15,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +41,7 @@ from payops.connectors.payments.models import (
 )
 from payops.store.reconciliation import Difference, IntendedPayout, ReconciliationStore
 from payops.store.settings import PayopsSettings
+from payops.tasks.ledger.run_match_file import RunMatchFile
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.retries import API_TASK_RETRY
 from payops.tasks.wire.money import money
@@ -68,6 +77,12 @@ WINDOW_MARGIN = timedelta(minutes=5)
 """Read the run's payouts this much before its first and after its last send (clocks differ a little)."""
 PAGE = 100
 DEFAULT_UNCHECKED_AFTER = timedelta(hours=24)
+MATCH_CHUNK = 20_000
+"""References matched at a time by `reconcile_run` (at most this many approved payouts and records)."""
+READ_CHUNK = 5_000
+"""Approved payouts read from the payops database at a time."""
+GET_CHUNK = 500
+"""References not in the listing read from the match file at a time (then a GET each)."""
 
 
 def cents(value: Decimal | None) -> int:
@@ -134,14 +149,23 @@ def open_store(settings: PayopsSettings) -> ReconciliationStore:
 
 
 async def record_approved_payouts(
-    settings: PayopsSettings, label: str, rows: Sequence[Any], fees_by_row: Mapping[int, Any]
+    settings: PayopsSettings,
+    label: str,
+    rows: Iterable[Any],
+    fees_by_row: Mapping[int, Any],
+    *,
+    first: bool = True,
 ) -> None:
-    """Record what run ``label`` is about to send (before it sends). A database that cannot be written
-    costs the run its automatic reconciliation, never its payouts: logged as an error."""
+    """Record what run ``label`` is about to send (before it sends). A large run records it a part at a
+    time (tens of thousands of rows each): its first part with ``first=True`` (the default: replaces an
+    earlier attempt's record of the label), every later one with ``first=False`` (added to it). A database
+    that cannot be written costs the run its automatic reconciliation, never its payouts: logged as an
+    error."""
 
     def write() -> None:
         store = open_store(settings)
-        store.record_intent(label, datetime.now(UTC), approved_payouts(label, rows, fees_by_row))
+        payouts = approved_payouts(label, rows, fees_by_row)
+        store.record_intent(label, datetime.now(UTC), payouts, first=first)
 
     try:
         await asyncio.to_thread(write)
@@ -230,6 +254,15 @@ class RecordColumns:
         c["compensation"] += [r.compensation.reference if r.compensation else None for r in records]
         c["final"] += [is_final(r) for r in records]
 
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The records added so far, a tuple each with the values in `NAMES` order (for a match file)."""
+        return list(zip(*self._columns.values(), strict=True))
+
+    def add_rows(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Append records as `rows` gave them (integers where it gave booleans count the same)."""
+        for name, values in zip(self.NAMES, zip(*rows, strict=True), strict=False):  # none: no rows
+            self._columns[name] += values
+
     def frame(self) -> pd.DataFrame:
         """The columns as a frame: cents as int64 (the fee nullable), times as UTC datetimes (NaT where
         none, so whole columns compare), the rest as objects."""
@@ -253,20 +286,121 @@ def records_frame(records: Iterable[Any]) -> pd.DataFrame:
     return columns.frame()
 
 
-def _intended_frame(intended: Sequence[IntendedPayout]) -> pd.DataFrame:
+INTENDED_COLUMNS = ("reference", "row", "approved_c", "approved_currency", "fee_low_c", "fee_high_c")
+
+
+def _intended_rows(intended: Iterable[IntendedPayout]) -> list[tuple[Any, ...]]:
+    """Approved payouts as `INTENDED_COLUMNS` values: amounts in cents."""
+
     def c(v: str | None) -> int | None:
         return None if v is None else cents(Decimal(v))
 
-    frame = pd.DataFrame.from_records(
-        [
-            (p.reference, p.row, cents(Decimal(p.amount)), p.currency, c(p.fee_low), c(p.fee_high))
-            for p in intended
-        ],
-        columns=["reference", "row", "approved_c", "approved_currency", "fee_low_c", "fee_high_c"],
-    )
-    for col in ("fee_low_c", "fee_high_c"):
+    return [
+        (p.reference, p.row, cents(Decimal(p.amount)), p.currency, c(p.fee_low), c(p.fee_high))
+        for p in intended
+    ]
+
+
+def _intended_frame(rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
+    """The row number is nullable, so an outer join with records payops did not send keeps it an integer
+    (``row 14``, never ``row 14.0``, whatever else the frame holds)."""
+    frame = pd.DataFrame.from_records(rows, columns=list(INTENDED_COLUMNS))
+    for col in ("row", "fee_low_c", "fee_high_c"):
         frame[col] = frame[col].astype("Int64")
     return frame
+
+
+class RunTally:
+    """A run's match built a chunk of references at a time: each chunk's differences by kind and its counts,
+    combined into one `RunMatch` (`result`) equal to the match of the whole run as one frame, provided the
+    chunks are disjoint ranges of references given in order."""
+
+    def __init__(
+        self, label: str, now: datetime, unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER
+    ) -> None:
+        self.label, self.now, self.unchecked_after = label, now, unchecked_after
+        self.rows = self.matched = self.open = self.records = 0
+        self.found: dict[str, list[Difference]] = {kind: [] for kind in KINDS}
+
+    def add(self, exp: pd.DataFrame, got: pd.DataFrame) -> None:
+        """Match one chunk: approved rows (`_intended_frame`) with the service's records (`records_frame`)
+        on the reference (pandas, an outer join, which sorts by it); payouts not final yet are open, not
+        differences."""
+        label, now = self.label, self.now
+        m = exp.merge(got, on="reference", how="outer", indicator=True)
+        diffs: list[Difference] = []
+
+        def text(r: Any, column: str | None) -> str | None:
+            if column is None:
+                return None
+            value = getattr(r, column)
+            return _money_or_none(value) if column.endswith("_c") else str(value)
+
+        def add(kind: str, rows: pd.DataFrame, expected: str | None, actual: str | None, detail: str) -> None:
+            for r in rows.itertuples(index=False):
+                currency = r.currency if isinstance(r.currency, str) else r.approved_currency
+                diffs.append(
+                    Difference(
+                        kind,
+                        r.reference,
+                        label,
+                        currency,
+                        text(r, expected),
+                        text(r, actual),
+                        detail.format(r=r),
+                    )
+                )
+
+        missing = m[m["_merge"] == "left_only"]
+        add("missing_at_service", missing, "approved_c", None, "row {r.row}: no payout at the service")
+        extra = m[m["_merge"] == "right_only"]
+        add(
+            "not_sent_by_payops",
+            extra,
+            None,
+            "amount_c",
+            "{r.reference} ({r.status}) not approved in this run",
+        )
+        both = m[m["_merge"] == "both"]
+        other_amount = both[both["amount_c"] != both["approved_c"]]
+        add("amount_different", other_amount, "approved_c", "amount_c", "row {r.row}")
+        fee = both["fee_c"]
+        bounded = fee.notna() & both["fee_low_c"].notna()
+        outside = bounded & ((fee < both["fee_low_c"]) | (fee > both["fee_high_c"]))
+        for r in both[outside.fillna(False)].itertuples(index=False):
+            diffs.append(
+                Difference(
+                    "fee_outside_bound",
+                    r.reference,
+                    label,
+                    r.currency,
+                    f"{from_cents(int(r.fee_low_c))}..{from_cents(int(r.fee_high_c))}",
+                    from_cents(int(r.fee_c)),
+                    f"row {r.row}: fee outside the pre-flight's bound",
+                )
+            )
+        add("platform_mismatched", both[both["recon"] == "mismatched"], None, "status", "row {r.row}")
+        stale = both[
+            (both["recon"] == "unchecked")
+            & both["final"].astype(bool)
+            & (both["completed_at"] <= now - self.unchecked_after)
+        ]
+        add("unchecked_too_long", stale, None, "status", "row {r.row}: unchecked since {r.completed_at}")
+        reversed_ = both[(both["status"] == "refunded") | both["compensation"].notna()]
+        add("reversed_after_delivery", reversed_, "approved_c", "status", "row {r.row}: {r.compensation}")
+        for d in diffs:
+            self.found[d.kind].append(d)
+        joined = set(both["reference"])
+        self.matched += len(both) - len({d.reference for d in diffs if d.reference in joined})
+        self.open += int((~both["final"].astype(bool)).sum())
+        self.rows += len(exp)
+        self.records += len(got)
+
+    def result(self) -> RunMatch:
+        """The whole run's match: differences by kind in `KINDS` order, each kind by reference."""
+        diffs = [d for kind in KINDS for d in self.found[kind]]
+        status = "differences" if diffs else ("open" if self.open else "clean")
+        return RunMatch(self.label, status, self.rows, self.matched, self.open, diffs, self.records)
 
 
 def match_run(
@@ -277,61 +411,26 @@ def match_run(
     unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
 ) -> RunMatch:
     """Join the approved rows with the service's records on the reference (pandas, an outer join) and list
-    every difference by kind; payouts not final yet are open, not differences."""
-    exp, got = _intended_frame(intended), records_frame(records)
-    m = exp.merge(got, on="reference", how="outer", indicator=True)
-    diffs: list[Difference] = []
+    every difference by kind; payouts not final yet are open, not differences. All in memory, as one chunk
+    (`match_file` matches a run of any size)."""
+    tally = RunTally(label, now, unchecked_after)
+    tally.add(_intended_frame(_intended_rows(intended)), records_frame(records))
+    return tally.result()
 
-    def text(r: Any, column: str | None) -> str | None:
-        if column is None:
-            return None
-        value = getattr(r, column)
-        return _money_or_none(value) if column.endswith("_c") else str(value)
 
-    def add(kind: str, rows: pd.DataFrame, expected: str | None, actual: str | None, detail: str) -> None:
-        for r in rows.itertuples(index=False):
-            currency = r.currency if isinstance(r.currency, str) else r.approved_currency
-            diffs.append(
-                Difference(
-                    kind, r.reference, label, currency, text(r, expected), text(r, actual), detail.format(r=r)
-                )
-            )
-
-    missing = m[m["_merge"] == "left_only"]
-    add("missing_at_service", missing, "approved_c", None, "row {r.row}: no payout at the service")
-    extra = m[m["_merge"] == "right_only"]
-    add("not_sent_by_payops", extra, None, "amount_c", "{r.reference} ({r.status}) not approved in this run")
-    both = m[m["_merge"] == "both"]
-    other_amount = both[both["amount_c"] != both["approved_c"]]
-    add("amount_different", other_amount, "approved_c", "amount_c", "row {r.row}")
-    fee = both["fee_c"]
-    bounded = fee.notna() & both["fee_low_c"].notna()
-    outside = bounded & ((fee < both["fee_low_c"]) | (fee > both["fee_high_c"]))
-    for r in both[outside.fillna(False)].itertuples(index=False):
-        diffs.append(
-            Difference(
-                "fee_outside_bound",
-                r.reference,
-                label,
-                r.currency,
-                f"{from_cents(int(r.fee_low_c))}..{from_cents(int(r.fee_high_c))}",
-                from_cents(int(r.fee_c)),
-                f"row {r.row}: fee outside the pre-flight's bound",
-            )
-        )
-    add("platform_mismatched", both[both["recon"] == "mismatched"], None, "status", "row {r.row}")
-    stale = both[
-        (both["recon"] == "unchecked")
-        & both["final"].astype(bool)
-        & (both["completed_at"] <= now - unchecked_after)
-    ]
-    add("unchecked_too_long", stale, None, "status", "row {r.row}: unchecked since {r.completed_at}")
-    reversed_ = both[(both["status"] == "refunded") | both["compensation"].notna()]
-    add("reversed_after_delivery", reversed_, "approved_c", "status", "row {r.row}: {r.compensation}")
-    open_count = int((~both["final"].astype(bool)).sum())
-    status = "differences" if diffs else ("open" if open_count else "clean")
-    matched = len(both) - len({d.reference for d in diffs if d.reference in set(both["reference"])})
-    return RunMatch(label, status, len(exp), matched, open_count, diffs, len(got))
+def match_file(
+    label: str,
+    file: RunMatchFile,
+    now: datetime,
+    unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
+) -> RunMatch:
+    """`match_run` over a match file, `MATCH_CHUNK` references at a time."""
+    tally = RunTally(label, now, unchecked_after)
+    for intended, records in file.chunks(MATCH_CHUNK):
+        columns = RecordColumns()
+        columns.add_rows(records)
+        tally.add(_intended_frame(intended), columns.frame())
+    return tally.result()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -339,23 +438,48 @@ def match_run(
 # ---------------------------------------------------------------------------------------------------------
 
 
+def new_match_file(directory: Path | None = None) -> RunMatchFile:
+    """An empty match file with this module's columns (in ``directory``, else the system's temporary one)."""
+    return RunMatchFile(INTENDED_COLUMNS, RecordColumns.NAMES, directory)
+
+
+def copy_intended(store: ReconciliationStore, label: str, file: RunMatchFile) -> None:
+    """Run ``label``'s approved payouts into ``file``, `READ_CHUNK` at a time."""
+    for part in store.intended_chunks(label, READ_CHUNK):
+        file.add_intended(_intended_rows(part))
+
+
 async def fetch_run_records(
-    client: PaymentsClient, label: str, references: set[str], start: datetime, end: datetime
-) -> list[Any]:
-    """The run's payouts: the payout list over ``[start, end)`` (pages of 100), keeping this run's references
-    and any carrying its reference pattern; a GET per reference only for those the window did not hold
-    (replays of an earlier attempt). A reference the service does not know is left out."""
+    client: PaymentsClient, label: str, file: RunMatchFile, start: datetime, end: datetime
+) -> None:
+    """The run's payouts into ``file``: the payout list over ``[start, end)`` (pages of 100), keeping the
+    run's approved references (those in ``file``) and any carrying its reference pattern; then a GET per
+    approved reference the window did not hold (replays of an earlier attempt), `GET_CHUNK` references read
+    from the file at a time. A reference the service does not know is left out; one listed twice keeps
+    its last record."""
     slug = label_slug(label)
-    found: dict[str, Any] = {}
-    async for tx in client.transactions.iterate(kind="payout", from_=start, to=end, limit=PAGE):
-        if tx.reference in references or (tx.direction != "in" and row_reference_slug(tx.reference) == slug):
-            found[tx.reference] = tx
-    for reference in sorted(references - found.keys()):
-        try:
-            found[reference] = await client.payouts.get(reference)
-        except NotFoundError:
-            continue
-    return list(found.values())
+    # A page is kept while the next one is read; closed on a failure too (the request in flight is dropped).
+    async with aclosing(client.transactions.pages(kind="payout", from_=start, to=end, limit=PAGE)) as pages:
+        async for page in pages:
+            ours = file.intended_among([tx.reference for tx in page])
+            kept = [
+                tx
+                for tx in page
+                if tx.reference in ours or (tx.direction != "in" and row_reference_slug(tx.reference) == slug)
+            ]
+            columns = RecordColumns()
+            columns.add(kept)
+            file.put_records(columns.rows())
+    for part in file.unlisted(GET_CHUNK):
+        found = []
+        for reference in part:
+            try:
+                found.append(await client.payouts.get(reference))
+            except NotFoundError:
+                continue
+        columns = RecordColumns()
+        columns.add(found)
+        file.put_records(columns.rows())
 
 
 @dataclass
@@ -378,19 +502,21 @@ async def reconcile_run(
     *,
     unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
     now: datetime | None = None,
+    scratch_dir: Path | None = None,
 ) -> RunCheck:
     """Match run ``label`` now and store the check (with its differences); LookupError when payops has no
-    record of the run."""
+    record of the run. The approved payouts and the records read back wait in a match file (in
+    ``scratch_dir``, else the system's temporary directory; deleted after), so memory does not grow with
+    the run."""
     run = await asyncio.to_thread(store.run, label)
     if run is None:
         raise LookupError(f"no payout run {label!r} is recorded for reconciliation")
-    intended = await asyncio.to_thread(store.intended, label)
     now = now or datetime.now(UTC)
     end = (run.ended_at or now) + WINDOW_MARGIN
-    records = await fetch_run_records(
-        client, label, {p.reference for p in intended}, run.sent_from - WINDOW_MARGIN, end
-    )
-    match = await asyncio.to_thread(match_run, label, intended, records, now, unchecked_after)
+    with new_match_file(scratch_dir) as file:
+        await asyncio.to_thread(copy_intended, store, label, file)
+        await fetch_run_records(client, label, file, run.sent_from - WINDOW_MARGIN, end)
+        match = await asyncio.to_thread(match_file, label, file, now, unchecked_after)
     summary = {**match.as_summary(), "trigger": trigger, "checked_at": now.isoformat()}
     check_id = await asyncio.to_thread(
         store.save_check, "run", label, trigger, match.status, summary, match.differences, checked_at=now
@@ -421,18 +547,23 @@ async def reconcile_run_task(
         )
 
 
+def refused_references(outcomes: Iterable[Any]) -> Iterator[str]:
+    """The references of the rows the service refused (never paid), from a run's row outcomes, as they
+    come (`reconcile_at_run_end` takes them so)."""
+    return (o.reference for o in outcomes if o.submission == "refused" and o.reference)
+
+
 async def reconcile_at_run_end(
     settings: PaymentsSettings,
     payops: PayopsSettings,
     label: str,
-    outcomes: Mapping[int, Any],
+    refused: Iterable[str],
     rate_per_s: float,
 ) -> dict[str, Any]:
-    """The payout flow's closing step: mark the run ended (rows the service refused were never paid: they
-    leave the record), reconcile it, and return the summary's ``reconciliation`` entry. A failure is
-    reported in that entry and logged; the payouts are done and reported either way."""
-
-    refused = {o.reference for o in outcomes.values() if o.submission == "refused" and o.reference}
+    """The payout flow's closing step: mark the run ended (the ``refused`` references were never paid: they
+    leave the record; an iterable read once, as it goes, e.g. `refused_references(outcomes)`), reconcile
+    it, and return the summary's ``reconciliation`` entry. A failure is reported in that entry and logged;
+    the payouts are done and reported either way."""
 
     def end() -> None:
         store = open_store(payops)

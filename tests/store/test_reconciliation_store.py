@@ -23,6 +23,16 @@ def exercise(url: str) -> None:
         store.record_intent("nov", T0, payouts)
         store.record_intent("nov", T0, payouts)  # a re-run of the label replaces, never doubles
         assert len(store.intended("nov")) == 1200 and store.run("nov").status == "pending"
+        dec = [IntendedPayout(f"dec-r{i}", i, "10.50", "GHS", "0.50", "0.60") for i in range(2, 1202)]
+        store.record_intent("dec", T0, dec[:500])  # a large run records its payouts in parts
+        store.record_intent("dec", T0 + timedelta(minutes=1), dec[500:900], first=False)
+        store.record_intent("dec", T0 + timedelta(minutes=2), dec[900:], first=False)
+        assert store.run("dec").rows == 1200 and store.run("dec").sent_from == T0
+        chunks = list(store.intended_chunks("dec", 500))
+        assert [len(c) for c in chunks] == [500, 500, 200]
+        assert sorted(p.reference for c in chunks for p in c) == sorted(p.reference for p in dec)
+        store.record_intent("dec", T0, dec[:3])  # a re-run's first part replaces the earlier record
+        assert store.run("dec").rows == 3 and len(store.intended("dec")) == 3
         assert store.labels_of(["nov-r2", "nov-r1201", "other"]) == {"nov-r2": "nov", "nov-r1201": "nov"}
         store.mark_ended("nov", T0 + timedelta(minutes=5))
         assert store.run("nov").ended_at == T0 + timedelta(minutes=5)
