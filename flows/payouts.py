@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from payops.connectors.payments import PaymentsSettings
 from payops.flows.approval import Answer, Ask, ask_approval, resume_description
 from payops.flows.outcomes import end_run, state_message
+from payops.flows.payout_parts import (
+    accepted_state,
+    batch_said,
+    invalid_outcomes,
+    poll_parts_of,
+    send_parts_of,
+    submitted_outcome,
+)
 from payops.flows.pipeline import RunEnded, SheetRun, send_parts
 from payops.flows.run_params import SheetRunParams, Text, sheet_run_name, tag_run
 from payops.flows.summaries import Decision, PayoutRunSummary
@@ -44,6 +55,7 @@ from payops.tasks.approval.run_approvals import with_decisions
 from payops.tasks.events.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
 from payops.tasks.intake import IntakeResult, PayoutRow
 from payops.tasks.intake.columns import ColumnMapError, parse_column_map
+from payops.tasks.intake.streaming import streams
 from payops.tasks.ledger.run_reconciliation import (
     reconcile_at_run_end,
     record_approved_payouts,
@@ -61,7 +73,14 @@ from payops.tasks.payouts.sheet_check import (
     refuses,
     run_label,
 )
-from payops.tasks.payouts.sheet_tasks import SheetRefused, read_sheet_task, write_validation_report_task
+from payops.tasks.payouts.sheet_tasks import (
+    SheetRefused,
+    read_sheet_task,
+    read_spilled_task,
+    write_validation_report_task,
+)
+from payops.tasks.payouts.spill import RowSpill
+from payops.tasks.payouts.spill_views import spilled_facts, spilled_outcomes
 from payops.tasks.payouts.submission import BatchResult, submit_batch_task
 from payops.tasks.reports.artifacts import (
     artifact_key,
@@ -70,7 +89,13 @@ from payops.tasks.reports.artifacts import (
     publish_run_record,
 )
 from payops.tasks.reports.attention import attention_rows, attention_table
-from payops.tasks.reports.run_reports import RowOutcome, ensure_reports_spare_source, row_facts, write_reports
+from payops.tasks.reports.run_reports import (
+    RowFacts,
+    RowOutcome,
+    ensure_reports_spare_source,
+    row_facts,
+    write_reports,
+)
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import CredentialsMissing, load_settings
 from payops.tasks.runtime.inflight import DEFAULT_CAP, MAX_IN_FLIGHT
@@ -290,26 +315,13 @@ def _outcomes(
 ) -> dict[int, RowOutcome]:
     """Every row's outcome. Consumes ``results`` and ``states`` as it goes, so a 100,000-row run holds one
     copy of what happened to each row, not three."""
-    out: dict[int, RowOutcome] = {}
-    for e in intake.errors:
-        o = out.setdefault(e.row, RowOutcome(e.row, submission="invalid", error_code="invalid_input"))
-        msg = f"{e.column}: {e.message}"
-        o.error_message = msg if not o.error_message else f"{o.error_message}; {msg}"
+    out: dict[int, RowOutcome] = {o.row: o for o in invalid_outcomes(intake)}
     results.reverse()
     while results:
         res = results.pop()
         for item in res.items:
-            o = RowOutcome(item.row, reference=item.reference, batch=res.reference)
-            if item.accepted:
-                o.submission = "accepted"
-                s = states.pop(item.reference, None)
-                o.status = s.status if s else item.status
-                o.fee = (s.fee if s and s.fee else None) or item.fee
-                o.failure_reason = s.failure_reason if s else None
-                o.completed_at = s.completed_at if s else None
-            else:
-                o.submission, o.error_code, o.error_message = "refused", item.code, item.message
-            out[item.row] = o
+            state = states.pop(item.reference, None) if item.accepted else None
+            out[item.row] = submitted_outcome(item, res.reference, state)
     return out
 
 
@@ -370,6 +382,8 @@ class Sheet:
 
     intake: IntakeResult
     columns: dict[str, str]
+    spill: RowSpill | None = None
+    """Where the rows and outcomes of a sheet too large to hold live (`flows.payout_parts`)."""
 
 
 @dataclass(frozen=True)
@@ -396,26 +410,59 @@ async def _pay(
 ) -> dict[str, Any]:
     """sheet → pre-flight → approval → send → poll → report; a phase that ends the run returns its summary."""
     run = SheetRun.begin(params, payops)
-    try:
-        sheet = await _read(run)
-        settings = await _settings(run, sheet)
-        gate = await _gate(run, sheet, store)
-        pf = await _preflight(run, sheet, gate, settings)
-        await _approval(run, sheet, pf, gate, store)
-        sent = await _send(run, sheet, pf, settings)
-        retries = retry_store(store)
-        poll = await _poll(run, sheet, sent, settings, retries)
-        return await _report(run, sheet, pf, sent, poll, settings, retries)
-    except RunEnded as ended:
-        return ended.summary
+    with ExitStack() as held:
+        try:
+            sheet = await _read(run, held)
+            settings = await _settings(run, sheet)
+            gate = await _gate(run, sheet, store)
+            pf = await _preflight(run, sheet, gate, settings)
+            await _approval(run, sheet, pf, gate, store)
+            retries = retry_store(store)
+            if sheet.spill is not None:
+                return await _pay_in_parts(run, sheet, sheet.spill, pf, settings, retries)
+            sent = await _send(run, sheet, pf, settings)
+            poll = await _poll(run, sheet, sent, settings, retries)
+            return await _report(run, sheet, pf, sent, poll, settings, retries)
+        except RunEnded as ended:
+            return ended.summary
 
 
-async def _read(run: SheetRun) -> Sheet:
-    """Read and validate the sheet, name the run; a sheet refused whole (or for invalid rows) ends it."""
+async def _pay_in_parts(
+    run: SheetRun,
+    sheet: Sheet,
+    spill: RowSpill,
+    pf: Preflight,
+    settings: PaymentsSettings,
+    retries: RetryRows | None,
+) -> dict[str, Any]:
+    """Send, poll and report a sheet too large to hold, a part at a time (`flows.payout_parts`)."""
+    failures = FailureLog(retries, run.label, sheet.intake, run.params.column_map, _run_id(), run.logger)
+    spill.record(invalid_outcomes(sheet.intake))
+    fees = pf.fees_by_row
+    done = await send_parts_of(run, spill, settings, failures, fees, batch_said(run.started_wall))
+    pf.release_row_detail()
+    done = await poll_parts_of(run, spill, settings, failures, done)
+    waiting = done.waiting or PollResult(states={})
+    waiting.rounds, waiting.calls_per_round = done.rounds, done.calls_per_round
+    retried = await _mark_retried_parts(retries, run.label, spill)
+    outcomes = spilled_outcomes(spill)
+    ending = Ending(done.replayed, waiting, [pf.limiter, *done.limiters], retried)
+    return await _close(run, sheet, pf, settings, outcomes, spilled_facts(spill), ending)
+
+
+async def _read(run: SheetRun, held: ExitStack) -> Sheet:
+    """Read and validate the sheet, name the run; a sheet refused whole (or for invalid rows) ends it. A csv
+    too large to hold is read into a spill file that ``held`` closes and deletes when the run ends."""
     params, logger = run.params, run.logger
     columns = params.columns  # the explicit column mapping, read by the intake and the label
     options = run.options.model_copy(update={"column_map": columns})
-    intake = await asyncio.to_thread(read_sheet_task, params.source, options)
+    spill = None
+    if streams(params.source, run.settings.stream_csv_over_bytes):
+        work = Path(held.enter_context(tempfile.TemporaryDirectory(prefix="payops-run-")))
+        spill = held.enter_context(RowSpill(work / "rows.sqlite3"))
+        intake = await asyncio.to_thread(read_spilled_task, params.source, options, untraversed(spill))
+    else:
+        intake = await asyncio.to_thread(read_sheet_task, params.source, options)
     run.meter.phase("read_validate")
     if isinstance(intake, SheetRefused):
         logger.error("sheet read: refused: %s; nothing sent", intake.message)
@@ -437,7 +484,7 @@ async def _read(run: SheetRun) -> Sheet:
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
             run.end(await _refused(run, run.finish("invalid_input")))
-    return Sheet(intake, columns)
+    return Sheet(intake, columns, spill)
 
 
 async def _settings(run: SheetRun, sheet: Sheet) -> PaymentsSettings:
@@ -572,18 +619,12 @@ async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSe
         batch = build_batch(rows, label, index)
         return await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
 
-    def said(done: int, total: int, result: BatchResult) -> str:
-        accepted = sum(1 for i in result.items if i.accepted)
-        replayed = sum(
-            1 for i in result.items if i.accepted and i.created_at and _before(i.created_at, run.started_wall)
-        )
-        return (
-            f"batch {done}/{total} sent: {len(result.items)} payouts, {accepted} accepted ({replayed} "
-            f"replayed), {len(result.items) - accepted} refused"
-        )
-
     results = await send_parts(
-        batches, send_one, max_concurrent=params.max_concurrent_batches, said=said, logger=run.logger
+        batches,
+        send_one,
+        max_concurrent=params.max_concurrent_batches,
+        said=batch_said(run.started_wall),
+        logger=run.logger,
     )
     for r in results:
         run.meter.api_calls.update(r.api_calls)
@@ -594,11 +635,8 @@ async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSe
     for r in results:
         for item in r.items:
             if item.accepted:
-                created = datetime.fromisoformat(item.created_at) if item.created_at else None
-                states[item.reference] = PayoutState(
-                    item.reference, item.status or "accepted", fee=item.fee, created_at=created
-                )
-                if created is not None and created < run.started_wall:
+                state = states[item.reference] = accepted_state(item)
+                if state.created_at is not None and state.created_at < run.started_wall:
                     replayed += 1
     return Sent(results, states, replayed)
 
@@ -650,45 +688,80 @@ async def _report(
     settings: PaymentsSettings,
     retries: RetryRows | None,
 ) -> dict[str, Any]:
-    """Every row's outcome, the run's reconciliation, the reports and artifacts; the run's final summary."""
+    """Every row's outcome from the batches' answers and the poll; then the run's close (`_close`)."""
+    limiters = [pf.limiter, *(r.limiter for r in sent.results), poll.limiter]
+    waiting = PollResult(states={r: s for r, s in poll.states.items() if not s.final})
+    for name in ("rounds", "calls_per_round", "deadline_reached", "settle_window_reached"):
+        setattr(waiting, name, getattr(poll, name))
+    outcomes = _outcomes(sheet.intake, sent.results, poll.states)  # consumes the answers and the states
+    retried = await mark_retried(retries, run.label, outcomes)  # rows a retry claimed while the run polled
+    facts = row_facts(sheet.intake.rows, pf.names)
+    ending = Ending(sent.replayed, waiting, [x for x in limiters if x is not None], retried)
+    return await _close(run, sheet, pf, settings, outcomes, facts, ending)
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How sending and following ended: replays, the payouts still waiting (``waiting.states``, with the
+    poll's rounds and whether it hit the deadline or the settle window), rates, rows a retry claimed."""
+
+    replayed: int
+    waiting: PollResult
+    limiters: list[LimiterStats | None]
+    retried: dict[str, str]
+
+
+async def _close(
+    run: SheetRun,
+    sheet: Sheet,
+    pf: Preflight,
+    settings: PaymentsSettings,
+    outcomes: Mapping[int, RowOutcome],
+    facts: Mapping[int, RowFacts],
+    ending: Ending,
+) -> dict[str, Any]:
+    """The run's reconciliation, summary, reports and artifacts from every row's outcome (held, or read from
+    a spill a window at a time); the run's final summary."""
     params, label, intake, summary = run.params, run.label, sheet.intake, run.summary
     progress().phase("reporting")
-    states = poll.states
-    names = pf.names
-    limiters = [pf.limiter, *(r.limiter for r in sent.results), poll.limiter]
-    summary["rate_limit"] = LimiterStats.combine([x for x in limiters if x is not None]).as_dict()
-    not_final = sorted(r for r, s in states.items() if not s.final)
-    waiting_statuses = {r: states[r].status for r in not_final}  # for tasks.payouts.followup
-    awaiting_review = sorted(poll.awaiting_review)  # read from the states, before _outcomes consumes them
-    outcomes = _outcomes(intake, sent.results, states)  # consumes the batches' answers and the states
-    retried = await mark_retried(retries, label, outcomes)  # rows a retry claimed while the run polled
+    poll = ending.waiting
+    summary["rate_limit"] = LimiterStats.combine([x for x in ending.limiters if x is not None]).as_dict()
+    not_final = sorted(poll.states)
     summary["reconciliation"] = await reconcile_at_run_end(
         settings, run.settings, label, refused_references(outcomes.values()), params.rate_limit_per_s
     )
-    by_status = Counter(o.status for o in outcomes.values() if o.submission == "accepted")
-    refused_items = [o for o in outcomes.values() if o.submission == "refused"]
+    by_status: Counter[str | None] = Counter()
+    refused_by_code: Counter[str | None] = Counter()
+    fee_total, fees_known = Decimal(0), False
+    for o in outcomes.values():
+        if o.submission == "accepted":
+            by_status[o.status] += 1
+            if o.fee:
+                fee_total, fees_known = fee_total + Decimal(o.fee), True
+        elif o.submission == "refused":
+            refused_by_code[o.error_code] += 1
+    refused_items = sum(refused_by_code.values())
     summary.update(
         {
             "payouts_by_status": dict(sorted(by_status.items())),
-            "refused_items": len(refused_items),
-            "refused_by_code": dict(Counter(o.error_code for o in refused_items)),
-            "replayed_payouts": sent.replayed,
-            "awaiting_review": awaiting_review,
+            "refused_items": refused_items,
+            "refused_by_code": dict(refused_by_code),
+            "replayed_payouts": ending.replayed,
+            "awaiting_review": sorted(poll.awaiting_review),
             "not_final": not_final,
-            "waiting_statuses": waiting_statuses,
-            "retried_rows": retried,
+            "waiting_statuses": {r: poll.states[r].status for r in not_final},  # tasks.payouts.followup
+            "retried_rows": ending.retried,
             "deadline_reached": poll.deadline_reached,
             "settle_window_reached": poll.settle_window_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
             "attention_rows": attention_rows(
-                intake.rows, outcomes, names, no_name_column(intake) if params.check_names else None
+                intake.rows, outcomes, pf.names, no_name_column(intake) if params.check_names else None
             ),
         }
     )
-    fees = [Decimal(o.fee) for o in outcomes.values() if o.fee and o.submission == "accepted"]
-    if fees:
-        summary["fee_total"] = money(sum(fees, Decimal(0)))
+    if fees_known:
+        summary["fee_total"] = money(fee_total)
     run.finish("completed")
     paths = await asyncio.to_thread(
         write_reports,
@@ -699,7 +772,7 @@ async def _report(
         outcomes,
         summary,
         intake.mapped.get("reference"),  # whatever header the intake mapped to the reference
-        row_facts(intake.rows, names),
+        facts,
     )
     run.meter.phase("report")
     summary["duration_s"] = run.meter.elapsed
@@ -711,9 +784,26 @@ async def _report(
         "run %s done: %s; %d refused by the service",
         label,
         ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())) or "no payouts",
-        len(refused_items),
+        refused_items,
     )
     return summary
+
+
+async def _mark_retried_parts(retries: RetryRows | None, label: str, spill: RowSpill) -> dict[str, str]:
+    """`mark_retried` over a spill's outcomes, a window at a time; the marked rows go back to the spill."""
+    retried: dict[str, str] = {}
+    if retries is None:
+        return retried
+    window: dict[int, RowOutcome] = {}
+    for o in spill.outcomes():
+        window[o.row] = o
+        if len(window) >= 5_000:
+            retried.update(await mark_retried(retries, label, window))
+            spill.record(o for o in window.values() if o.retried_as)
+            window = {}
+    retried.update(await mark_retried(retries, label, window))
+    spill.record(o for o in window.values() if o.retried_as)
+    return retried
 
 
 APPROVAL_REQUIRED = "**Approval required**: nothing is sent until this run is approved."
@@ -740,10 +830,9 @@ async def _approve(
 
     run_id = str(flow_run.id)
     checks = {n.row: n for n in pf.names}
-    refs = [r.reference or row_reference(label, r.row) for r in rows]
     subject = Subject.of(
         run_id,
-        fingerprint(row_fields(r, ref) for r, ref in zip(rows, refs, strict=True)),
+        fingerprint(row_fields(r, r.reference or row_reference(label, r.row)) for r in rows),
         totals_by_currency(rows),
         len(rows),
     )
@@ -796,7 +885,3 @@ def _run_id() -> str | None:
     from prefect.runtime import flow_run
 
     return str(flow_run.id) if flow_run.id else None
-
-
-def _before(created_at: str, moment: datetime) -> bool:
-    return datetime.fromisoformat(created_at) < moment

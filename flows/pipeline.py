@@ -82,21 +82,25 @@ async def send_parts(
     max_concurrent: int,
     said: Callable[[int, int, T], str],
     logger: Any,
+    sent_before: int = 0,
+    total: int | None = None,
 ) -> list[T]:
     """Send parts ``0 .. count-1`` (``send_one(i)``), at most ``max_concurrent`` at once, in order of their
-    index in the result; the progress counts each part done and the log says ``said(done, count, result)``."""
+    index in the result; the progress counts each part done and the log says ``said(done, total, result)``.
+    A run sending its parts in several calls gives the ones ``sent_before`` and its ``total``."""
     sem = asyncio.Semaphore(max_concurrent)
-    done = 0
+    done = sent_before
+    total = count if total is None else total
     progress().phase("sending")
-    progress().batches(0, count)
+    progress().batches(done, total)
 
     async def one(index: int) -> T:
         nonlocal done
         async with sem:
             result = await send_one(index)
         done += 1
-        progress().batches(done, count)
-        logger.info(said(done, count, result))
+        progress().batches(done, total)
+        logger.info(said(done, total, result))
         return result
 
     return list(await asyncio.gather(*(one(i) for i in range(count))))

@@ -25,13 +25,15 @@ def check(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Check a payout sheet as `payops payouts` would, at once; nothing is started or sent. Exit 0 valid."""
+    from payops.store.settings import PayopsSettings
     from payops.tasks.intake import IntakeOptions
     from payops.tasks.payouts.sheet_check import check_sheet
     from payops.tasks.reports.run_reports import ReportWouldOverwriteSource
 
     options = IntakeOptions(column_map=column_map(column))
+    big = PayopsSettings.from_env().stream_csv_over_bytes  # as the flow reads a large csv: in chunks
     try:
-        summary = check_sheet(file, report_dir or default_report_dir(), label, options)
+        summary = check_sheet(file, report_dir or default_report_dir(), label, options, stream_over_bytes=big)
     except ReportWouldOverwriteSource as exc:
         fail(str(exc), EXIT_INVALID)
     except OSError as exc:

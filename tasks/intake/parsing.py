@@ -261,6 +261,11 @@ def _sniff_delimiter(text: str) -> str:
     return ","
 
 
+def not_utf8(byte: int) -> IntakeError:
+    """The refusal of a csv whose ``byte`` (counted after a BOM) is the first that is not UTF-8."""
+    return IntakeError(f"the csv is not UTF-8 (byte {byte}); save it as 'CSV UTF-8 (comma delimited)'")
+
+
 def parse_csv(data: bytes, options: ParseLimits) -> RawSheet:
     """The csv's cells as text (UTF-8, delimiter sniffed); IntakeError for an unreadable file."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -272,9 +277,7 @@ def parse_csv(data: bytes, options: ParseLimits) -> RawSheet:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise IntakeError(
-            f"the csv is not UTF-8 (byte {exc.start}); save it as 'CSV UTF-8 (comma delimited)'"
-        ) from exc
+        raise not_utf8(exc.start) from exc
     if "\x00" in text:
         raise IntakeError("the csv contains NUL bytes; it is not a text file")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=_sniff_delimiter(text))

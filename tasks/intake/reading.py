@@ -19,7 +19,8 @@ from .parsing import SheetRefusal, column_letter
 from .raw import RawSheet
 from .safety import CheckedWorkbook, check_xlsx
 from .sandboxed import start_parser
-from .sources import SUPPORTED, extension, load_bytes
+from .sources import SUPPORTED, extension, load_bytes, source_size
+from .streaming import check_csv_size
 from .structure import column_number
 from .validation import validate_sheet
 
@@ -50,11 +51,20 @@ def check_sheet_file(source: str | os.PathLike[str], options: IntakeOptions | No
     options = options or IntakeOptions()
     name = os.fspath(source)
     ext = _supported_extension(name)
+    if ext == ".csv":
+        # A csv of any size up to the streamed limit may be paid (read in chunks: `streaming.streams`); its
+        # text is checked as it is read.
+        size = source_size(name)
+        if size is None:
+            load_bytes(name, options.max_bytes)  # says why it cannot be sized (missing, unreadable)
+        elif size == 0:
+            raise IntakeError("the file is empty")
+        check_csv_size(size)
+        return
     data = load_bytes(name, options.max_bytes)
     if not data:
         raise IntakeError("the file is empty")
-    if ext != ".csv":
-        _check_workbook(data, ext, options)
+    _check_workbook(data, ext, options)
 
 
 def _supported_extension(name: str) -> str:

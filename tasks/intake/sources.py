@@ -23,6 +23,19 @@ def _too_big(size: int, limit: int) -> IntakeError:
     return IntakeError(f"the file is {size / 1024 / 1024:.1f} MB; the limit is {limit / 1024 / 1024:.0f} MB")
 
 
+def source_size(source: str | os.PathLike[str]) -> int | None:
+    """The size in bytes of a local path or fsspec URL; None when it cannot be told (missing, unreadable)."""
+    text = os.fspath(source)
+    try:
+        if "://" not in text:
+            return Path(text).stat().st_size if Path(text).is_file() else None
+        fs, fs_path = fsspec.core.url_to_fs(text)
+        size = fs.size(fs_path) if fs.isfile(fs_path) else None
+        return None if size is None else int(size)
+    except (OSError, ValueError, ImportError):
+        return None
+
+
 def load_bytes(source: str | os.PathLike[str], max_bytes: int) -> bytes:
     """Read at most ``max_bytes`` from a local path or fsspec URL; IntakeError when larger or missing."""
     text = os.fspath(source)

@@ -16,6 +16,7 @@ hash).
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
@@ -31,7 +32,8 @@ from .columns import ColumnMap, map_columns
 from .errors import IntakeError
 from .models import RowIssue
 from .options import IntakeOptions
-from .parsing import ParseLimits, _raw_from_rows, _sniff_delimiter
+from .parsing import ParseLimits, _blank, _raw_from_rows, _sniff_delimiter, not_utf8
+from .sources import extension, source_size
 from .validation import repeated_payee, repeated_reference, rows_list, validate_sheet
 
 if TYPE_CHECKING:
@@ -41,6 +43,8 @@ CHUNK_ROWS = 20_000
 """Lines validated at once: large enough for the column-wise checks' speed, small against the sheet."""
 MAX_ROWS = 10_000_000
 """The most data rows a streamed csv may hold."""
+MAX_BYTES = 2 * 1024 * 1024 * 1024
+"""The largest csv streamed (a million realistic rows take about 100 MB)."""
 FIELD_LIMIT = 64 * 1024
 """The longest csv field read (the cell limit is checked after; a field this long is refused outright)."""
 
@@ -83,23 +87,63 @@ class _Hashing(io.RawIOBase):
         return len(data)
 
 
+class _NotUtf8(Exception):  # noqa: N818 - raised by the line reader, turned into an IntakeError here
+    pass
+
+
 def _lines(text: IO[str]) -> Iterator[str]:
-    """The csv's lines; IntakeError for a NUL byte or bytes that are not UTF-8."""
-    number = 0
+    """The csv's lines; IntakeError for a NUL byte, _NotUtf8 for bytes that are not UTF-8."""
     try:
-        for number, line in enumerate(text, start=1):  # noqa: B007 - read after the loop
+        for line in text:
             if "\x00" in line:
                 raise IntakeError("the csv contains NUL bytes; it is not a text file")
             yield line
     except UnicodeDecodeError as exc:
+        raise _NotUtf8 from exc
+
+
+def _first_bad_byte(handle: IO[bytes]) -> int:
+    """Where the first byte that is not UTF-8 is (counted after a BOM, as `parse_csv` counts it), read again
+    a block at a time: the line reader's decoder only knows its own block."""
+    handle.seek(0)
+    if handle.read(3) != codecs.BOM_UTF8:
+        handle.seek(0)
+    offset, pending = 0, b""
+    while True:
+        block = handle.read(1 << 20)
+        data = pending + block
+        try:
+            _, used = codecs.utf_8_decode(data, "strict", not block)
+        except UnicodeDecodeError as exc:
+            return offset + exc.start
+        if not block:
+            return offset
+        offset, pending = offset + used, data[used:]
+
+
+def streams(source: str | os.PathLike[str], over_bytes: int) -> bool:
+    """Whether a sheet is read in chunks into a spill file: a csv larger than ``over_bytes``
+    (`store.settings.PayopsSettings.stream_csv_over_bytes`); any other sheet is read whole."""
+    name = os.fspath(source)
+    if extension(name) != ".csv":
+        return False
+    size = source_size(name)
+    return size is not None and size > over_bytes
+
+
+def check_csv_size(size: int | None) -> None:
+    """IntakeError for a csv of ``size`` bytes larger than the streamed limit (None: not known yet)."""
+    if size is not None and size > MAX_BYTES:
+        mb = 1024 * 1024
         raise IntakeError(
-            f"the csv is not UTF-8 (near line {number + 1}); save it as 'CSV UTF-8 (comma delimited)'"
-        ) from exc
+            f"the csv is {size / mb:.0f} MB; the largest read is {MAX_BYTES / mb:.0f} MB: split it"
+        )
 
 
 def _open(source: str) -> IO[bytes]:
     if "://" not in source and not os.path.isfile(source):
         raise IntakeError(f"file not found: {source}")
+    check_csv_size(source_size(source))
     return fsspec.open(source, "rb").open()
 
 
@@ -127,15 +171,28 @@ def stream_csv(
         handle.seek(0)
         hashing = _Hashing(handle)
         text = io.TextIOWrapper(io.BufferedReader(hashing, 1 << 20), encoding="utf-8-sig", newline="")
-        lines = _lines(text)
-        first = list(_until_text(lines))
-        if not first:
-            raise IntakeError("the file is empty")
-        delimiter = _sniff_delimiter(first[-1])
-        reader = csv.reader(_chain(first, lines), delimiter=delimiter)
-        streamed = _stream(reader, spill, options, limits, chunk_rows, max_rows, name)
+        try:
+            streamed = _read_lines(_lines(text), spill, options, limits, chunk_rows, max_rows, name)
+        except _NotUtf8:
+            raise not_utf8(_first_bad_byte(handle)) from None
         streamed.content_sha256 = hashing.digest.hexdigest()
     return streamed
+
+
+def _read_lines(
+    lines: Iterator[str],
+    spill: RowSpill,
+    options: IntakeOptions,
+    limits: ParseLimits,
+    chunk_rows: int,
+    max_rows: int,
+    name: str,
+) -> StreamedSheet:
+    first = list(_until_text(lines))
+    if not first:
+        raise IntakeError("the file is empty")
+    reader = csv.reader(_chain(first, lines), delimiter=_sniff_delimiter(first[-1]))
+    return _stream(reader, spill, options, limits, chunk_rows, max_rows, name)
 
 
 def _until_text(lines: Iterator[str]) -> Iterator[str]:
@@ -175,7 +232,7 @@ class _Chunks:
 
     def validate(self, chunk: list[list[str]], numbers: list[int]) -> None:
         """One chunk of lines, with the sheet's header, validated into the spill."""
-        if self.header is None or not any(any(r) for r in chunk):
+        if self.header is None or all(_blank(v) for r in chunk for v in r):
             return  # blank lines only
         raw = _raw_from_rows(
             [self.header, *chunk],  # type: ignore[list-item]
@@ -190,6 +247,7 @@ class _Chunks:
         if self.cols is None:
             fields = cmap.fields
             self.cols = _Columns(raw.columns, cmap, fields.get("reference"), fields.get("destination"))
+        self.spill.add_cells(zip(raw.row_numbers, zip(*raw.data, strict=True), strict=True))
         checked = validate_sheet(raw, cmap, options, repeats=False)
         position = {row: p for p, row in enumerate(raw.row_numbers)}
         dest = cmap.fields.get("destination")
@@ -227,7 +285,7 @@ def _stream(
     try:
         for record in reader:
             if read.header is None:
-                if any(record):
+                if not all(_blank(v) for v in record):
                     read.header, read.header_line = record, line
             else:
                 chunk.append(record)
@@ -285,4 +343,4 @@ def _flagged(
     return found
 
 
-__all__ = ["CHUNK_ROWS", "MAX_ROWS", "StreamedSheet", "stream_csv"]
+__all__ = ["CHUNK_ROWS", "MAX_BYTES", "MAX_ROWS", "StreamedSheet", "stream_csv", "streams"]

@@ -298,17 +298,24 @@ def progress_description(
     return f"{final:,} of {total:,} payouts final{failures}{waiting} (run {label})"
 
 
-async def _progress(result: PollResult, artifact_id: Any, label: str) -> None:
+@dataclass(frozen=True)
+class Share:
+    """A poll that follows a share of a run's payouts (a run too large to hold follows a part at a time):
+    the run's payouts final before it, and the run's total, for the progress it shows."""
+
+    final_before: int = 0
+    total: int | None = None
+
+
+async def _progress(result: PollResult, artifact_id: Any, label: str, share: Share) -> None:
     from prefect.artifacts import aupdate_progress_artifact
 
-    total = len(result.states)
-    done = total - len(result.pending)
+    total = share.total or len(result.states)
+    done = share.final_before + len(result.states) - len(result.pending)
     await aupdate_progress_artifact(
         artifact_id=artifact_id,
         progress=100.0 * done / (total or 1),
-        description=progress_description(
-            label, done, total, len(result.awaiting_review), len(result.failed)
-        ),
+        description=progress_description(label, done, total, len(result.awaiting_review), len(result.failed)),
     )
 
 
@@ -338,6 +345,7 @@ async def poll_payouts_task(
     label: str,
     settle_window_s: float | None = None,
     on_failed: Callable[[list[PayoutState]], Awaitable[None]] | None = None,
+    share: Share | None = None,
 ) -> PollResult:
     """Prefect task: all polling of a run in one task, with a progress artifact updated each round and the
     failures shown as they happen (and handed to ``on_failed``: the run records them for an early retry).
@@ -346,20 +354,21 @@ async def poll_payouts_task(
     from payops.tasks.reports.artifacts import artifact_key
     from prefect.artifacts import acreate_progress_artifact
 
+    share = share or Share()
+    total = share.total or len(states)
     artifact_id = await acreate_progress_artifact(
-        progress=0.0,
+        progress=100.0 * share.final_before / (total or 1),
         key=artifact_key(label, "progress"),
-        description=progress_description(label, 0, len(states)),
+        description=progress_description(label, share.final_before, total),
     )
     failed_so_far: list[PayoutState] = [s for s in states.values() if s.failed]
     if failed_so_far and on_failed is not None:  # failed already when sent (a re-run's replayed answers)
         await on_failed(list(failed_so_far))
 
     async def on_round(result: PollResult) -> None:
-        await _progress(result, artifact_id, label)
-        progress().payouts(
-            len(result.states) - len(result.pending), len(result.states), len(result.awaiting_review)
-        )
+        await _progress(result, artifact_id, label, share)
+        final = share.final_before + len(result.states) - len(result.pending)
+        progress().payouts(final, total, len(result.awaiting_review))
 
     async def tell_failed(newly: list[PayoutState]) -> None:
         for s in newly:

@@ -67,6 +67,11 @@ class FailureLog:
                     refused[item.row] = RowOutcome(item.row, reference=item.reference, submission="refused")
         return refused
 
+    def follow(self, rows_by_reference: Mapping[str, int]) -> None:
+        """The payouts the poll follows now, by reference (their sheet rows): a run too large to hold
+        follows a part of its payouts at a time (`flows.payout_parts`)."""
+        self._rows = dict(rows_by_reference)
+
     async def refused(self, results: Sequence[BatchResult]) -> None:
         """Record the rows the service refused (known once the batches are answered)."""
         await self.record(self.sent(results))
@@ -82,12 +87,19 @@ class FailureLog:
         }
         await self.record(outcomes)
 
+    def _records(self, rows: list[int]) -> list[Mapping[str, str]]:
+        """The sheet's records of ``rows`` (a spilled sheet reads just those: `SpilledTable.records_of`)."""
+        records_of = getattr(self.intake.table, "records_of", None)
+        if records_of is not None:
+            return list(records_of(rows))
+        if self._table is None:
+            self._table = {int(rec["__row__"]): rec for rec in self.intake.table}
+        return [self._table[row] for row in rows if row in self._table]
+
     async def record(self, outcomes: Mapping[int, RowOutcome]) -> None:
         if self.store is None or not outcomes:
             return
-        if self._table is None:
-            self._table = {int(rec["__row__"]): rec for rec in self.intake.table}
-        table = [self._table[row] for row in sorted(outcomes) if row in self._table]
+        table = self._records(sorted(outcomes))
         rows = retry_rows_of(
             self.intake.columns, table, outcomes, self.intake.mapped.get("reference"), self.column_map
         )

@@ -8,9 +8,14 @@ answers in about a second.
 
 from __future__ import annotations
 
+import tempfile
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import chain
+from pathlib import Path
 from typing import Any, Literal
 
 from payops.tasks.intake import (
@@ -22,6 +27,9 @@ from payops.tasks.intake import (
     write_validation_report,
 )
 from payops.tasks.intake.columns import format_column_map
+from payops.tasks.intake.streaming import stream_csv, streams
+from payops.tasks.payouts.spill import RowSpill
+from payops.tasks.payouts.spill_views import SpilledRows, SpilledTable
 from payops.tasks.reports.run_reports import ensure_reports_spare_source, report_paths
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import content_label
@@ -29,12 +37,19 @@ from payops.tasks.wire.references import content_label
 InvalidRows = Literal["refuse", "skip"]
 
 
-def canonical_rows(rows: list[PayoutRow]) -> list[tuple[object, ...]]:
+def canonical_rows(rows: Iterable[PayoutRow]) -> Iterator[tuple[object, ...]]:
     """What a sheet's default label fingerprints: the validated content, not the file's bytes."""
-    return [
-        (r.row, r.reference, r.amount, r.currency, r.provider, r.destination_type, r.destination, r.note)
-        for r in rows
-    ]
+    for r in rows:
+        yield (
+            r.row,
+            r.reference,
+            r.amount,
+            r.currency,
+            r.provider,
+            r.destination_type,
+            r.destination,
+            r.note,
+        )
 
 
 def run_label(label: str | None, intake: IntakeResult, column_map: dict[str, str] | None = None) -> str:
@@ -43,10 +58,8 @@ def run_label(label: str | None, intake: IntakeResult, column_map: dict[str, str
     what it always was)."""
     if label:
         return label
-    content = canonical_rows(intake.rows)
-    if column_map:
-        content.append(("column_map", format_column_map(column_map)))
-    return content_label(content)
+    mapping = [("column_map", format_column_map(column_map))] if column_map else []
+    return content_label(chain(canonical_rows(intake.rows), mapping))
 
 
 def no_name_column(intake: IntakeResult) -> str | None:
@@ -141,6 +154,28 @@ def read_sheet(source: str, options: IntakeOptions) -> IntakeResult | SheetRefus
         return SheetRefused(str(exc), exc.errors())
 
 
+def read_spilled(source: str, options: IntakeOptions, spill: RowSpill) -> IntakeResult | SheetRefused:
+    """`read_sheet` for a csv too large to hold (`tasks.intake.streaming.streams`): read a chunk at a time
+    into ``spill``, which the result's rows and table read back from (`tasks.payouts.spill_views`)."""
+    try:
+        streamed = stream_csv(source, spill, options)
+    except IntakeError as exc:
+        return SheetRefused(str(exc), exc.errors())
+    return IntakeResult(
+        source=streamed.source,
+        sheet=None,
+        content_sha256=streamed.content_sha256,
+        rows=SpilledRows(spill),  # type: ignore[arg-type]  # a Sequence read a chunk at a time
+        errors=list(spill.issues("error")),
+        warnings=list(spill.issues("warning")),
+        rows_total=streamed.rows_total,
+        columns=streamed.columns,
+        table=SpilledTable(spill, streamed.columns),
+        mapped=streamed.mapped,
+        ignored=streamed.ignored,
+    )
+
+
 def validation_report(intake: IntakeResult, report_dir: str, label: str) -> dict[str, str]:
     """Write LABEL-validation.xlsx; the summary's ``report_files``."""
     path = report_paths(report_dir, label)["validation"]
@@ -153,12 +188,33 @@ def check_sheet(
     label: str | None = None,
     options: IntakeOptions | None = None,
     on_invalid_rows: InvalidRows = "refuse",
+    stream_over_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """`payops check`: the flow's intake without the flow. Outcome ``invalid_input`` or ``valid``."""
+    """`payops check`: the flow's intake without the flow. Outcome ``invalid_input`` or ``valid``. A csv
+    larger than ``stream_over_bytes`` (`PayopsSettings.stream_csv_over_bytes`) is read as the flow reads it:
+    a chunk at a time, into a spill file deleted afterwards."""
+    with ExitStack() as held:
+        return _check(source, report_dir, label, options, on_invalid_rows, stream_over_bytes, held)
+
+
+def _check(
+    source: str,
+    report_dir: str,
+    label: str | None,
+    options: IntakeOptions | None,
+    on_invalid_rows: InvalidRows,
+    stream_over_bytes: int | None,
+    held: ExitStack,
+) -> dict[str, Any]:
     started = time.perf_counter()
     if label:
         ensure_reports_spare_source(report_dir, label, source)
-    intake = read_sheet(source, options or IntakeOptions())
+    if stream_over_bytes is not None and streams(source, stream_over_bytes):
+        work = Path(held.enter_context(tempfile.TemporaryDirectory(prefix="payops-check-")))
+        spill = held.enter_context(RowSpill(work / "rows.sqlite3"))
+        intake = read_spilled(source, options or IntakeOptions(), spill)
+    else:
+        intake = read_sheet(source, options or IntakeOptions())
     if isinstance(intake, SheetRefused):
         summary = refusal_summary(source, label, intake.errors)
     else:

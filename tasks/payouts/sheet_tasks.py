@@ -4,11 +4,12 @@ too)."""
 from __future__ import annotations
 
 from payops.tasks.intake import IntakeOptions, IntakeResult
-from payops.tasks.payouts.sheet_check import SheetRefused, read_sheet, validation_report
+from payops.tasks.payouts.sheet_check import SheetRefused, read_sheet, read_spilled, validation_report
+from payops.tasks.payouts.spill import RowSpill
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-__all__ = ["SheetRefused", "read_sheet_task", "write_validation_report_task"]
+__all__ = ["SheetRefused", "read_sheet_task", "read_spilled_task", "write_validation_report_task"]
 
 
 @task(cache_policy=NO_CACHE, name="read-sheet")
@@ -18,6 +19,13 @@ def read_sheet_task(source: str, options: IntakeOptions) -> IntakeResult | Sheet
     A refused file (wrong type, too large, unsafe, no header...) is a result, not a task failure.
     """
     return read_sheet(source, options)
+
+
+@task(cache_policy=NO_CACHE, name="read-sheet-in-chunks")
+def read_spilled_task(source: str, options: IntakeOptions, spill: RowSpill) -> IntakeResult | SheetRefused:
+    """Read and validate a csv too large to hold into ``spill`` (pass it as ``quote(spill)``), a chunk of
+    lines at a time; its rows, table and problems are read back from it."""
+    return read_spilled(source, options, spill)
 
 
 @task(cache_policy=NO_CACHE, name="write-validation-report")

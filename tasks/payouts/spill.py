@@ -16,16 +16,24 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import astuple, fields
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from payops.connectors.payments.models import PAYOUT_FINAL_STATUSES
 from payops.tasks.intake import PayoutRow
 from payops.tasks.intake.models import RowIssue
 from payops.tasks.payouts.batching import MAX_BATCH, PayoutBatch, batch_of
+from payops.tasks.payouts.fee_pricing import FeeRange
 from payops.tasks.reports.run_reports import RowOutcome
 from payops.tasks.wire.money import money
+
+if TYPE_CHECKING:  # imported where used: they import Prefect, which `payops check` never loads
+    from payops.tasks.payouts.polling import PayoutState
+    from payops.tasks.payouts.preflight import NameCheck
 
 _SCHEMA = """
 CREATE TABLE rows (
@@ -42,6 +50,16 @@ CREATE TABLE issues (
     message TEXT NOT NULL
 );
 CREATE INDEX issues_order ON issues (kind, row, col);
+CREATE TABLE cells (row INTEGER PRIMARY KEY, cells TEXT NOT NULL);  -- every data row as read (JSON list)
+CREATE TABLE fees (row INTEGER PRIMARY KEY, low TEXT NOT NULL, high TEXT NOT NULL);
+CREATE TABLE names (
+    row INTEGER PRIMARY KEY, destination TEXT NOT NULL, sheet_name TEXT NOT NULL, holder TEXT,
+    verdict TEXT NOT NULL
+);
+CREATE TABLE states (  -- accepted payouts while the run follows them
+    row INTEGER PRIMARY KEY, reference TEXT NOT NULL, status TEXT NOT NULL, fee TEXT, failure_reason TEXT,
+    completed_at TEXT, created_at TEXT
+);
 """
 _OUTCOME_FIELDS = [f.name for f in fields(RowOutcome)]
 # The outcomes table has a column per RowOutcome field (the row first), so the spill keeps what reports read.
@@ -60,7 +78,8 @@ class RowSpill:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None)
+        # Used by the flow's event loop and by the worker threads it hands phases to, one at a time.
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-8000;")
         self._db.executescript(_SCHEMA)
         self._count = 0
@@ -112,6 +131,13 @@ class RowSpill:
             )
             yield from map(_row, cursor)
             start = end
+
+    def rows_between(self, first: int, last: int) -> Iterator[PayoutRow]:
+        """Valid rows of sheet rows ``first`` to ``last`` (inclusive), in sheet order."""
+        cursor = self._db.execute(
+            f"SELECT {_ROW_FIELDS} FROM rows WHERE row BETWEEN ? AND ? ORDER BY row", (first, last)
+        )
+        return map(_row, cursor)
 
     def batch_count(self, size: int = MAX_BATCH) -> int:
         return -(-self._count // size)
@@ -203,6 +229,126 @@ class RowSpill:
             for values in page:
                 yield RowOutcome(*values)
             last = page[-1][0]
+
+    def outcome_count(self) -> int:
+        return self._db.execute("SELECT count(*) FROM outcomes").fetchone()[0]
+
+    def outcomes_between(self, first: int, last: int) -> dict[int, RowOutcome]:
+        """The recorded outcomes of sheet rows ``first`` to ``last`` (inclusive), by row."""
+        cursor = self._db.execute(
+            f"SELECT {', '.join(_OUTCOME_FIELDS)} FROM outcomes WHERE row BETWEEN ? AND ?", (first, last)
+        )
+        return {values[0]: RowOutcome(*values) for values in cursor}
+
+    # the sheet as read ----------------------------------------------------------------------------------
+
+    def add_cells(self, rows: Iterable[tuple[int, Iterable[str]]]) -> None:
+        """Data rows as read, valid or not: ``(sheet row, its cells in column order)`` (what reports and the
+        retry sheet write back)."""
+        self._write(
+            "INSERT OR REPLACE INTO cells VALUES (?,?)",
+            [(row, json.dumps(list(cells), ensure_ascii=False)) for row, cells in rows],
+        )
+
+    def cells(self, rows: Iterable[int] | None = None, chunk: int = 5_000) -> Iterator[tuple[int, list[str]]]:
+        """``(row, cells)`` of the given rows (every row when None), by row, a chunk at a time."""
+        if rows is not None:
+            wanted = sorted(set(rows))
+            for k in range(0, len(wanted), 500):
+                part = wanted[k : k + 500]
+                marks = ",".join("?" * len(part))
+                cursor = self._db.execute(
+                    f"SELECT row, cells FROM cells WHERE row IN ({marks}) ORDER BY row", part
+                )
+                for row, text in cursor:
+                    yield row, json.loads(text)
+            return
+        last = -1
+        while True:
+            page = self._db.execute(
+                "SELECT row, cells FROM cells WHERE row > ? ORDER BY row LIMIT ?", (last, chunk)
+            ).fetchall()
+            if not page:
+                return
+            for row, text in page:
+                yield row, json.loads(text)
+            last = page[-1][0]
+
+    def cell_rows(self) -> int:
+        return self._db.execute("SELECT count(*) FROM cells").fetchone()[0]
+
+    # the pre-flight's findings by row --------------------------------------------------------------------
+
+    def add_fees(self, fees: Mapping[int, FeeRange]) -> None:
+        """Each row's fee bound (a later one for a row replaces the earlier)."""
+        self._write(
+            "INSERT OR REPLACE INTO fees VALUES (?,?,?)",
+            [(row, str(f.low), str(f.high)) for row, f in fees.items()],
+        )
+
+    def fees_between(self, first: int, last: int) -> dict[int, FeeRange]:
+        cursor = self._db.execute("SELECT row, low, high FROM fees WHERE row BETWEEN ? AND ?", (first, last))
+        return {row: FeeRange(Decimal(low), Decimal(high)) for row, low, high in cursor}
+
+    def add_names(self, checks: Iterable[NameCheck]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO names VALUES (?,?,?,?,?)",
+            [(n.row, n.destination, n.sheet_name, n.holder_name, n.verdict) for n in checks],
+        )
+
+    def names_between(self, first: int, last: int) -> dict[int, NameCheck]:
+        cursor = self._db.execute(
+            "SELECT row, destination, sheet_name, holder, verdict FROM names WHERE row BETWEEN ? AND ?",
+            (first, last),
+        )
+        from payops.tasks.payouts.preflight import NameCheck
+
+        return {v[0]: NameCheck(*v) for v in cursor}
+
+    # payouts followed --------------------------------------------------------------------------------------
+
+    def put_states(self, states: Iterable[tuple[int, PayoutState]]) -> None:
+        """``(sheet row, its payout's last known state)``; a later state of a row replaces the earlier."""
+        self._write(
+            "INSERT OR REPLACE INTO states VALUES (?,?,?,?,?,?,?)",
+            [
+                (
+                    row,
+                    s.reference,
+                    s.status,
+                    s.fee,
+                    s.failure_reason,
+                    s.completed_at,
+                    s.created_at.isoformat() if s.created_at else None,
+                )
+                for row, s in states
+            ],
+        )
+
+    def state_count(self) -> int:
+        return self._db.execute("SELECT count(*) FROM states").fetchone()[0]
+
+    def states_between(self, first: int, last: int) -> dict[int, PayoutState]:
+        """The followed payouts of sheet rows ``first`` to ``last`` (inclusive), by row."""
+        return self._states("row BETWEEN ? AND ?", (first, last))
+
+    def states_not_final(self) -> dict[int, PayoutState]:
+        """The followed payouts not final at their last known status, by row."""
+        final = sorted(PAYOUT_FINAL_STATUSES)
+        return self._states(f"status NOT IN ({','.join('?' * len(final))})", final)
+
+    def _states(self, where: str, args: Iterable[object]) -> dict[int, PayoutState]:
+        from payops.tasks.payouts.polling import PayoutState
+
+        cursor = self._db.execute(
+            "SELECT row, reference, status, fee, failure_reason, completed_at, created_at FROM states "
+            f"WHERE {where}",
+            tuple(args),
+        )
+        return {
+            row: PayoutState(ref, status, fee, reason, done, datetime.fromisoformat(made) if made else None)
+            for row, ref, status, fee, reason, done, made in cursor
+        }
 
     def _write(self, sql: str, values: list[tuple[object, ...]]) -> None:
         self._db.execute("BEGIN")

@@ -99,10 +99,16 @@ def attention_rows(
     """One entry per row and kind, ordered by kind (failed first) then row number; each says the row's
     reference, status and whether it was paid. ``no_name_column``: why no payee name was checked at all
     (one entry for the whole sheet, row ``None``)."""
-    by_row = {r.row: r for r in rows}
+    flagged: list[tuple[int | None, str, str]] = [
+        (o.row, kind, _reason(o, kind)) for o in outcomes.values() if (kind := row_kind(o))
+    ]
+    flagged += [(n.row, NAME_KINDS[n.verdict], _name_reason(n)) for n in names if n.verdict in NAME_KINDS]
+    if no_name_column:
+        flagged.append((None, NO_NAME_COLUMN, no_name_column))
+    wanted = {row for row, _, _ in flagged}
+    by_row = {r.row: r for r in rows if r.row in wanted}  # only the flagged rows: rows may be a spill's
     found: list[dict[str, Any]] = []
-
-    def add(row: int | None, kind: str, reason: str) -> None:
+    for row, kind, reason in flagged:
         payout = by_row.get(row) if row is not None else None
         o = outcomes.get(row) if row is not None else None
         found.append(
@@ -118,15 +124,6 @@ def attention_rows(
                 "reason": reason,
             }
         )
-
-    for o in outcomes.values():
-        if kind := row_kind(o):
-            add(o.row, kind, _reason(o, kind))
-    for n in names:
-        if n.verdict in NAME_KINDS:
-            add(n.row, NAME_KINDS[n.verdict], _name_reason(n))
-    if no_name_column:
-        add(None, NO_NAME_COLUMN, no_name_column)
     return sorted(found, key=lambda a: (KINDS.index(a["kind"]), a["row"] or 0))
 
 

@@ -84,13 +84,14 @@ def row_facts(rows: Iterable[Any], names: Iterable[Any] = ()) -> dict[int, RowFa
     """Per sheet row: the validated amount and currency (``PayoutRow``) and the holder name and verdict of the
     pre-flight's name check (``NameCheck``; rows without one were not checked)."""
     checks = {n.row: n for n in names}
-    facts = {}
-    for r in rows:
-        n = checks.get(r.row)
-        facts[r.row] = RowFacts(
-            r.amount, r.currency, n.holder_name if n else None, n.verdict if n else None
-        )
-    return facts
+    return {r.row: row_fact(r, checks.get(r.row)) for r in rows}
+
+
+def row_fact(row: Any, check: Any | None) -> RowFacts:
+    """A valid row's facts: its ``PayoutRow``'s amount and currency, its ``NameCheck`` (None: unchecked)."""
+    return RowFacts(
+        row.amount, row.currency, check.holder_name if check else None, check.verdict if check else None
+    )
 
 
 def _outcome_cells(o: RowOutcome, f: RowFacts, typed: bool) -> list[Any]:
@@ -293,10 +294,10 @@ def write_reports(
 
     with table_workbook(paths["xlsx"]) as wb:
         rows = results_rows(columns, table, outcomes, facts, typed=True)
-        wb.add_sheet("results", headers, rows, highlight=attention)
+        wb.add_long_sheet("results", headers, rows, highlight=attention)
         wb.add_sheet("summary", ["field", "value"], summary_pairs(summary))
         rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
-        wb.add_sheet(RESUBMIT_SHEET, rh, rr, read_back=True)
+        wb.add_long_sheet(RESUBMIT_SHEET, rh, rr, read_back=True)
 
     write_csv(paths["csv"], headers, results_rows(columns, table, outcomes, facts))
     with fsspec.open(paths["json"], "w", encoding="utf-8") as fh:

@@ -27,14 +27,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from decimal import Decimal
+from itertools import chain, islice
 from typing import IO, Any
 
 import fsspec
 from payops.tasks.reports.xlsx import HIGHLIGHT, neutralise, quote_prefixed, safe_cell
 from xlsxwriter.utility import xl_col_to_name as column_letter
 
-__all__ = ["TableWorkbook", "table_workbook"]
+__all__ = ["SHEET_ROWS", "TableWorkbook", "table_workbook"]
 
+SHEET_ROWS = 1_048_575
+"""Data rows a sheet holds under its header (Excel's 1,048,576 rows)."""
 _MAX_TEXT = 32_767
 """Excel's longest cell text (XlsxWriter truncates to it too)."""
 _XML_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]|_x[0-9A-Fa-f]{4}_")
@@ -265,6 +268,28 @@ class TableWorkbook:
                     b'footer="0.3"/></worksheet>'
                 )
         return count
+
+    def add_long_sheet(
+        self,
+        title: str,
+        headers: Sequence[Any],
+        rows: Iterable[Sequence[Any]],
+        *,
+        highlight: Callable[[Sequence[Any]], bool] | None = None,
+        read_back: bool = False,
+    ) -> int:
+        """`add_sheet` for a table that may hold more rows than a sheet (`SHEET_ROWS` under its header): the
+        rest continue on sheets "TITLE 2", "TITLE 3"... with the same header; returns the row count."""
+        remaining = iter(rows)
+        total, part = 0, 1
+        while True:
+            first = next(remaining, None)
+            if first is None and part > 1:
+                return total
+            some = [] if first is None else chain([first], islice(remaining, SHEET_ROWS - 1))
+            name = title if part == 1 else f"{title} {part}"
+            total += self.add_sheet(name, headers, some, highlight=highlight, read_back=read_back)
+            part += 1
 
     def discard(self) -> None:
         """Stop writing (the file is thrown away)."""

@@ -20,9 +20,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 #: Below this many rows a run's phases free too little for a collection to be worth its time.
 LARGE_RUN_ROWS = 20_000
@@ -75,3 +76,28 @@ def gc_paused() -> Iterator[None]:
             gc.unfreeze()
         if was_enabled:
             gc.enable()
+
+
+def forget_task_results(results: Iterable[Any]) -> None:
+    """Drop the flow run's links from these task results (and their fields) to their task runs' states.
+
+    Prefect keeps, for the whole flow run, a copy of the state of every task result and of each of its direct
+    fields (``FlowRunContext.run_results``: dependency tracking, should a result be passed to another task).
+    A sheet too large to hold sends its 10,000 batches a part at a time and records their answers in its
+    spill; they are never passed to another task, so their links go with the part. Hand-rolled: Prefect
+    has no call for it; it finds the links as Prefect makes them (`link_state_to_result`, one level deep).
+    """
+    from prefect.context import FlowRunContext
+    from prefect.utilities.collections import visit_collection
+
+    context = FlowRunContext.get()
+    if context is None:
+        return
+    links = context.run_results
+
+    def drop(obj: Any) -> Any:
+        links.pop(id(obj), None)
+        return obj
+
+    for result in results:
+        visit_collection(result, visit_fn=drop, max_depth=1)

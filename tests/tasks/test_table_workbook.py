@@ -156,3 +156,26 @@ def test_money_and_times_are_numbers_and_date_times(tmp_path: Path) -> None:
     assert sheet["C2"].value == "+233 24 123 4567" and sheet["C2"].quotePrefix
     assert sheet["C3"].value == "0244000001" and sheet["C3"].data_type == "s"
     assert sum(Decimal(str(sheet.cell(r, 1).value)) for r in (2, 3)) == Decimal("1234.51")
+
+
+@pytest.mark.parametrize(("rows", "sheets"), [(7, [3, 3, 1]), (6, [3, 3]), (0, [0])])
+def test_a_table_longer_than_a_sheet_continues_on_the_next(
+    rows: int, sheets: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from payops.tasks.reports import table_workbook as module
+
+    monkeypatch.setattr(module, "SHEET_ROWS", 3)  # Excel's 1,048,575 data rows, made small
+    path = tmp_path / "long.xlsx"
+    with table_workbook(str(path)) as wb:
+        written = wb.add_long_sheet("results", ["n", "text"], ([i, f"row {i}"] for i in range(rows)))
+        wb.add_sheet("summary", ["field", "value"], [["rows", rows]])
+    assert written == rows
+    book = load_workbook(path)
+    names = ["results"] + [f"results {k}" for k in range(2, len(sheets) + 1)]
+    assert book.sheetnames == [*names, "summary"]
+    seen = []
+    for name, count in zip(names, sheets, strict=True):
+        values = list(book[name].iter_rows(values_only=True))
+        assert values[0] == ("n", "text") and len(values) - 1 == count
+        seen += [v[0] for v in values[1:]]
+    assert seen == list(range(rows))

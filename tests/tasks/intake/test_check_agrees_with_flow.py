@@ -119,3 +119,21 @@ def test_check_command_exit_codes_and_report(tmp_path: Path) -> None:
 def test_check_writes_the_validation_report_the_flow_writes(name: str, tmp_path: Path) -> None:
     summary = check_sheet(str(_corpus()[name](tmp_path)), str(tmp_path / "r"))
     assert Path(summary["report_files"]["validation"]).is_file()
+
+
+def test_a_csv_read_in_chunks_is_judged_as_one_read_whole(tmp_path: Path) -> None:
+    """Every corpus csv, read whole and read a chunk at a time into a spill (as a csv larger than
+    PAYOPS_STREAM_CSV_OVER_BYTES is), gets the same label, counts, errors, warnings and outcome."""
+    compared = (*COMPARED, "outcome")
+    checked = 0
+    for i, (name, build) in enumerate(_corpus().items()):
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        source = str(build(folder))
+        if not source.endswith(".csv"):
+            continue
+        whole = check_sheet(source, str(folder / "whole"))
+        chunked = check_sheet(source, str(folder / "chunked"), stream_over_bytes=0)
+        assert {k: chunked.get(k) for k in compared} == {k: whole.get(k) for k in compared}, name
+        checked += 1
+    assert checked >= 20

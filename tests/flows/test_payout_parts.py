@@ -1,0 +1,119 @@
+"""A csv too large to hold, paid a part at a time from a spill file (`flows.payout_parts`), against the
+emulator: the same outcomes, summary and reports as the same sheet held in memory, and a re-run that replays.
+
+The size at which a csv streams is a payops setting (PAYOPS_STREAM_CSV_OVER_BYTES); these tests set it to 0
+(every csv streams) and make parts of 300 rows, so a 1,050-row sheet crosses four parts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from payops.flows import payout_parts
+from payops.flows.outcomes import run_summary
+from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+from payops.sandbox import SandboxConfig, SandboxServer
+
+from tests.flows.support import HEADERS, emulator_stats, payroll_rows
+
+pytestmark = pytest.mark.e2e
+
+SPECIALS = {5: "0001", 6: "0002", 7: "0003", 640: "0002"}  # failed at the service, in review, failed
+INVALID = {3: ("amount", "-4.00"), 900: ("destination", "12")}  # refused by validation (skipped)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    with SandboxServer(SandboxConfig(delivery_delay_s=0.5)) as s:
+        yield s
+
+
+@pytest.fixture
+def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
+    for k, v in server.env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(payout_parts, "PART_ROWS", 300)
+    return server
+
+
+def payroll_csv(path: Path, prefix: str, n: int = 1050) -> Path:
+    rows = payroll_rows(n, prefix=prefix, specials=SPECIALS)
+    for i, (column, value) in INVALID.items():
+        rows[i][HEADERS.index(column)] = value
+    for i, row in enumerate(rows):
+        row[1] = f"Ama Mensah {i}"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(HEADERS)
+        writer.writerows(rows)
+    return path
+
+
+def pay(sheet: Path, label: str, reports: Path) -> dict:
+    params = PayoutRunParams(
+        source=str(sheet),
+        label=label,
+        report_dir=str(reports),
+        on_invalid_rows="skip",
+        poll_deadline_s=120,
+        settle_window_s=2,
+        check_names=False,
+    )
+    return run_summary(asyncio.run(payout_spreadsheet(params, return_state=True))).as_json()
+
+
+def report_rows(summary: dict, prefix: str, label: str) -> list[list[str]]:
+    """The csv report without what differs by run: the sheet's reference prefix, the label, the times."""
+    with open(summary["report_files"]["csv"], newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    timed = rows[0].index("Completed at (UTC)")
+    return [
+        [c.replace(f"{prefix}-", "X-").replace(label, "LABEL") for k, c in enumerate(r) if k != timed]
+        for r in rows
+    ]
+
+
+COMPARED = (
+    "outcome",
+    "rows_total",
+    "rows_valid",
+    "rows_invalid",
+    "batches",
+    "payouts_by_status",
+    "refused_items",
+    "amount_total",
+    "fee_total",
+)
+
+
+def test_a_spilled_run_pays_reports_and_replays_as_a_held_one(
+    prefect_harness, env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAYOPS_STREAM_CSV_OVER_BYTES", str(10**9))  # held in memory
+    held = pay(payroll_csv(tmp_path / "held.csv", "H"), "held-1050", tmp_path / "reports")
+    monkeypatch.setenv("PAYOPS_STREAM_CSV_OVER_BYTES", "0")  # every csv through the spill
+    before = emulator_stats(env.base_url)["payouts"]
+    sheet = payroll_csv(tmp_path / "spilled.csv", "S")
+    spilled = pay(sheet, "spilled-1050", tmp_path / "reports")
+
+    assert spilled["outcome"] == "completed" and spilled["rows_valid"] == 1048
+    assert emulator_stats(env.base_url)["payouts"] - before == 1048
+    assert {k: spilled[k] for k in COMPARED} == {k: held[k] for k in COMPARED}
+    assert spilled["payouts_by_status"] == {"delivered": 1045, "failed": 3}
+    assert spilled["batches"] == 11 and spilled["api_calls"]["POST /v1/payout-batches"] == 11
+    assert Counter(a["kind"] for a in spilled["attention_rows"]) == Counter(
+        a["kind"] for a in held["attention_rows"]
+    )
+    assert report_rows(spilled, "S", "spilled-1050") == report_rows(held, "H", "held-1050")
+    assert spilled["reconciliation"]["status"] == held["reconciliation"]["status"]
+    assert spilled["reconciliation"]["rows"] == 1048 - spilled["refused_items"]
+
+    again = pay(sheet, "spilled-1050", tmp_path / "reports")  # the same label: every batch replays
+    assert again["outcome"] == "completed" and again["replayed_payouts"] == 1048
+    assert emulator_stats(env.base_url)["payouts"] - before == 1048
+    assert report_rows(again, "S", "spilled-1050") == report_rows(spilled, "S", "spilled-1050")
