@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -224,9 +224,10 @@ _CENT = Decimal("0.01")
 
 def format_money(value: Decimal) -> str:
     """Decimal → wire string: at least two decimals (``12.5`` → ``"12.50"``), never exponent notation."""
-    exponent = value.as_tuple().exponent
+    digits, exponent = value.as_tuple()[1:]
     if isinstance(exponent, int) and exponent >= -2:
-        value = value.quantize(_CENT)
+        # Precision enough for any length (the default 28 digits fail on a 27-digit amount with cents).
+        value = value.quantize(_CENT, context=Context(prec=len(digits) + max(exponent, 0) + 3))
     return format(value, "f")
 
 

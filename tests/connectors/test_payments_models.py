@@ -79,7 +79,17 @@ def test_request_amount_rules(amount: object) -> None:
         payout_request(amount=amount)
 
 
-@pytest.mark.parametrize("amount,wire", [("1", "1.00"), ("0.5", "0.50"), (Decimal("100000.00"), "100000.00")])
+@pytest.mark.parametrize(
+    "amount,wire",
+    [
+        ("1", "1.00"),
+        ("0.5", "0.50"),
+        (Decimal("100000.00"), "100000.00"),
+        # longer than decimal's default 28 digits once given cents (the fuzzed contract test found it)
+        ("1234567890123456789012345678", "1234567890123456789012345678.00"),
+        ("12345678901234567890123456789012.5", "12345678901234567890123456789012.50"),
+    ],
+)
 def test_request_amount_accepted(amount: object, wire: str) -> None:
     assert payout_request(amount=amount).to_wire()["amount"] == wire
 
