@@ -83,7 +83,7 @@ async def exact_fees(quote_many: QuoteMany, rows: Iterable[PayoutRow]) -> dict[i
     return out
 
 
-def _sound_groups(fees: dict[PriceKey, Decimal | Exception]) -> set[tuple[str, str, str]]:
+def _sound_groups(fees: dict[PriceKey, Decimal | Exception]) -> frozenset[tuple[str, str, str]]:
     """Groups (currency, provider, destination type) whose grid amounts were all priced and whose fees
     never fall as the amount grows (the module's assumption, checked where it can be)."""
     by_group: dict[tuple[str, str, str], list[tuple[Decimal, Decimal | Exception]]] = defaultdict(list)
@@ -96,22 +96,56 @@ def _sound_groups(fees: dict[PriceKey, Decimal | Exception]) -> set[tuple[str, s
         ordered = [fee for _, fee in sorted(points)]
         if all(a <= b for a, b in zip(ordered, ordered[1:], strict=False)):  # type: ignore[operator]
             sound.add(group)
-    return sound
+    return frozenset(sound)
 
 
-async def bracketed_fees(quote_many: QuoteMany, rows: Iterable[PayoutRow]) -> dict[int, FeeRange]:
+def grid_keys(rows: Iterable[PayoutRow]) -> list[PriceKey]:
+    """The distinct grid amounts (with their group) that bracket `rows`, in the order first needed: a few
+    dozen per group however long the sheet."""
+    return list(dict.fromkeys(_key(r, e) for r in rows for e in bracket(r.amount)))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The quotes of a sheet's grid amounts and the groups where the module's assumption holds on them.
+
+    Soundness is a property of the whole sheet's grid quotes, so a sheet priced in parts prices its grid
+    first (`price_grid` over `grid_keys` of every row) and then each part against it (`range`)."""
+
+    fees: dict[PriceKey, Decimal | Exception]
+    sound: frozenset[tuple[str, str, str]]
+
+    def range(self, row: PayoutRow) -> FeeRange | None:
+        """The row's fee between its two grid quotes, or None when its group must be quoted exactly."""
+        if (row.currency, row.provider, row.destination_type) not in self.sound:
+            return None
+        low, high = bracket(row.amount)
+        return FeeRange(self.fees[_key(row, low)], self.fees[_key(row, high)])  # type: ignore[arg-type]
+
+
+async def price_grid(quote_many: QuoteMany, keys: list[PriceKey]) -> Grid:
+    """Quote the grid amounts `keys` (from `grid_keys`) in one call."""
+    fees = await quote_many(keys)
+    return Grid(fees, _sound_groups(fees))
+
+
+async def bracketed_fees(
+    quote_many: QuoteMany, rows: Iterable[PayoutRow], grid: Grid | None = None
+) -> dict[int, FeeRange]:
     """Each row's fee between the quotes of its two grid amounts (see the module's assumption); rows of a
-    group where the assumption does not hold, or a grid amount was refused, are quoted exactly."""
+    group where the assumption does not hold, or a grid amount was refused, are quoted exactly. `grid`, when
+    given, is the whole sheet's (priced once, `rows` being one part of the sheet); else `rows`' own."""
     rows = list(rows)
-    edges = {r.row: bracket(r.amount) for r in rows}
-    fees = await quote_many(list(dict.fromkeys(_key(r, e) for r in rows for e in edges[r.row])))
-    sound = _sound_groups(fees)
+    if grid is None:
+        grid = await price_grid(quote_many, grid_keys(rows))
     out: dict[int, FeeRange] = {}
+    rest = []
     for r in rows:
-        if (r.currency, r.provider, r.destination_type) in sound:
-            low, high = fees[_key(r, edges[r.row][0])], fees[_key(r, edges[r.row][1])]
-            out[r.row] = FeeRange(low, high)  # type: ignore[arg-type]  (sound groups hold no exception)
-    rest = [r for r in rows if r.row not in out]
+        fee = grid.range(r)
+        if fee is None:
+            rest.append(r)
+        else:
+            out[r.row] = fee
     if rest:
         out.update(await exact_fees(quote_many, rest))
     return out

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections import Counter
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, closing
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from payops.connectors.payments import APIStatusError, NotFoundError, PaymentsClient, PaymentsSettings
 from payops.store import SchemaBehind, open_database
@@ -17,7 +18,7 @@ from payops.store.cache import NAMES, QUOTES, Cached, LookupCache, cache_key
 from payops.store.settings import PayopsSettings
 from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts import fee_pricing
-from payops.tasks.payouts.fee_pricing import FeeRange, PriceKey
+from payops.tasks.payouts.fee_pricing import FeeRange, Grid, PriceKey, QuoteMany
 from payops.tasks.payouts.lookup_cache import CachePolicy, through_cache
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.inflight import DEFAULT_CAP
@@ -28,7 +29,12 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy.exc import SQLAlchemyError
 
 ZERO = Decimal("0")
+PART_ROWS = 50_000
+"""The most valid rows the pre-flight holds at once (with their fees and name checks): a sheet of any length
+is checked in parts of this size, in sheet order, with the result of one whole pass."""
 log = logging.getLogger(__name__)
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 @dataclass
@@ -77,8 +83,26 @@ class NameCheck:
     verdict: str  # match, partial, mismatch, unverified
 
 
+class PreflightSink(Protocol):
+    """Where the pre-flight hands each part's row detail as the part is done, instead of keeping it on the
+    `Preflight` (a spill file, for a sheet of any length)."""
+
+    def fees(self, part: dict[int, FeeRange]) -> None:
+        """Fees by row of one part; a later call for a row replaces the earlier (the re-priced fees)."""
+        ...
+
+    def names(self, part: list[NameCheck]) -> None:
+        """The name checks of one part, in sheet order (every verdict, "match" included)."""
+        ...
+
+
 @dataclass
 class Preflight:
+    """What the pre-flight found. `fees_by_row` holds every row's fee and `names` every name check, unless
+    the pre-flight was given a sink: then `fees_by_row` is empty and `names` holds only the checks whose
+    verdict is not "match" (what the flow shows and approvers acknowledge); `name_counts` counts the verdicts
+    over every row either way."""
+
     currencies: dict[str, CurrencyCheck]
     fees_by_row: dict[int, FeeRange]
     names: list[NameCheck] = field(default_factory=list)
@@ -88,6 +112,7 @@ class Preflight:
     limiter: LimiterStats | None = None
     lookups: Counter[str] = field(default_factory=Counter)  # cached, fresh, failed
     quotes: Counter[str] = field(default_factory=Counter)
+    name_counts: Counter[str] = field(default_factory=Counter)  # verdict → rows, over every row
 
     def cache_counts(self) -> dict[str, dict[str, int]]:
         """Cached / fresh / failed answers, for name lookups and fee quotes."""
@@ -99,7 +124,8 @@ class Preflight:
 
     def release_row_detail(self) -> list[NameCheck]:
         """Drop what the run no longer needs once the pre-flight is reported and its approved fees recorded
-        (fees by row); returns every name check, for the report's holder name and name-check columns."""
+        (fees by row); returns the name checks kept (every one unless a sink took them), for the report's
+        holder name and name-check columns."""
         self.fees_by_row = {}
         return self.names
 
@@ -147,6 +173,48 @@ async def _quote(client: PaymentsClient, key: PriceKey) -> Cached | Exception:
     return Cached(str(q.fee), True)
 
 
+class _Answered:
+    """The answers this pre-flight already had, by kind and cache key, so a number or a priced input met
+    again in a later part is not asked again (one whole pass asks each once).
+
+    Held in a private temporary SQLite database (SQLite deletes its file when the connection closes) whose
+    page cache is all it keeps in memory: one entry per number held in a dict would grow with the sheet."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("", isolation_level=None)
+        self._db.executescript(
+            "PRAGMA temp_store=FILE; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+            "CREATE TABLE answers (kind TEXT, key TEXT, value TEXT, PRIMARY KEY (kind, key)) WITHOUT ROWID;"
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get_many(self, kind: str, keys: list[str]) -> dict[str, str | None]:
+        """The answers kept among `keys` (a None value is an answer: no holder name)."""
+        found: dict[str, str | None] = {}
+        for start in range(0, len(keys), 500):  # bounded IN lists
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self._db.execute(
+                    f"SELECT key, value FROM answers WHERE kind = ? AND key IN ({marks})", (kind, *chunk)
+                )
+            )
+        return found
+
+    def put_many(self, kind: str, answers: Mapping[str, str | None]) -> None:
+        self._db.execute("BEGIN")
+        self._db.executemany(
+            "INSERT OR REPLACE INTO answers VALUES (?,?,?)", [(kind, k, v) for k, v in answers.items()]
+        )
+        self._db.execute("COMMIT")
+
+
+def _quote_key(key: PriceKey) -> str:
+    return cache_key("payout-fee", *key)
+
+
 @dataclass
 class _Asker:
     """The pre-flight's read-only calls: through the cache, deduplicated, as many at once as `gate` admits."""
@@ -155,11 +223,12 @@ class _Asker:
     cache: LookupCache | None
     policy: CachePolicy
     gate: AbstractAsyncContextManager[Any]
+    answered: _Answered
     lookups: Counter[str] = field(default_factory=Counter)
     quotes: Counter[str] = field(default_factory=Counter)
 
     async def quote_many(self, keys: list[PriceKey]) -> dict[PriceKey, Decimal | Exception]:
-        inputs = {cache_key("payout-fee", *k): k for k in keys}
+        inputs = {_quote_key(k): k for k in keys}
         answers, tally = await through_cache(
             self.cache,
             QUOTES,
@@ -175,23 +244,41 @@ class _Asker:
             out[key] = Decimal(a.value) if isinstance(a, Cached) and a.ok and a.value else _refused(a)
         return out
 
+    def remembering(self, pricing: str) -> QuoteMany:
+        """`quote_many` asking each priced input at most once for this `pricing` (one of the pre-flight's
+        pricing calls) over every part, as that call made once over the whole sheet would."""
+
+        async def quote_many(keys: list[PriceKey]) -> dict[PriceKey, Decimal | Exception]:
+            hashes = {_quote_key(k): k for k in keys}
+            known = self.answered.get_many(pricing, list(hashes))
+            out: dict[PriceKey, Decimal | Exception] = {hashes[h]: Decimal(str(v)) for h, v in known.items()}
+            fresh = await self.quote_many([k for h, k in hashes.items() if h not in known])
+            priced = {_quote_key(k): str(fee) for k, fee in fresh.items() if not isinstance(fee, Exception)}
+            self.answered.put_many(pricing, priced)  # a refused quote is not kept: exact pricing raises it
+            return out | fresh
+
+        return quote_many
+
     async def names(self, rows: Sequence[PayoutRow]) -> list[NameCheck]:
         """Holder names for rows that carry a payee name and a mobile money number (one per number)."""
         wanted = [r for r in rows if r.payee_name and r.destination_type == "msisdn"]
         inputs = {cache_key("msisdn", r.provider, r.destination): (r.provider, r.destination) for r in wanted}
+        holders = self.answered.get_many(NAMES, list(inputs))
         answers, tally = await through_cache(
             self.cache,
             NAMES,
-            inputs,
+            {k: n for k, n in inputs.items() if k not in holders},
             lambda n: _lookup(self.client, n),
             self.policy.for_name,
             self.gate,
         )
         self.lookups.update(tally)
+        fresh = {k: a.value if isinstance(a, Cached) and a.ok else None for k, a in answers.items()}
+        self.answered.put_many(NAMES, fresh)
+        holders.update(fresh)
         checks = []
         for r in wanted:
-            a = answers[cache_key("msisdn", r.provider, r.destination)]
-            holder = a.value if isinstance(a, Cached) and a.ok else None
+            holder = holders[cache_key("msisdn", r.provider, r.destination)]
             verdict = "unverified" if holder is None else name_verdict(r.payee_name or "", holder)
             checks.append(NameCheck(r.row, r.destination, r.payee_name or "", holder, verdict))
         return checks
@@ -201,54 +288,92 @@ def _refused(answer: Cached | Exception) -> Exception:
     return answer if isinstance(answer, Exception) else ValueError("the fee quote carried no fee")
 
 
-def _check_currencies(
-    rows: Sequence[PayoutRow], fees: dict[int, FeeRange], rooms: dict[str, CurrencyCheck]
-) -> tuple[dict[str, CurrencyCheck], list[str], set[str]]:
-    """Totals and headroom per currency with each row's highest possible fee; problems, and the currencies
-    whose problems might vanish with exact fees."""
-    currencies: dict[str, CurrencyCheck] = {}
-    largest: dict[str, PayoutRow] = {}
-    for r in rows:
-        c = currencies.setdefault(r.currency, CurrencyCheck(r.currency))
+@dataclass
+class _Totals:
+    """Per currency, running over the parts in sheet order: the totals and headroom, the largest row and how
+    many rows exceed the per-transaction limit (what the problems name)."""
+
+    rooms: dict[str, CurrencyCheck]
+    currencies: dict[str, CurrencyCheck] = field(default_factory=dict)
+    largest: dict[str, tuple[int, Decimal]] = field(default_factory=dict)  # first row of the largest amount
+    over: Counter[str] = field(default_factory=Counter)
+
+    def add(self, r: PayoutRow, fee: FeeRange) -> None:
+        """A row with its highest possible fee (and its lowest)."""
+        c = self.currencies.get(r.currency)
+        if c is None:
+            c = self.currencies[r.currency] = CurrencyCheck(r.currency)
+            if room := self.rooms.get(r.currency):
+                c.available, c.per_transaction = room.available, room.per_transaction
+                c.daily_remaining, c.monthly_remaining = room.daily_remaining, room.monthly_remaining
         c.count += 1
         c.amount += r.amount
-        c.fees += fees[r.row].high
-        c.fees_low += fees[r.row].low
-        if r.currency not in largest or r.amount > largest[r.currency].amount:
-            largest[r.currency] = r
-    for cur, room in rooms.items():
-        if cur in currencies:
-            c = currencies[cur]
-            c.available, c.per_transaction = room.available, room.per_transaction
-            c.daily_remaining, c.monthly_remaining = room.daily_remaining, room.monthly_remaining
-    problems: list[str] = []
-    refinable: set[str] = set()
-    for cur, c in currencies.items():
-        if c.available is None or c.available < c.needed:
-            problems.append(
-                f"{cur}: wallet has {c.available or ZERO} available, the sheet needs {c.needed} "
-                f"(amounts {c.amount} + fees {c.fees})"
-            )
-            if c.available is not None and c.available >= c.amount + c.fees_low:
-                refinable.add(cur)
-        if c.per_transaction is None:
-            problems.append(f"{cur}: no limits are set for this currency, so no payment can be made")
-            continue
-        big = largest[cur]
-        if big.amount > c.per_transaction:
-            over = sum(1 for r in rows if r.currency == cur and r.amount > c.per_transaction)
-            problems.append(
-                f"{cur}: {over} row(s) exceed the per-transaction limit {c.per_transaction} "
-                f"(largest: row {big.row}, {big.amount})"
-            )
-        for period, remaining in (("daily", c.daily_remaining), ("monthly", c.monthly_remaining)):
-            if remaining is not None and remaining < c.needed:
+        self.add_fee(r, fee)
+        big = self.largest.get(r.currency)
+        if big is None or r.amount > big[1]:
+            self.largest[r.currency] = (r.row, r.amount)
+        if c.per_transaction is not None and r.amount > c.per_transaction:
+            self.over[r.currency] += 1
+
+    def add_fee(self, r: PayoutRow, fee: FeeRange) -> None:
+        c = self.currencies[r.currency]
+        c.fees += fee.high
+        c.fees_low += fee.low
+
+    def clear_fees(self, currencies: set[str]) -> None:
+        """Start these currencies' fee totals again (their rows are priced again)."""
+        for cur in currencies:
+            self.currencies[cur].fees = self.currencies[cur].fees_low = ZERO
+
+    def judge(self) -> tuple[list[str], set[str]]:
+        """Problems, and the currencies whose problems might vanish with exact fees."""
+        problems: list[str] = []
+        refinable: set[str] = set()
+        for cur, c in self.currencies.items():
+            if c.available is None or c.available < c.needed:
                 problems.append(
-                    f"{cur}: {period} outbound headroom {remaining} is below the sheet's {c.needed}"
+                    f"{cur}: wallet has {c.available or ZERO} available, the sheet needs {c.needed} "
+                    f"(amounts {c.amount} + fees {c.fees})"
                 )
-                if remaining >= c.amount + c.fees_low:
+                if c.available is not None and c.available >= c.amount + c.fees_low:
                     refinable.add(cur)
-    return currencies, problems, refinable
+            if c.per_transaction is None:
+                problems.append(f"{cur}: no limits are set for this currency, so no payment can be made")
+                continue
+            row, amount = self.largest[cur]
+            if amount > c.per_transaction:
+                problems.append(
+                    f"{cur}: {self.over[cur]} row(s) exceed the per-transaction limit {c.per_transaction} "
+                    f"(largest: row {row}, {amount})"
+                )
+            for period, remaining in (("daily", c.daily_remaining), ("monthly", c.monthly_remaining)):
+                if remaining is not None and remaining < c.needed:
+                    problems.append(
+                        f"{cur}: {period} outbound headroom {remaining} is below the sheet's {c.needed}"
+                    )
+                    if remaining >= c.amount + c.fees_low:
+                        refinable.add(cur)
+        return problems, refinable
+
+
+@dataclass
+class _Kept:
+    """The sink when none is given: every fee and name check kept on the `Preflight`."""
+
+    pf: Preflight
+
+    def fees(self, part: dict[int, FeeRange]) -> None:
+        self.pf.fees_by_row.update(part)
+
+    def names(self, part: list[NameCheck]) -> None:
+        self.pf.names.extend(part)
+
+
+def _parts(rows: Sequence[PayoutRow]) -> Iterator[list[PayoutRow]]:
+    """`rows` in slices of at most `PART_ROWS`, in sheet order (one, empty, for no rows)."""
+    size = PART_ROWS
+    for start in range(0, max(len(rows), 1), size):
+        yield list(rows[start : start + size])
 
 
 async def run_preflight(
@@ -262,6 +387,7 @@ async def run_preflight(
     cache: LookupCache | None = None,
     policy: CachePolicy | None = None,
     gate: AbstractAsyncContextManager[Any] | None = None,
+    sink: PreflightSink | None = None,
 ) -> Preflight:
     """All read-only checks; `problems` lists what would make the run fail if sent as it is.
 
@@ -269,22 +395,71 @@ async def run_preflight(
     `tasks.runtime.inflight`), or at most `concurrency` at a time without one.
     Fees are bracketed on a fixed amount grid (`tasks.payouts.fee_pricing`: its assumption is stated there)
     unless `exact_fees`; a currency whose checks fail only because of the bracket is quoted amount by amount.
+
+    The rows are read in parts of at most `PART_ROWS` (slices of `rows`, in sheet order), with the result of
+    one whole pass: the sheet's grid amounts are priced first, totals and the largest row per currency are
+    running figures, and a number or priced input is asked once however many parts it is in. With a `sink`,
+    each part's fees and name checks go to it and the `Preflight` keeps only the flagged names (see there).
     """
-    asker = _Asker(client, cache, policy or CachePolicy(), gate or asyncio.Semaphore(concurrency))
-    price = fee_pricing.exact_fees if exact_fees else fee_pricing.bracketed_fees
-    fees, rooms, names = await asyncio.gather(
-        price(asker.quote_many, rows),
-        read_headroom(client),
-        asker.names(rows) if check_names else _no_names(),
+    with closing(_Answered()) as answered:
+        asker = _Asker(
+            client, cache, policy or CachePolicy(), gate or asyncio.Semaphore(concurrency), answered
+        )
+        return await _in_parts(asker, rows, check_names, block_on_name_mismatch, exact_fees, sink)
+
+
+async def _in_parts(
+    asker: _Asker,
+    rows: Sequence[PayoutRow],
+    check_names: bool,
+    block_on_name_mismatch: bool,
+    exact_fees: bool,
+    sink: PreflightSink | None,
+) -> Preflight:
+    """`run_preflight`'s passes: the grid over every row, then the parts, then (when a currency fails only
+    because of the bracket) the parts again, re-pricing that currency's bounded fees."""
+    keys = [] if exact_fees else fee_pricing.grid_keys(r for part in _parts(rows) for r in part)
+    grid, rooms = await _both(
+        _no_grid() if exact_fees else fee_pricing.price_grid(asker.quote_many, keys),
+        read_headroom(asker.client),
     )
-    currencies, problems, refinable = _check_currencies(rows, fees, rooms)
+    first = asker.remembering("fee")
+
+    async def priced(part: Sequence[PayoutRow]) -> dict[int, FeeRange]:
+        if grid is None:
+            return await fee_pricing.exact_fees(first, part)
+        return await fee_pricing.bracketed_fees(first, part, grid)
+
+    pf = Preflight({}, {})
+    out = sink if sink is not None else _Kept(pf)  # a sink may be empty, hence falsy (a spill has a len)
+    totals = _Totals(rooms)
+    bounded = 0
+    for part in _parts(rows):
+        fees, names = await _both(priced(part), asker.names(part) if check_names else _no_names())
+        for r in part:
+            totals.add(r, fees[r.row])
+        bounded += sum(1 for f in fees.values() if not f.exact)
+        pf.name_counts.update(n.verdict for n in names)
+        out.fees(fees)
+        out.names(names)
+        if sink is not None:
+            pf.names.extend(n for n in names if n.verdict != "match")
+    problems, refinable = totals.judge()
     if refinable:
-        inexact = [r for r in rows if r.currency in refinable and not fees[r.row].exact]
-        fees.update(await fee_pricing.exact_fees(asker.quote_many, inexact))
-        currencies, problems, _ = _check_currencies(rows, fees, rooms)
-    pf = Preflight(currencies, fees, names, problems)
+        refine = asker.remembering("exact-fee")
+        totals.clear_fees(refinable)
+        for part in _parts(rows):
+            mine = [r for r in part if r.currency in refinable]
+            fees = await priced(mine)  # as before: every input is answered already
+            exact = await fee_pricing.exact_fees(refine, [r for r in mine if not fees[r.row].exact])
+            fees.update(exact)
+            for r in mine:
+                totals.add_fee(r, fees[r.row])
+            bounded -= len(exact)
+            out.fees(exact)
+        problems, _ = totals.judge()
+    pf.currencies, pf.problems = totals.currencies, problems
     pf.lookups, pf.quotes = asker.lookups, asker.quotes
-    bounded = sum(1 for f in fees.values() if not f.exact)
     if bounded:
         pf.notes.append(
             f"fees are an upper bound for {bounded} row(s) (priced on the fee grid; "
@@ -299,6 +474,23 @@ async def run_preflight(
         )
         (pf.problems if block_on_name_mismatch else pf.notes).append(msg)
     return pf
+
+
+async def _no_grid() -> Grid | None:
+    return None
+
+
+async def _both(a: Awaitable[A], b: Awaitable[B]) -> tuple[A, B]:
+    """Both results; when one fails, the other is cancelled before the failure is raised (nothing of a part
+    keeps asking, or writing to the answers, after the pre-flight has ended)."""
+    first, second = asyncio.ensure_future(a), asyncio.ensure_future(b)
+    try:
+        return await first, await second
+    except BaseException:
+        first.cancel()
+        second.cancel()
+        await asyncio.gather(first, second, return_exceptions=True)
+        raise
 
 
 async def _no_names() -> list[NameCheck]:
@@ -334,12 +526,18 @@ def _open_cache(payops: PayopsSettings) -> tuple[LookupCache | None, str | None]
 @task(cache_policy=NO_CACHE, name="preflight", **API_TASK_RETRY)
 async def preflight_task(
     settings: PaymentsSettings,
-    rows: list[PayoutRow],
+    rows: Sequence[PayoutRow],
     options: PreflightOptions,
     rate_per_s: float,
     payops: PayopsSettings,
+    sink: PreflightSink | None = None,
 ) -> Preflight:
-    """The pre-flight with the lookup cache of ``payops``' database (when ``options.use_cache``)."""
+    """The pre-flight with the lookup cache of ``payops``' database (when ``options.use_cache``).
+
+    ``sink`` (optional) takes each part's fees and name checks as they are done (see `run_preflight`). As a
+    task argument it must be wrapped by the caller in ``prefect.utilities.annotations.quote``, like the rows
+    (``preflight_task(..., sink=quote(sink))``): Prefect would otherwise walk into it looking for futures.
+    Prefect unwraps it before the call."""
     cache, why = await asyncio.to_thread(_open_cache, payops) if options.use_cache else (None, None)
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
         pf = await run_preflight(
@@ -351,6 +549,7 @@ async def preflight_task(
             cache=cache,
             policy=options.policy,
             gate=transport.in_flight(options.concurrency),
+            sink=sink,
         )
         pf.api_calls = Counter(client.api_calls)
         pf.limiter = transport.stats
