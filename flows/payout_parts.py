@@ -15,7 +15,7 @@ holds is one part's rows, batches' answers and states, whatever the sheet's leng
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -100,7 +100,6 @@ async def send_parts_of(
     spill: RowSpill,
     settings: PaymentsSettings,
     failures: FailureLog,
-    fees_by_row: Mapping[int, Any],
     said: Callable[[int, int, BatchResult], str],
 ) -> PartsRun:
     """Every batch, a part at a time; refused rows' outcomes and accepted payouts' states to the spill."""
@@ -114,7 +113,7 @@ async def send_parts_of(
             run.settings,
             label,
             rows,
-            {r.row: fees_by_row[r.row] for r in rows if r.row in fees_by_row},
+            spill.fees_between(rows[0].row, rows[-1].row),  # the pre-flight's, spilled (`SpillSink`)
             first=number == 0,
         )
 

@@ -6,7 +6,7 @@ import asyncio
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import timedelta
@@ -64,7 +64,7 @@ from payops.tasks.ledger.run_reconciliation import (
 from payops.tasks.payouts.batching import batch_count, build_batch
 from payops.tasks.payouts.lookup_cache import CachePolicy
 from payops.tasks.payouts.polling import PayoutState, PollResult, poll_payouts_task
-from payops.tasks.payouts.preflight import Preflight, PreflightOptions, preflight_task
+from payops.tasks.payouts.preflight import NameCheck, Preflight, PreflightOptions, preflight_task
 from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
 from payops.tasks.payouts.sheet_check import (
     intake_summary,
@@ -80,7 +80,7 @@ from payops.tasks.payouts.sheet_tasks import (
     write_validation_report_task,
 )
 from payops.tasks.payouts.spill import RowSpill
-from payops.tasks.payouts.spill_views import spilled_facts, spilled_outcomes
+from payops.tasks.payouts.spill_views import SpillSink, spilled_facts, spilled_names, spilled_outcomes
 from payops.tasks.payouts.submission import BatchResult, submit_batch_task
 from payops.tasks.reports.artifacts import (
     artifact_key,
@@ -438,8 +438,7 @@ async def _pay_in_parts(
     """Send, poll and report a sheet too large to hold, a part at a time (`flows.payout_parts`)."""
     failures = FailureLog(retries, run.label, sheet.intake, run.params.column_map, _run_id(), run.logger)
     spill.record(invalid_outcomes(sheet.intake))
-    fees = pf.fees_by_row
-    done = await send_parts_of(run, spill, settings, failures, fees, batch_said(run.started_wall))
+    done = await send_parts_of(run, spill, settings, failures, batch_said(run.started_wall))
     pf.release_row_detail()
     done = await poll_parts_of(run, spill, settings, failures, done)
     waiting = done.waiting or PollResult(states={})
@@ -543,13 +542,14 @@ async def _preflight(run: SheetRun, sheet: Sheet, gate: Gate, settings: Payments
             _preflight_options(params),
             params.rate_limit_per_s,
             run.settings,
+            untraversed(SpillSink(sheet.spill)) if sheet.spill is not None else None,
         )
         run.meter.api_calls.update(pf.api_calls)
         summary["fee_total"] = money(pf.fee_total)
         summary["preflight"] = {
             "problems": pf.problems,
             "notes": pf.notes,
-            "name_checks": Counter(n.verdict for n in pf.names),
+            "name_checks": pf.name_counts,
             "cache": pf.cache_counts(),
             "rate_limit": pf.limiter.as_dict() if pf.limiter else None,
         }
@@ -594,7 +594,8 @@ async def _approval(run: SheetRun, sheet: Sheet, pf: Preflight, gate: Gate, stor
     if not gate.need.required:
         return
     names_checked = run.params.check_names and no_name_column(sheet.intake) is None
-    answer = await _approve(run, sheet.intake.rows, pf, gate, store, names_checked)
+    checks = pf_names_by_row(pf) if sheet.spill is None else spilled_names(sheet.spill)
+    answer = await _approve(run, sheet.intake.rows, pf, checks, gate, store, names_checked)
     run.meter.phase("approval")
     await _preflight_artifact(run.label, pf, sheet.intake.rows, _decision_line(answer))
     if not answer.approved:
@@ -811,8 +812,9 @@ APPROVAL_REQUIRED = "**Approval required**: nothing is sent until this run is ap
 
 async def _approve(
     run: SheetRun,
-    rows: list[PayoutRow],
+    rows: Sequence[PayoutRow],
     pf: Preflight,
+    checks: Mapping[int, NameCheck],
     gate: Gate,
     store: Any,
     names_checked: bool,
@@ -829,7 +831,6 @@ async def _approve(
     from prefect.runtime import flow_run
 
     run_id = str(flow_run.id)
-    checks = {n.row: n for n in pf.names}
     subject = Subject.of(
         run_id,
         fingerprint(row_fields(r, r.reference or row_reference(label, r.row)) for r in rows),
@@ -857,6 +858,10 @@ async def _approve(
     emit_needs_approval(label, pf, params.approval_timeout_s)
     progress().phase("approval")
     return await ask_approval(ask, key, desk, resume_description(ask, figures, found, run.settings))
+
+
+def pf_names_by_row(pf: Preflight) -> dict[int, NameCheck]:
+    return {n.row: n for n in pf.names}
 
 
 def _decision_line(answer: Answer) -> str:

@@ -29,7 +29,7 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy.exc import SQLAlchemyError
 
 ZERO = Decimal("0")
-PART_ROWS = 50_000
+PART_ROWS = 20_000
 """The most valid rows the pre-flight holds at once (with their fees and name checks): a sheet of any length
 is checked in parts of this size, in sheet order, with the result of one whole pass."""
 log = logging.getLogger(__name__)

@@ -296,6 +296,21 @@ class RowSpill:
             [(n.row, n.destination, n.sheet_name, n.holder_name, n.verdict) for n in checks],
         )
 
+    def name_count(self) -> int:
+        return self._db.execute("SELECT count(*) FROM names").fetchone()[0]
+
+    def name_rows(self, chunk: int = 5_000) -> Iterator[int]:
+        """The rows with a name check, in sheet order, read a chunk at a time."""
+        last = -1
+        while page := [
+            r
+            for (r,) in self._db.execute(
+                "SELECT row FROM names WHERE row > ? ORDER BY row LIMIT ?", (last, chunk)
+            )
+        ]:
+            yield from page
+            last = page[-1]
+
     def names_between(self, first: int, last: int) -> dict[int, NameCheck]:
         cursor = self._db.execute(
             "SELECT row, destination, sheet_name, holder, verdict FROM names WHERE row BETWEEN ? AND ?",

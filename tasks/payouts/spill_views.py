@@ -10,11 +10,15 @@ around it, so a pass in row order (every report is one) reads each chunk once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TypeVar, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from payops.tasks.intake import PayoutRow
+from payops.tasks.payouts.fee_pricing import FeeRange
 from payops.tasks.payouts.spill import RowSpill
 from payops.tasks.reports.run_reports import RowFacts, RowOutcome, row_fact
+
+if TYPE_CHECKING:  # the pre-flight imports Prefect, which `payops check` never loads
+    from payops.tasks.payouts.preflight import NameCheck
 
 V = TypeVar("V")
 WINDOW_ROWS = 5_000
@@ -115,6 +119,25 @@ class ByRowWindow(Mapping[int, V]):
         return self._count()
 
 
+class SpillSink:
+    """Where the pre-flight hands each part's fees and name checks (`tasks.payouts.preflight.PreflightSink`):
+    the spill, which sending (fees) and the reports and approval page (name checks) read back."""
+
+    def __init__(self, spill: RowSpill) -> None:
+        self.spill = spill
+
+    def fees(self, part: dict[int, FeeRange]) -> None:
+        self.spill.add_fees(part)
+
+    def names(self, part: list[NameCheck]) -> None:
+        self.spill.add_names(part)
+
+
+def spilled_names(spill: RowSpill) -> ByRowWindow[NameCheck]:
+    """Every row's name check, by sheet row."""
+    return ByRowWindow(spill.names_between, spill.name_rows, spill.name_count)
+
+
 def spilled_outcomes(spill: RowSpill) -> ByRowWindow[RowOutcome]:
     """Every recorded outcome, by sheet row."""
     return ByRowWindow(spill.outcomes_between, lambda: (o.row for o in spill.outcomes()), spill.outcome_count)
@@ -130,4 +153,12 @@ def spilled_facts(spill: RowSpill) -> ByRowWindow[RowFacts]:
     return ByRowWindow(load, lambda: (r.row for r in spill.rows()), lambda: len(spill))
 
 
-__all__ = ["ByRowWindow", "SpilledRows", "SpilledTable", "spilled_facts", "spilled_outcomes"]
+__all__ = [
+    "ByRowWindow",
+    "SpillSink",
+    "SpilledRows",
+    "SpilledTable",
+    "spilled_facts",
+    "spilled_names",
+    "spilled_outcomes",
+]

@@ -44,7 +44,8 @@ def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer
 def payroll_csv(path: Path, prefix: str, n: int = 1050) -> Path:
     rows = payroll_rows(n, prefix=prefix, specials=SPECIALS)
     for i, (column, value) in INVALID.items():
-        rows[i][HEADERS.index(column)] = value
+        if i < n:
+            rows[i][HEADERS.index(column)] = value
     for i, row in enumerate(rows):
         row[1] = f"Ama Mensah {i}"
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -117,3 +118,54 @@ def test_a_spilled_run_pays_reports_and_replays_as_a_held_one(
     assert again["outcome"] == "completed" and again["replayed_payouts"] == 1048
     assert emulator_stats(env.base_url)["payouts"] - before == 1048
     assert report_rows(again, "S", "spilled-1050") == report_rows(spilled, "S", "spilled-1050")
+
+
+def test_a_spilled_run_shows_approvers_every_row_with_its_name_check(
+    prefect_harness, env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pre-flight hands its fees and name checks to the spill part by part; the approval page still
+    holds every row with its verdict, its fingerprint covers every row, and the approved run pays them."""
+    from payops.store.approval_requests import ApprovalRequests
+    from payops.tasks.payouts import preflight
+
+    from tests.flows.approval_support import decide_as, payops_db, run_paused
+
+    monkeypatch.setenv("PAYOPS_STREAM_CSV_OVER_BYTES", "0")
+    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", "parts-test-approval-key-0123456789")
+    monkeypatch.setattr(preflight, "PART_ROWS", 250)
+    before = emulator_stats(env.base_url)["payouts"]
+    sheet = payroll_csv(tmp_path / "names.csv", "N", n=600)
+    params = PayoutRunParams(
+        source=str(sheet),
+        label="spilled-names",
+        report_dir=str(tmp_path / "reports"),
+        on_invalid_rows="skip",
+        require_approval=True,
+        poll_deadline_s=120,
+        settle_window_s=2,
+    )
+    shown: dict = {}
+
+    async def approve(run_id: str, description: str) -> None:
+        with payops_db() as engine:
+            requests = ApprovalRequests(engine)
+            shown["rows"] = requests.count_rows(run_id)
+            shown["verdicts"] = Counter(r.verdict for r in requests.rows(run_id, limit=1000))
+            shown["request"] = requests.get(run_id)
+        assert emulator_stats(env.base_url)["payouts"] == before  # nothing sent before the approval
+        assert "continues" in await decide_as(run_id, "bea")
+
+    flow = payout_spreadsheet.with_options(flow_run_name=params.label)
+    _, _, state = run_paused(lambda: flow(params, return_state=True), params.label, approve)
+    s = run_summary(state).as_json()
+    valid = 600 - sum(1 for i in INVALID if i < 600)
+    assert s["outcome"] == "completed" and s["rows_valid"] == valid
+    assert shown["rows"] == valid and sum(shown["verdicts"].values()) == valid
+    assert "" not in shown["verdicts"]  # every row shows its check, read back from the spill
+    assert shown["verdicts"] == Counter(s["preflight"]["name_checks"])
+    assert shown["request"].rows == valid
+    assert emulator_stats(env.base_url)["payouts"] - before == valid
+    with open(s["report_files"]["csv"], newline="", encoding="utf-8") as fh:
+        report = list(csv.DictReader(fh))
+    checked = Counter(r["Name check"] for r in report if r["Submission"] == "accepted")
+    assert checked == Counter(s["preflight"]["name_checks"])
