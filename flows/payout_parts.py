@@ -149,6 +149,7 @@ async def send_parts_of(
                 outcomes.append(submitted_outcome(item, r.reference))
         spill.put_states(states)
         spill.record(outcomes)
+        done.limiters = [LimiterStats.combine(done.limiters)]  # one figure, not one per batch
         del rows, results, states, outcomes
         release_freed_memory(PART_ROWS)
     run.meter.phase("submit")

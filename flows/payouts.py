@@ -756,11 +756,12 @@ async def _close(
             "settle_window_reached": poll.settle_window_reached,
             "poll_rounds": poll.rounds,
             "poll_calls_per_round": poll.calls_per_round,
-            "attention_rows": attention_rows(
-                intake.rows, outcomes, pf.names, no_name_column(intake) if params.check_names else None
-            ),
         }
     )
+    no_names = no_name_column(intake) if params.check_names else None
+    attention, total = attention_rows(intake.rows, outcomes, pf.names, no_names)
+    summary["attention_rows"] = attention
+    summary["attention_total"] = total
     if fees_known:
         summary["fee_total"] = money(fee_total)
     run.finish("completed")

@@ -60,7 +60,7 @@ class PayopsSettings(BaseSettings):
         ge=0, description="Age of a caught-up event at which the events feed counts as lagging"
     )
     stream_csv_over_bytes: int = Field(
-        8 * 1024 * 1024,
+        1024 * 1024,  # about 17,000 realistic rows
         ge=0,
         description="A csv payout sheet larger than this is read in chunks into a spill file and paid a part "
         "at a time, in memory that does not grow with its rows (0: every csv)",

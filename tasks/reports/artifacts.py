@@ -145,7 +145,7 @@ def run_record(summary: Mapping[str, Any]) -> dict[str, Any]:
         "refused_items": summary.get("refused_items", 0),
         "awaiting_review": len(summary.get("awaiting_review") or []),
         "not_final": len(summary.get("not_final") or []),
-        "needs_attention": len(summary.get("attention_rows") or []),
+        "needs_attention": summary.get("attention_total", len(summary.get("attention_rows") or [])),
         "started_by": summary.get("started_by"),
         "approved": approval.get("approved"),
         "approved_by": ", ".join(approval.get("approvers") or []) or approval.get("by"),

@@ -90,27 +90,47 @@ def _name_reason(n: NameCheck) -> str:
     return f"sheet name {n.sheet_name!r} {what} the account holder {n.holder_name!r}"
 
 
+ATTENTION_ROWS_KEPT = 10_000
+"""The most rows a run summary lists (the first by kind, then row); ``attention_total`` counts them all, and
+the reports highlight every one. A million-row run's summary stays the size of a 100,000-row one's."""
+
+
 def attention_rows(
     rows: Iterable[PayoutRow],
     outcomes: Mapping[int, RowOutcome],
     names: Iterable[NameCheck],
     no_name_column: str | None = None,
-) -> list[dict[str, Any]]:
-    """One entry per row and kind, ordered by kind (failed first) then row number; each says the row's
-    reference, status and whether it was paid. ``no_name_column``: why no payee name was checked at all
-    (one entry for the whole sheet, row ``None``)."""
-    flagged: list[tuple[int | None, str, str]] = [
-        (o.row, kind, _reason(o, kind)) for o in outcomes.values() if (kind := row_kind(o))
+    keep: int = ATTENTION_ROWS_KEPT,
+) -> tuple[list[dict[str, Any]], int]:
+    """The first ``keep`` entries (one per row and kind, ordered by kind, failed first, then row number) and
+    how many there are in all; each says the row's reference, status and whether it was paid.
+    ``no_name_column``: why no payee name was checked at all (one entry for the whole sheet, row ``None``)."""
+    flagged: list[tuple[int, int, int | None, str]] = [
+        (KINDS.index(kind), o.row, o.row, kind) for o in outcomes.values() if (kind := row_kind(o))
     ]
-    flagged += [(n.row, NAME_KINDS[n.verdict], _name_reason(n)) for n in names if n.verdict in NAME_KINDS]
+    checks: dict[int, NameCheck] = {}
+    for n in names:
+        if n.verdict in NAME_KINDS:
+            kind = NAME_KINDS[n.verdict]
+            flagged.append((KINDS.index(kind), n.row, n.row, kind))
+            checks[n.row] = n
     if no_name_column:
-        flagged.append((None, NO_NAME_COLUMN, no_name_column))
-    wanted = {row for row, _, _ in flagged}
-    by_row = {r.row: r for r in rows if r.row in wanted}  # only the flagged rows: rows may be a spill's
+        flagged.append((KINDS.index(NO_NAME_COLUMN), 0, None, NO_NAME_COLUMN))
+    total = len(flagged)
+    flagged.sort()
+    del flagged[keep:]
+    wanted = {row for _, _, row, _ in flagged}
+    by_row = {r.row: r for r in rows if r.row in wanted}  # only the listed rows: rows may be a spill's
     found: list[dict[str, Any]] = []
-    for row, kind, reason in flagged:
+    for _, _, row, kind in flagged:
         payout = by_row.get(row) if row is not None else None
         o = outcomes.get(row) if row is not None else None
+        if row is None:
+            reason = no_name_column or ""
+        elif kind in NAME_KINDS.values():
+            reason = _name_reason(checks[row])
+        else:
+            reason = _reason(o, kind) if o else ""
         found.append(
             {
                 "row": row,
@@ -124,7 +144,7 @@ def attention_rows(
                 "reason": reason,
             }
         )
-    return sorted(found, key=lambda a: (KINDS.index(a["kind"]), a["row"] or 0))
+    return found, total
 
 
 def attention_table(outcomes: Mapping[int, RowOutcome]) -> list[list[Any]]:

@@ -13,6 +13,7 @@ from tests.docs.markdown import ROOT
 #: reports (report_files) and the follow-up (which rewrites a finished run's summary)
 WRITERS = (
     "flows/payouts.py",
+    "flows/payout_parts.py",
     "tasks/payouts/sheet_check.py",
     "tasks/runtime/run_meter.py",
     "tasks/reports/run_reports.py",

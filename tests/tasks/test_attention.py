@@ -72,7 +72,8 @@ def test_name_verdicts_and_no_name_column_each_need_a_person_with_reference_stat
         NameCheck(4, "233240000004", "Ama Mensah", None, "unverified"),
         NameCheck(5, "233240000005", "Ama Mensah", "Ama Mensah", "match"),
     ]
-    found = attention_rows(rows, outcomes, names)
+    found, total = attention_rows(rows, outcomes, names)
+    assert total == len(found) == 5
     by_kind = {(a["row"], a["kind"]): a for a in found}
     assert set(by_kind) == {
         (4, "awaiting_review"),
@@ -89,7 +90,7 @@ def test_name_verdicts_and_no_name_column_each_need_a_person_with_reference_stat
     assert by_kind[(5, "refused")]["paid"] == "no"
     assert [a["kind"] for a in found] == sorted((a["kind"] for a in found), key=KINDS.index)
 
-    sheetwide = attention_rows(rows[:1], {}, [], no_name_column="no payee name column")
+    sheetwide, _ = attention_rows(rows[:1], {}, [], no_name_column="no payee name column")
     assert sheetwide == [
         {
             "row": None,
@@ -125,3 +126,17 @@ def test_the_artifact_table_the_highlight_and_the_resubmit_sheet_agree() -> None
     assert table_rows == {n for n, o in outcomes.items() if outcome_kind(o.submission, o.status)}
     assert table_rows == {3, 4, 5, 6, 7}
     assert {n for n, o in outcomes.items() if o.needs_resubmit} == {3, 4, 6}
+
+
+def test_the_summary_lists_the_first_rows_by_kind_and_counts_them_all() -> None:
+    rows = [_row(r) for r in range(2, 12)]
+    outcomes = {r: RowOutcome(r, reference=f"R-{r}", submission="accepted", status="failed") for r in (9, 11)}
+    names = [NameCheck(r, f"23324000000{r}", "Ama", "Kofi", "mismatch") for r in range(2, 9)]
+    kept, total = attention_rows(rows, outcomes, names, keep=4)
+    assert total == 9
+    assert [(a["row"], a["kind"]) for a in kept] == [
+        (9, "failed"),
+        (11, "failed"),
+        (2, "name_mismatch"),
+        (3, "name_mismatch"),
+    ]
