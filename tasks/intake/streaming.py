@@ -172,27 +172,20 @@ def stream_csv(
         hashing = _Hashing(handle)
         text = io.TextIOWrapper(io.BufferedReader(hashing, 1 << 20), encoding="utf-8-sig", newline="")
         try:
-            streamed = _read_lines(_lines(text), spill, options, limits, chunk_rows, max_rows, name)
+            reader = _csv_reader(_lines(text))
+            streamed = _stream(reader, spill, options, limits, chunk_rows, max_rows, name)
         except _NotUtf8:
             raise not_utf8(_first_bad_byte(handle)) from None
         streamed.content_sha256 = hashing.digest.hexdigest()
     return streamed
 
 
-def _read_lines(
-    lines: Iterator[str],
-    spill: RowSpill,
-    options: IntakeOptions,
-    limits: ParseLimits,
-    chunk_rows: int,
-    max_rows: int,
-    name: str,
-) -> StreamedSheet:
+def _csv_reader(lines: Iterator[str]) -> Iterator[list[str]]:
+    """The csv's records, the delimiter sniffed from its first line that is not blank."""
     first = list(_until_text(lines))
     if not first:
         raise IntakeError("the file is empty")
-    reader = csv.reader(_chain(first, lines), delimiter=_sniff_delimiter(first[-1]))
-    return _stream(reader, spill, options, limits, chunk_rows, max_rows, name)
+    return csv.reader(_chain(first, lines), delimiter=_sniff_delimiter(first[-1]))
 
 
 def _until_text(lines: Iterator[str]) -> Iterator[str]:
