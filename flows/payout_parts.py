@@ -106,6 +106,7 @@ async def send_parts_of(
     params, label = run.params, run.label
     done = PartsRun(batches=spill.batch_count())
     run.summary["batches"] = done.batches
+    run.summary["parts"] = -(-len(spill) // PART_ROWS)
     for number, (start, stop) in enumerate(parts(spill)):
         rows = list(spill.rows(start, stop))
         first_batch = start // MAX_BATCH

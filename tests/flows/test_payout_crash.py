@@ -6,6 +6,7 @@ when its answer starts (effect committed, answer lost on the wire), the switch S
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from payops.sandbox import SandboxConfig, create_app
 from payops.store.cache import LookupCache
 
 from tests.flows.approval_support import payops_db
-from tests.flows.support import emulator_stats, payroll_rows, serve_in_thread, write_sheet
+from tests.flows.support import HEADERS, emulator_stats, payroll_rows, serve_in_thread, write_sheet
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -96,17 +97,30 @@ POINTS = [
 ]
 
 
+SPILLED_POINTS = [POINTS[0], POINTS[1], POINTS[4], POINTS[7]]
+"""A csv read in chunks into a spill file sends and polls a part at a time (`flows/payout_parts.py`): killed
+before and after a batch, and while polling."""
+
+
+@pytest.mark.parametrize(
+    ("kind", "points"), [("xlsx", POINTS), ("csv", SPILLED_POINTS)], ids=["held xlsx", "spilled csv"]
+)
 def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
-    prefect_harness, emulator, tmp_path: Path
+    prefect_harness, emulator, tmp_path: Path, kind: str, points: list[KillPoint]
 ) -> None:
     from prefect.settings import PREFECT_API_URL
 
     base, switch = emulator
-    rows = payroll_rows(600, prefix="CR", specials={10: "0001"})
-    sheet = write_sheet(tmp_path / "input.xlsx", rows)
+    before = emulator_stats(base)["payouts"]
+    label = f"crash-{kind}"
+    rows = payroll_rows(600, prefix=f"CR{kind}", specials={10: "0001"})
+    sheet = (
+        write_sheet(tmp_path / "input.xlsx", rows) if kind == "xlsx" else _csv(tmp_path / "input.csv", rows)
+    )
     reports = tmp_path / "reports"
     env = {
         **os.environ,
+        "PAYOPS_STREAM_CSV_OVER_BYTES": "0",  # every csv read in chunks into a spill file
         "PREFECT_API_URL": PREFECT_API_URL.value(),
         "PAYOPS_BASE_URL": base,
         "PAYOPS_AUTH_URL": f"{base}/auth",
@@ -121,14 +135,14 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
         "payouts",
         str(sheet),
         "--label",
-        "crash",
+        label,
         "--report-dir",
         str(reports),
         "--json",
         "--poll-deadline",
         "120",
     ]
-    for point in POINTS:
+    for point in points:
         # A cold lookup cache each time, so the pre-flight's kill points are reached again after a run that
         # died later; what must hold across runs is the service's idempotency.
         with payops_db() as engine:
@@ -142,12 +156,21 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
     assert final.returncode == 0, final.stderr[-2000:]
     summary = json.loads(final.stdout)
 
-    assert emulator_stats(base)["payouts"] == 600  # every valid row paid, none twice
+    assert emulator_stats(base)["payouts"] - before == 600  # every valid row paid, none twice
     assert summary["payouts_by_status"] == {"delivered": 599, "failed": 1}
     assert summary["replayed_payouts"] == 600  # the killed runs had sent everything before the last run
+    assert summary.get("parts") == (1 if kind == "csv" else None)  # the csv went through its spill file
     results = list(
-        load_workbook(reports / "crash.xlsx", read_only=True)["results"].iter_rows(values_only=True)
+        load_workbook(reports / f"{label}.xlsx", read_only=True)["results"].iter_rows(values_only=True)
     )
     status = results[0].index("Payout status")
     assert len(results) == 601
     assert {r[status] for r in results[1:]} == {"delivered", "failed"}
+
+
+def _csv(path: Path, rows: list[list[str]]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(HEADERS)
+        writer.writerows(rows)
+    return path

@@ -107,6 +107,7 @@ def test_a_spilled_run_pays_reports_and_replays_as_a_held_one(
     assert {k: spilled[k] for k in COMPARED} == {k: held[k] for k in COMPARED}
     assert spilled["payouts_by_status"] == {"delivered": 1045, "failed": 3}
     assert spilled["batches"] == 11 and spilled["api_calls"]["POST /v1/payout-batches"] == 11
+    assert spilled["parts"] == 4 and "parts" not in held
     assert Counter(a["kind"] for a in spilled["attention_rows"]) == Counter(
         a["kind"] for a in held["attention_rows"]
     )
