@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchmarks.payroll import write_csv
 from benchmarks.sheets import HEADERS, payroll_rows, write_sheet
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "payroll_rows",
     "run_payops",
     "serve_in_thread",
+    "write_csv",
     "write_sheet",
 ]
 

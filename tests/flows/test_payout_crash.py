@@ -6,7 +6,6 @@ when its answer starts (effect committed, answer lost on the wire), the switch S
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -23,7 +22,7 @@ from payops.sandbox import SandboxConfig, create_app
 from payops.store.cache import LookupCache
 
 from tests.flows.approval_support import payops_db
-from tests.flows.support import HEADERS, emulator_stats, payroll_rows, serve_in_thread, write_sheet
+from tests.flows.support import emulator_stats, payroll_rows, serve_in_thread, write_csv, write_sheet
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -115,7 +114,9 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
     label = f"crash-{kind}"
     rows = payroll_rows(600, prefix=f"CR{kind}", specials={10: "0001"})
     sheet = (
-        write_sheet(tmp_path / "input.xlsx", rows) if kind == "xlsx" else _csv(tmp_path / "input.csv", rows)
+        write_sheet(tmp_path / "input.xlsx", rows)
+        if kind == "xlsx"
+        else write_csv(tmp_path / "input.csv", rows)
     )
     reports = tmp_path / "reports"
     env = {
@@ -166,11 +167,3 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
     status = results[0].index("Payout status")
     assert len(results) == 601
     assert {r[status] for r in results[1:]} == {"delivered", "failed"}
-
-
-def _csv(path: Path, rows: list[list[str]]) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(HEADERS)
-        writer.writerows(rows)
-    return path

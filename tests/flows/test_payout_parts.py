@@ -19,7 +19,7 @@ from payops.flows.outcomes import run_summary
 from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 from payops.sandbox import SandboxConfig, SandboxServer
 
-from tests.flows.support import HEADERS, emulator_stats, payroll_rows
+from tests.flows.support import HEADERS, emulator_stats, payroll_rows, write_csv
 
 pytestmark = pytest.mark.e2e
 
@@ -48,11 +48,7 @@ def payroll_csv(path: Path, prefix: str, n: int = 700) -> Path:
             rows[i][HEADERS.index(column)] = value
     for i, row in enumerate(rows):
         row[1] = f"Ama Mensah {i}"
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(HEADERS)
-        writer.writerows(rows)
-    return path
+    return write_csv(path, rows)
 
 
 def pay(sheet: Path, label: str, reports: Path) -> dict:
