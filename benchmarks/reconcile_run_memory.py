@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +92,7 @@ def _wire(i: int, reference: str, amount: str) -> dict:
         "provider": "mtn",
         "fee": "0.50",
         "feeBearer": "sender",
-        "payerAmount": str(round(float(amount) + 0.5, 2)),
+        "payerAmount": str(Decimal(amount) + Decimal("0.50")),
         "recipientAmount": amount,
         "createdAt": at,
         "completedAt": at,
