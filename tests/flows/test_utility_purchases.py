@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import csv
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from payops.flows.utility_purchases import UtilityRunParams, utility_purchases
 from payops.sandbox import SandboxConfig, SandboxServer
 
 from tests.flows.support import emulator_stats
+from tests.flows.support import write_csv as write_rows_csv
 
 pytestmark = pytest.mark.e2e
 
@@ -44,11 +44,8 @@ def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer
 
 
 def write_csv(path: Path, rows: list[list[str]], headers: list[str] = HEADERS) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(headers)
-        writer.writerows(rows)
-    return path
+    """A purchases sheet (its own columns) as the shared csv writer writes payrolls."""
+    return write_rows_csv(path, rows, headers)
 
 
 def purchases(server: SandboxServer) -> dict:
