@@ -7,8 +7,8 @@ dry run's pre-flight, name lookups included, is real):
 * ``check``: ``payops check`` (no Prefect), the median of ``--repeat`` runs;
 * ``dry_run_no_server`` (the baseline): ``payops payouts --dry-run`` with no Prefect server configured, so
   Prefect starts and stops its temporary server inside the command;
-* ``dry_run_with_server``: the same command with ``PREFECT_API_URL`` pointing at a ``prefect server start``
-  this benchmark runs on a free 127.0.0.1 port (first run and the median of the next ones);
+* ``dry_run_with_server``: the same command with ``PREFECT_API_URL`` pointing at a Prefect server (as ``payops
+  serve`` runs it) this benchmark runs on a free 127.0.0.1 port (first run and the median of the next ones);
   ``dry_run_with_server_no_name_check``: the same with ``--no-name-check`` (the pre-flight's 250 payee name
   lookups and 27 fee quotes need about 4.6 s at the default 50 requests/s after a burst of 50).
 
@@ -78,10 +78,10 @@ def _timed(args: list[str], env: dict[str, str], timeout: float = 300) -> dict[s
 
 @contextmanager
 def prefect_server(home: Path) -> Iterator[tuple[str, float]]:
-    """`prefect server start` on a free loopback port (as `payops serve` starts it, in its own process group,
+    """A Prefect server on a free loopback port (as `payops serve` starts it, in its own process group,
     dying with this process); yields its API URL and start-up seconds; stopped on exit."""
     from payops.deployments.processes import (
-        prefect_cli,
+        prefect_server_command,
         prefect_server_env,
         start_child,
         stop_child,
@@ -92,7 +92,7 @@ def prefect_server(home: Path) -> Iterator[tuple[str, float]]:
     env = prefect_server_env("127.0.0.1", port, {**os.environ, "PREFECT_HOME": str(home)})
     env |= {"PREFECT_UI_ENABLED": "false", "PREFECT_SERVER_UI_STATIC_DIRECTORY": str(home / "ui")}
     t0 = time.perf_counter()
-    proc = start_child([*prefect_cli(), "server", "start"], env)
+    proc = start_child(prefect_server_command(), env)
     url = f"http://127.0.0.1:{port}/api"
     try:
         wait_http(f"{url}/health", proc, 180, "the Prefect server")

@@ -1,6 +1,6 @@
 """Benchmark: signed webhook deliveries into `payops console` while the Prefect server is killed; print JSON.
 
-Starts a Prefect server (`prefect server start`, its own SQLite) and the console (one uvicorn process, the
+Starts a Prefect server (as `payops serve` runs it, its own SQLite) and the console (one uvicorn process, the
 payops database a SQLite file), both in a temporary home. Then:
 
 1. baseline (same run, Prefect idle): console ``/healthz`` p95 and flow-run creation p95 with no deliveries;
@@ -49,6 +49,7 @@ import h11  # noqa: E402
 import httpx  # noqa: E402
 from payops.deployments.processes import (  # noqa: E402
     free_port,
+    prefect_server_command,
     prefect_server_env,
     start_child,
     stop_child,
@@ -379,7 +380,7 @@ def main() -> None:
         "PAYOPS_UPLOAD_URL": str(home / "uploads"),
         "PAYOPS_REPORT_URL": str(home / "reports"),
     }
-    server_cmd = [sys.executable, "-m", "prefect", "server", "start"]
+    server_cmd = prefect_server_command()
     console_cmd = [sys.executable, "-m", "payops.deployments.console", "--port", str(console_port)]
     server = start_child(server_cmd, server_env, home / "prefect-server.log")
     console_proc = None

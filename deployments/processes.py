@@ -35,6 +35,7 @@ __all__ = [
     "kill_descendants",
     "port_free",
     "prefect_cli",
+    "prefect_server_command",
     "prefect_server_env",
     "read_env_file",
     "sandbox_command",
@@ -205,9 +206,16 @@ def prefect_cli() -> list[str]:
     return [sys.executable, "-m", "prefect"]
 
 
+def prefect_server_command() -> list[str]:
+    """The command of a Prefect server (API, UI, services) payops runs: Prefect's app as ``prefect server
+    start`` runs it, retrying busy answers for clients that do not (`deployments.prefect_app`)."""
+    return [sys.executable, "-m", "payops.deployments.prefect_app"]
+
+
 def prefect_server_env(host: str, port: int, base: Mapping[str, str]) -> dict[str, str]:
-    """Environment of ``prefect server start`` on ``host:port`` (API and UI on the same port); the UI build
-    goes under the server's ``PREFECT_HOME`` (Prefect writes it into site-packages otherwise)."""
+    """Environment of a Prefect server (:func:`prefect_server_command`) on ``host:port`` (API and UI on the
+    same port); the UI build goes under the server's ``PREFECT_HOME`` (Prefect writes it into site-packages
+    otherwise)."""
     from payops.deployments.console.settings import prefect_home
 
     env = dict(base)

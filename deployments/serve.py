@@ -35,7 +35,7 @@ from payops.deployments.processes import (
     free_port,
     kill_descendants,
     port_free,
-    prefect_cli,
+    prefect_server_command,
     prefect_server_env,
     read_env_file,
     sandbox_command,
@@ -404,7 +404,7 @@ def run_all_in_one(
                 prefect = f"http://{host}:{ports['prefect']}"
                 say(f"starting a Prefect server on {prefect} (UI and API) ...")
                 env = prefect_server_env(host, ports["prefect"], home_prefect_env(os.environ, home))
-                proc = sup.start("prefect-server", [*prefect_cli(), "server", "start"], env)
+                proc = sup.start("prefect-server", prefect_server_command(), env)
                 wait_http(f"{prefect}/api/health", proc, 120, "the Prefect server")
                 settings.enter_context(children_use_prefect_api(f"{prefect}/api"))
                 os.environ.setdefault("PAYOPS_PREFECT_UI_URL", prefect)  # for the flows served here

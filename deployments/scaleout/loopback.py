@@ -22,6 +22,7 @@ from payops.deployments.processes import (
     Supervisor,
     free_port,
     prefect_cli,
+    prefect_server_command,
     prefect_server_env,
     read_env_file,
     wait_http,
@@ -96,7 +97,7 @@ class LoopbackCluster:
             {"PREFECT_API_DATABASE_CONNECTION_URL": self.postgres.url, "PREFECT_SERVER_UI_ENABLED": "false"}
         )
         server_env.pop("PREFECT_API_URL", None)
-        proc = self.sup.start("prefect-server", [*prefect_cli(), "server", "start"], server_env)
+        proc = self.sup.start("prefect-server", prefect_server_command(), server_env)
         wait_http(f"{self.api_url}/health", proc, 180, "the Prefect server")
         self.cli("work-pool", "create", POOL, "--type", "process")
         self.cli(

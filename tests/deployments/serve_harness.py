@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import psutil
-from payops.deployments.processes import ROOT, read_env_file
+from payops.deployments.processes import ROOT, prefect_server_command, read_env_file
 from payops.store.home import read_serve_record
 
 from tests.deployments.console_harness import PASSWORD
@@ -143,6 +143,17 @@ class AllInOne:
         """Payouts the emulator has accepted so far (every POST of a batch item creates one)."""
         stats = httpx.get(f"{self.sandbox}/_sandbox/stats", timeout=10).json()
         return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
+
+
+def is_prefect_server(cmdline: list[str]) -> bool:
+    """True for the command line of a Prefect API server: serve's (`prefect_server_command`), a temporary
+    one of payops' or of Prefect's own (uvicorn on Prefect's app factory), or ``prefect server start``."""
+    line = " ".join(cmdline)
+    return (
+        line.endswith(" ".join(prefect_server_command()[1:]))
+        or "prefect.server.api.server:create_app" in line
+        or ("server" in cmdline and "start" in cmdline)
+    )
 
 
 def wait_until(
