@@ -73,6 +73,10 @@ class RunMatchFile:
 
     # reading ---------------------------------------------------------------------------------------------
 
+    def intended_count(self) -> int:
+        """How many approved payouts the file holds."""
+        return int(self._db.execute("SELECT count(*) FROM intended").fetchone()[0])
+
     def intended_among(self, references: Sequence[str]) -> set[str]:
         """Which of ``references`` (a page's worth: at most a few hundred) are approved payouts."""
         if not references:

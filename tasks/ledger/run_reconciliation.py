@@ -3,10 +3,10 @@
 What payops approved is recorded before a run sends (`record_approved_payouts`: each reference, amount and
 the pre-flight's fee bound; a large run records it a part at a time). When the run ends, and again whenever
 one of its payouts changes later (webhook or events catch-up, `flows/reconcile.py`), `reconcile_run` reads the
-run's payouts back (the transaction list over the run's sending window, pages of 100; a GET per reference
-only for those not in it) and `match_run` joins the two with pandas. Each difference has a kind (`KINDS`).
-The wallet effect of a transaction, shared with the daily close (`tasks/ledger/daily_close.py`), lives here
-too.
+run's payouts back (the transaction list over the run's sending window, pages of 100, in time windows read
+at once; a GET per reference only for those not in it) and `match_run` joins the two with pandas. Each
+difference has a kind (`KINDS`). The wallet effect of a transaction, shared with the daily close
+(`tasks/ledger/daily_close.py`), lives here too.
 
 Memory does not grow with the run (beyond the differences found): `reconcile_run` keeps the approved payouts
 and the records as compact rows in a temporary file (`tasks.ledger.run_match_file`), and matches them
@@ -83,6 +83,10 @@ READ_CHUNK = 5_000
 """Approved payouts read from the payops database at a time."""
 GET_CHUNK = 500
 """References not in the listing read from the match file at a time (then a GET each)."""
+READS_AT_ONCE = 16
+"""List windows (each following its own cursor) and GETs in flight at once. A list read after a cursor is
+sequential: 2,000 payouts are 20 round trips, 2 s at 100 ms each, where 16 windows read at once take 2 or 3.
+The client's rate limiter still paces every request."""
 
 
 def cents(value: Decimal | None) -> int:
@@ -449,37 +453,80 @@ def copy_intended(store: ReconciliationStore, label: str, file: RunMatchFile) ->
         file.add_intended(_intended_rows(part))
 
 
+def list_windows(
+    start: datetime, end: datetime, sending: tuple[datetime, datetime] | None, payouts: int
+) -> list[tuple[datetime, datetime]]:
+    """``[start, end)`` cut into windows ``[from, to)`` that partition it, so each payout is listed once: the
+    ``sending`` span (the run's first send to its end, where its payouts were created, about evenly over
+    time) in one window per `PAGE` ``payouts`` (at most `READS_AT_ONCE`), the margins before and after it
+    one window each."""
+    if sending is None:
+        return [(start, end)]
+    low, high = max(start, sending[0]), min(end, sending[1])
+    if high <= low:
+        return [(start, end)]
+    parts = max(1, min(READS_AT_ONCE, -(-payouts // PAGE)))
+    step = (high - low) / parts
+    cuts = [low + step * i for i in range(parts)] + [high]
+    windows = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if a < b]
+    return [w for w in [(start, low), *windows, (high, end)] if w[0] < w[1]]
+
+
 async def fetch_run_records(
-    client: PaymentsClient, label: str, file: RunMatchFile, start: datetime, end: datetime
+    client: PaymentsClient,
+    label: str,
+    file: RunMatchFile,
+    start: datetime,
+    end: datetime,
+    sending: tuple[datetime, datetime] | None = None,
 ) -> None:
-    """The run's payouts into ``file``: the payout list over ``[start, end)`` (pages of 100), keeping the
-    run's approved references (those in ``file``) and any carrying its reference pattern; then a GET per
-    approved reference the window did not hold (replays of an earlier attempt), `GET_CHUNK` references read
-    from the file at a time. A reference the service does not know is left out; one listed twice keeps
-    its last record."""
+    """The run's payouts into ``file``: the payout list over ``[start, end)`` (pages of 100, in the time
+    windows of `list_windows`, read at once), keeping the run's approved references (those in ``file``) and
+    any carrying its reference pattern; then a GET per approved reference the windows did not hold (replays
+    of an earlier attempt), `GET_CHUNK` references read from the file at a time. A reference the service
+    does not know is left out; one listed twice keeps its last record."""
     slug = label_slug(label)
-    # A page is kept while the next one is read; closed on a failure too (the request in flight is dropped).
-    async with aclosing(client.transactions.pages(kind="payout", from_=start, to=end, limit=PAGE)) as pages:
-        async for page in pages:
-            ours = file.intended_among([tx.reference for tx in page])
-            kept = [
-                tx
-                for tx in page
-                if tx.reference in ours or (tx.direction != "in" and row_reference_slug(tx.reference) == slug)
-            ]
-            columns = RecordColumns()
-            columns.add(kept)
-            file.put_records(columns.rows())
-    for part in file.unlisted(GET_CHUNK):
-        found = []
-        for reference in part:
+    at_once = asyncio.Semaphore(READS_AT_ONCE)
+
+    def keep(records: Sequence[Any]) -> None:
+        columns = RecordColumns()
+        columns.add(records)
+        file.put_records(columns.rows())
+
+    async def read_window(low: datetime, high: datetime) -> None:
+        async with at_once:
+            # A page is kept while the next one is read; closed on a failure too (the request in flight is
+            # dropped).
+            pages = client.transactions.pages(kind="payout", from_=low, to=high, limit=PAGE)
+            async with aclosing(pages):
+                async for page in pages:
+                    ours = file.intended_among([tx.reference for tx in page])
+                    keep(
+                        [
+                            tx
+                            for tx in page
+                            if tx.reference in ours
+                            or (tx.direction != "in" and row_reference_slug(tx.reference) == slug)
+                        ]
+                    )
+
+    async def read_one(reference: str, found: list[Any]) -> None:
+        async with at_once:
             try:
                 found.append(await client.payouts.get(reference))
             except NotFoundError:
-                continue
-        columns = RecordColumns()
-        columns.add(found)
-        file.put_records(columns.rows())
+                return
+
+    windows = list_windows(start, end, sending, file.intended_count())
+    async with asyncio.TaskGroup() as group:  # a failed read cancels the others
+        for low, high in windows:
+            group.create_task(read_window(low, high))
+    for part in file.unlisted(GET_CHUNK):
+        found: list[Any] = []
+        async with asyncio.TaskGroup() as group:
+            for reference in part:
+                group.create_task(read_one(reference, found))
+        keep(found)
 
 
 @dataclass
@@ -512,10 +559,11 @@ async def reconcile_run(
     if run is None:
         raise LookupError(f"no payout run {label!r} is recorded for reconciliation")
     now = now or datetime.now(UTC)
-    end = (run.ended_at or now) + WINDOW_MARGIN
+    sending = (run.sent_from, run.ended_at or now)
     with new_match_file(scratch_dir) as file:
         await asyncio.to_thread(copy_intended, store, label, file)
-        await fetch_run_records(client, label, file, run.sent_from - WINDOW_MARGIN, end)
+        start, end = sending[0] - WINDOW_MARGIN, sending[1] + WINDOW_MARGIN
+        await fetch_run_records(client, label, file, start, end, sending)
         match = await asyncio.to_thread(match_file, label, file, now, unchecked_after)
     summary = {**match.as_summary(), "trigger": trigger, "checked_at": now.isoformat()}
     check_id = await asyncio.to_thread(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -141,10 +141,13 @@ async def test_chunked_reconcile_equals_one_chunk_for_every_kind(
     assert [c.differences for c in stored] == [whole.differences, whole.differences]
 
 
+@pytest.mark.parametrize("windows", ["one list", "time windows read at once"])
 async def test_the_match_file_path_equals_match_run_on_the_same_records(
-    stores: list[ReconciliationStore], monkeypatch: pytest.MonkeyPatch
+    stores: list[ReconciliationStore], monkeypatch: pytest.MonkeyPatch, windows: str
 ) -> None:
-    """`match_run` (one frame, the records as models) and the chunked match of the same records agree."""
+    """`match_run` (one frame, the records as models) and the chunked match of the same records agree,
+    whether the run's payouts are read in one list or in time windows read at once (pages of 2 here, so
+    the 19 approved payouts make 10 windows besides the margins)."""
     emu = make_emulator()
     start = emu.clock.now() + timedelta(minutes=30)
     payouts = await a_run_with_every_kind(emu)
@@ -160,7 +163,12 @@ async def test_the_match_file_path_equals_match_run_on_the_same_records(
     with rr.new_match_file() as file:
         rr.copy_intended(store, LABEL, file)
         window = (start - rr.WINDOW_MARGIN, now + rr.WINDOW_MARGIN)
-        await rr.fetch_run_records(emu.client, LABEL, file, *window)
+        sending = None
+        if windows != "one list":
+            monkeypatch.setattr(rr, "PAGE", 2)
+            sending = (start, now)
+            assert len(rr.list_windows(*window, sending, file.intended_count())) == 10 + 2
+        await rr.fetch_run_records(emu.client, LABEL, file, *window, sending)
         chunked = rr.match_file(LABEL, file, now, timedelta(0))
     assert chunked == one
     assert one.records == 18  # 2..13, 16..19 and the two outside payops: no reversal, no other run's
@@ -227,3 +235,17 @@ async def test_reconcile_at_run_end_takes_the_refused_references_as_they_come(
 
     outcomes = [Outcome("refused", "a"), Outcome("accepted", "b"), Outcome("refused", None)]
     assert list(rr.refused_references(outcomes)) == ["a"]
+
+
+def test_list_windows_partition_the_read_span_and_split_the_sending_span_by_the_run_size() -> None:
+    t0 = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    start, end = t0 - rr.WINDOW_MARGIN, t0 + timedelta(seconds=30) + rr.WINDOW_MARGIN
+    sending = (t0, t0 + timedelta(seconds=30))
+    for payouts, inner in [(0, 1), (1, 1), (100, 1), (101, 2), (2_000, 16), (1_000_000, 16)]:
+        windows = rr.list_windows(start, end, sending, payouts)
+        assert windows[0] == (start, t0) and windows[-1] == (sending[1], end)
+        assert len(windows) == inner + 2
+        assert all(a < b for a, b in windows)
+        assert all(w[1] == nxt[0] for w, nxt in zip(windows, windows[1:], strict=False))  # no gap, no overlap
+    assert rr.list_windows(start, end, None, 2_000) == [(start, end)]
+    assert rr.list_windows(start, end, (t0, t0), 2_000) == [(start, end)]  # nothing sent: one list
