@@ -23,7 +23,7 @@ from typing import Any
 from payops.connectors.payments import PaymentsSettings
 from payops.flows.pipeline import SheetRun, send_parts
 from payops.tasks.intake import IntakeResult
-from payops.tasks.ledger.run_reconciliation import record_approved_payouts
+from payops.tasks.ledger.run_reconciliation import SentSpan, record_approved_payouts
 from payops.tasks.payouts.batching import MAX_BATCH, batch_of
 from payops.tasks.payouts.polling import PayoutState, PollResult, Share, poll_payouts_task
 from payops.tasks.payouts.retry_rows import FailureLog
@@ -44,8 +44,9 @@ assert PART_ROWS % MAX_BATCH == 0
 class PartsRun:
     """What sending and following a spilled run's parts came to (each row's outcome is in the spill)."""
 
+    created: SentSpan
+    """When the service created the run's payouts, and how many were replays."""
     batches: int = 0
-    replayed: int = 0
     limiters: list[LimiterStats] = field(default_factory=list)
     waiting: PollResult | None = None
     """The last poll: the payouts still waiting for a person (or not final at the deadline), of every part."""
@@ -60,10 +61,12 @@ def batch_said(started: datetime) -> Callable[[int, int, BatchResult], str]:
 
     def said(done: int, total: int, result: BatchResult) -> str:
         accepted = [i for i in result.items if i.accepted]
-        replayed = sum(1 for i in accepted if i.created_at and datetime.fromisoformat(i.created_at) < started)
+        created = SentSpan(started)
+        for item in accepted:
+            created.add(accepted_state(item).created_at)
         return (
-            f"batch {done}/{total} sent: {len(result.items)} payouts, {len(accepted)} accepted ({replayed} "
-            f"replayed), {len(result.items) - len(accepted)} refused"
+            f"batch {done}/{total} sent: {len(result.items)} payouts, {len(accepted)} accepted "
+            f"({created.replayed} replayed), {len(result.items) - len(accepted)} refused"
         )
 
     return said
@@ -104,7 +107,7 @@ async def send_parts_of(
 ) -> PartsRun:
     """Every batch, a part at a time; refused rows' outcomes and accepted payouts' states to the spill."""
     params, label = run.params, run.label
-    done = PartsRun(batches=spill.batch_count())
+    done = PartsRun(SentSpan(run.started_wall), batches=spill.batch_count())
     run.summary["batches"] = done.batches
     run.summary["parts"] = -(-len(spill) // PART_ROWS)
     for number, (start, stop) in enumerate(parts(spill)):
@@ -145,8 +148,7 @@ async def send_parts_of(
                 if item.accepted:
                     state = accepted_state(item)
                     states.append((item.row, state))
-                    if state.created_at is not None and state.created_at < run.started_wall:
-                        done.replayed += 1
+                    done.created.add(state.created_at)
                 outcomes.append(submitted_outcome(item, r.reference))
         spill.put_states(states)
         spill.record(outcomes)

@@ -57,6 +57,7 @@ from payops.tasks.intake import IntakeResult, PayoutRow
 from payops.tasks.intake.columns import ColumnMapError, parse_column_map
 from payops.tasks.intake.streaming import streams
 from payops.tasks.ledger.run_reconciliation import (
+    SentSpan,
     reconcile_at_run_end,
     record_approved_payouts,
     refused_references,
@@ -397,11 +398,12 @@ class Gate:
 
 @dataclass(frozen=True)
 class Sent:
-    """The batches' answers, the payouts the service accepted, how many an earlier run had sent."""
+    """The batches' answers, the payouts the service accepted, when they were created (and how many an
+    earlier run had sent)."""
 
     results: list[BatchResult]
     states: dict[str, PayoutState]
-    replayed: int
+    created: SentSpan
 
 
 # -- the pipeline -------------------------------------------------------------------------------------------
@@ -445,7 +447,7 @@ async def _pay_in_parts(
     waiting.rounds, waiting.calls_per_round = done.rounds, done.calls_per_round
     retried = await _mark_retried_parts(retries, run.label, spill)
     outcomes = spilled_outcomes(spill)
-    ending = Ending(done.replayed, waiting, [pf.limiter, *done.limiters], retried)
+    ending = Ending(done.created, waiting, [pf.limiter, *done.limiters], retried)
     return await _close(run, sheet, pf, settings, outcomes, spilled_facts(spill), ending)
 
 
@@ -632,14 +634,13 @@ async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSe
     run.meter.phase("submit")
     release_freed_memory(len(rows))  # the batches' request bodies and answers
     states: dict[str, PayoutState] = {}
-    replayed = 0
+    created = SentSpan(run.started_wall)
     for r in results:
         for item in r.items:
             if item.accepted:
                 state = states[item.reference] = accepted_state(item)
-                if state.created_at is not None and state.created_at < run.started_wall:
-                    replayed += 1
-    return Sent(results, states, replayed)
+                created.add(state.created_at)
+    return Sent(results, states, created)
 
 
 async def _poll(
@@ -697,16 +698,17 @@ async def _report(
     outcomes = _outcomes(sheet.intake, sent.results, poll.states)  # consumes the answers and the states
     retried = await mark_retried(retries, run.label, outcomes)  # rows a retry claimed while the run polled
     facts = row_facts(sheet.intake.rows, pf.names)
-    ending = Ending(sent.replayed, waiting, [x for x in limiters if x is not None], retried)
+    ending = Ending(sent.created, waiting, [x for x in limiters if x is not None], retried)
     return await _close(run, sheet, pf, settings, outcomes, facts, ending)
 
 
 @dataclass(frozen=True)
 class Ending:
-    """How sending and following ended: replays, the payouts still waiting (``waiting.states``, with the
+    """How sending and following ended: when the payouts were created and how many were replays, the payouts
+    still waiting (``waiting.states``, with the
     poll's rounds and whether it hit the deadline or the settle window), rates, rows a retry claimed."""
 
-    replayed: int
+    created: SentSpan
     waiting: PollResult
     limiters: list[LimiterStats | None]
     retried: dict[str, str]
@@ -729,7 +731,12 @@ async def _close(
     summary["rate_limit"] = LimiterStats.combine([x for x in ending.limiters if x is not None]).as_dict()
     not_final = sorted(poll.states)
     summary["reconciliation"] = await reconcile_at_run_end(
-        settings, run.settings, label, refused_references(outcomes.values()), params.rate_limit_per_s
+        settings,
+        run.settings,
+        label,
+        refused_references(outcomes.values()),
+        params.rate_limit_per_s,
+        ending.created.span,
     )
     by_status: Counter[str | None] = Counter()
     refused_by_code: Counter[str | None] = Counter()
@@ -747,7 +754,7 @@ async def _close(
             "payouts_by_status": dict(sorted(by_status.items())),
             "refused_items": refused_items,
             "refused_by_code": dict(refused_by_code),
-            "replayed_payouts": ending.replayed,
+            "replayed_payouts": ending.created.replayed,
             "awaiting_review": sorted(poll.awaiting_review),
             "not_final": not_final,
             "waiting_statuses": {r: poll.states[r].status for r in not_final},  # tasks.payouts.followup

@@ -453,6 +453,34 @@ def copy_intended(store: ReconciliationStore, label: str, file: RunMatchFile) ->
         file.add_intended(_intended_rows(part))
 
 
+@dataclass
+class SentSpan:
+    """When the service created the payouts a run sent (its batches' answers, in the service's clock): where
+    the run-end check looks for them (`list_windows`). Payouts created before ``since`` (the run's start)
+    were sent by an earlier run with the label and replayed: counted, not spanned."""
+
+    since: datetime
+    first: datetime | None = None
+    last: datetime | None = None
+    replayed: int = 0
+
+    def add(self, created_at: datetime | None) -> None:
+        if created_at is None:
+            return
+        if created_at < self.since:
+            self.replayed += 1
+            return
+        self.first = created_at if self.first is None else min(self.first, created_at)
+        self.last = created_at if self.last is None else max(self.last, created_at)
+
+    @property
+    def span(self) -> tuple[datetime, datetime] | None:
+        """``[first, last]`` as a window (its end 1 ms on: the service shows milliseconds), None if none."""
+        if self.first is None or self.last is None:
+            return None
+        return self.first, self.last + timedelta(milliseconds=1)
+
+
 def list_windows(
     start: datetime, end: datetime, sending: tuple[datetime, datetime] | None, payouts: int
 ) -> list[tuple[datetime, datetime]]:
@@ -550,19 +578,21 @@ async def reconcile_run(
     unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
     now: datetime | None = None,
     scratch_dir: Path | None = None,
+    created: tuple[datetime, datetime] | None = None,
 ) -> RunCheck:
     """Match run ``label`` now and store the check (with its differences); LookupError when payops has no
     record of the run. The approved payouts and the records read back wait in a match file (in
     ``scratch_dir``, else the system's temporary directory; deleted after), so memory does not grow with
-    the run."""
+    the run. ``created``: when the run's own payouts were created (`SentSpan`), known at the run's end;
+    else its first send to its end."""
     run = await asyncio.to_thread(store.run, label)
     if run is None:
         raise LookupError(f"no payout run {label!r} is recorded for reconciliation")
     now = now or datetime.now(UTC)
-    sending = (run.sent_from, run.ended_at or now)
+    sending = created or (run.sent_from, run.ended_at or now)
     with new_match_file(scratch_dir) as file:
         await asyncio.to_thread(copy_intended, store, label, file)
-        start, end = sending[0] - WINDOW_MARGIN, sending[1] + WINDOW_MARGIN
+        start, end = run.sent_from - WINDOW_MARGIN, (run.ended_at or now) + WINDOW_MARGIN
         await fetch_run_records(client, label, file, start, end, sending)
         match = await asyncio.to_thread(match_file, label, file, now, unchecked_after)
     summary = {**match.as_summary(), "trigger": trigger, "checked_at": now.isoformat()}
@@ -586,13 +616,13 @@ async def reconcile_run_task(
     trigger: str,
     unchecked_after_s: float,
     rate_per_s: float,
+    created: tuple[datetime, datetime] | None = None,
 ) -> RunCheck:
     """One task per run check: its list pages and per-reference reads, then the match and the store."""
     store = await asyncio.to_thread(open_store, payops)
     async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
-        return await reconcile_run(
-            client, store, label, trigger, unchecked_after=timedelta(seconds=unchecked_after_s)
-        )
+        after = timedelta(seconds=unchecked_after_s)
+        return await reconcile_run(client, store, label, trigger, unchecked_after=after, created=created)
 
 
 def refused_references(outcomes: Iterable[Any]) -> Iterator[str]:
@@ -607,10 +637,12 @@ async def reconcile_at_run_end(
     label: str,
     refused: Iterable[str],
     rate_per_s: float,
+    created: tuple[datetime, datetime] | None = None,
 ) -> dict[str, Any]:
     """The payout flow's closing step: mark the run ended (the ``refused`` references were never paid: they
     leave the record; an iterable read once, as it goes, e.g. `refused_references(outcomes)`), reconcile
-    it, and return the summary's ``reconciliation`` entry. A failure is reported in that entry and logged;
+    it (``created``: when its payouts were created, `SentSpan`), and return the summary's
+    ``reconciliation`` entry. A failure is reported in that entry and logged;
     the payouts are done and reported either way."""
 
     def end() -> None:
@@ -621,7 +653,7 @@ async def reconcile_at_run_end(
     try:
         await asyncio.to_thread(end)
         after = DEFAULT_UNCHECKED_AFTER.total_seconds()
-        check = await reconcile_run_task(settings, payops, label, "run-end", after, rate_per_s)
+        check = await reconcile_run_task(settings, payops, label, "run-end", after, rate_per_s, created)
     except Exception as exc:  # noqa: BLE001 - reconciliation is re-run later (`payops reconcile --run`)
         log.error("run %s: reconciliation failed (%s: %s)", label, type(exc).__name__, exc)
         return {"status": "failed", "error": f"{type(exc).__name__}: {str(exc)[:200]}"}

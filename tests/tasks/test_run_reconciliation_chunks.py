@@ -249,3 +249,18 @@ def test_list_windows_partition_the_read_span_and_split_the_sending_span_by_the_
         assert all(w[1] == nxt[0] for w, nxt in zip(windows, windows[1:], strict=False))  # no gap, no overlap
     assert rr.list_windows(start, end, None, 2_000) == [(start, end)]
     assert rr.list_windows(start, end, (t0, t0), 2_000) == [(start, end)]  # nothing sent: one list
+
+
+def test_sent_span_spans_the_payouts_this_run_created_and_counts_replays() -> None:
+    started = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    created = rr.SentSpan(started)
+    assert created.span is None
+    for at in [
+        started + timedelta(seconds=2),
+        None,
+        started - timedelta(hours=1),
+        started + timedelta(seconds=1),
+    ]:
+        created.add(at)
+    assert created.replayed == 1  # created before the run started: an earlier run sent it
+    assert created.span == (started + timedelta(seconds=1), started + timedelta(seconds=2, milliseconds=1))
