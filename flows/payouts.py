@@ -197,7 +197,7 @@ class PayoutRunParams(SheetRunParams):
         "then be refused).",
     )
     max_concurrent_batches: int = Field(
-        4, ge=1, le=32, description="Batches of up to 100 payouts sent at the same time."
+        8, ge=1, le=32, description="Batches of up to 100 payouts sent at the same time."
     )
     column_map: Text = Field(
         "",

@@ -152,7 +152,7 @@ class AdaptiveRate:
         deepest_cut: float = 0.5,
         slow_start_deepest_cut: float = 0.25,
         doubling_s: float = 0.25,
-        doubling_round_trips: float = 8.0,
+        doubling_round_trips: float = 6.0,
         burst_s: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,

@@ -241,7 +241,7 @@ def test_list_windows_partition_the_read_span_and_split_the_sending_span_by_the_
     t0 = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
     start, end = t0 - rr.WINDOW_MARGIN, t0 + timedelta(seconds=30) + rr.WINDOW_MARGIN
     sending = (t0, t0 + timedelta(seconds=30))
-    for payouts, inner in [(0, 1), (1, 1), (100, 1), (101, 2), (2_000, 16), (1_000_000, 16)]:
+    for payouts, inner in [(0, 1), (1, 1), (100, 1), (101, 2), (2_000, 20), (1_000_000, 30)]:
         windows = rr.list_windows(start, end, sending, payouts)
         assert windows[0] == (start, t0) and windows[-1] == (sending[1], end)
         assert len(windows) == inner + 2
