@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -103,6 +102,7 @@ from payops.tasks.runtime.inflight import DEFAULT_CAP, MAX_IN_FLIGHT
 from payops.tasks.runtime.memory import release_freed_memory
 from payops.tasks.runtime.progress import progress
 from payops.tasks.runtime.ratelimit import LimiterStats
+from payops.tasks.runtime.scratch import scratch_dir
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import row_reference
 from prefect import flow, get_run_logger
@@ -459,7 +459,7 @@ async def _read(run: SheetRun, held: ExitStack) -> Sheet:
     options = run.options.model_copy(update={"column_map": columns})
     spill = None
     if streams(params.source, run.settings.stream_csv_over_bytes):
-        work = Path(held.enter_context(tempfile.TemporaryDirectory(prefix="payops-run-")))
+        work = Path(held.enter_context(scratch_dir("run")))  # a killed run's is swept by the next
         spill = held.enter_context(RowSpill(work / "rows.sqlite3"))
         intake = await asyncio.to_thread(read_spilled_task, params.source, options, untraversed(spill))
     else:

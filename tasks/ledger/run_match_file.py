@@ -1,7 +1,8 @@
 """A run's approved payouts and the service's records of it, as compact rows in a temporary SQLite file, read
 back a range of references at a time: what lets a run of any size be reconciled in bounded memory.
 
-One file (stdlib ``sqlite3``) in a temporary directory the file owns and deletes when closed. Two tables,
+One file (stdlib ``sqlite3``) in a scratch directory the file owns and deletes when closed (one a killed
+process left is swept by the next, `tasks.runtime.scratch`). Two tables,
 each keyed by the reference: ``intended`` (what payops approved) and ``records`` (what the service holds; a
 reference written again replaces the earlier record, as the last read wins). Their columns are the caller's
 (`tasks.ledger.run_reconciliation`: cents and text, never pydantic models); the values come back as written.
@@ -14,10 +15,11 @@ Nothing here needs to survive a crash (a check is re-run from the service), henc
 from __future__ import annotations
 
 import sqlite3
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from payops.tasks.runtime.scratch import scratch_dir
 
 Row = tuple[Any, ...]
 
@@ -30,7 +32,7 @@ class RunMatchFile:
     ) -> None:
         if intended_columns[0] != "reference" or record_columns[0] != "reference":
             raise ValueError("the first column of each table is the reference")
-        self._dir = tempfile.TemporaryDirectory(prefix="payops-run-match-", dir=directory)
+        self._dir = scratch_dir("run-match", directory)
         self.path = Path(self._dir.name) / "match.sqlite3"
         # One check at a time uses it, from the event loop and from worker threads in turn (never at once).
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)

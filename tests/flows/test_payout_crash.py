@@ -119,8 +119,11 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
         else write_csv(tmp_path / "input.csv", rows)
     )
     reports = tmp_path / "reports"
+    scratch = tmp_path / "tmp"  # the runs' temporary directory: where their spill files go
+    scratch.mkdir()
     env = {
         **os.environ,
+        "TMPDIR": str(scratch),
         "PAYOPS_STREAM_CSV_OVER_BYTES": "0",  # every csv read in chunks into a spill file
         "PREFECT_API_URL": PREFECT_API_URL.value(),
         "PAYOPS_BASE_URL": base,
@@ -153,9 +156,14 @@ def test_sigkill_at_many_points_then_rerun_pays_each_row_once(
         code = proc.wait(timeout=180)
         assert switch.fired.is_set() and code == -signal.SIGKILL, f"kill point {point} never fired ({code})"
     switch.point = None
+    left = sorted(p.name for p in scratch.glob("payops-run-*"))
+    if kind == "csv":  # a killed run cannot delete its spill file
+        assert left, "no spill directory was left by the killed runs"
     final = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert final.returncode == 0, final.stderr[-2000:]
     summary = json.loads(final.stdout)
+    # the last run swept what the killed ones left (their processes are gone) and deleted its own
+    assert sorted(p.name for p in scratch.glob("payops-*")) == [], left
 
     assert emulator_stats(base)["payouts"] - before == 600  # every valid row paid, none twice
     assert summary["payouts_by_status"] == {"delivered": 599, "failed": 1}
