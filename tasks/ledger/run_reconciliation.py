@@ -485,9 +485,9 @@ def list_windows(
     start: datetime, end: datetime, sending: tuple[datetime, datetime] | None, payouts: int
 ) -> list[tuple[datetime, datetime]]:
     """``[start, end)`` cut into windows ``[from, to)`` that partition it, so each payout is listed once: the
-    ``sending`` span (the run's first send to its end, where its payouts were created, about evenly over
-    time) in one window per `PAGE` ``payouts`` (at most `READS_AT_ONCE`, less the two margins), the margins
-    before and after it one window each."""
+    ``sending`` span (where the run's payouts were created, about evenly over time: its `SentSpan`, else its
+    first send to its end) in one window per `PAGE` ``payouts`` (at most `READS_AT_ONCE`, less the two
+    margins), the margins before and after it one window each."""
     if sending is None:
         return [(start, end)]
     low, high = max(start, sending[0]), min(end, sending[1])
