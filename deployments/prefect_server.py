@@ -30,6 +30,7 @@ from payops.deployments.processes import (
     stop_child,
     wait_http,
 )
+from payops.tasks.runtime.scratch import scratch_dir
 
 if TYPE_CHECKING:
     from payops.store.settings import PayopsSettings
@@ -109,7 +110,7 @@ class LocalPrefectServer:
 
     def start(self, timeout: float = STARTUP_TIMEOUT_S) -> None:
         """Start the server and wait until it answers; RuntimeError when it exits or time runs out."""
-        self._logs = tempfile.TemporaryDirectory(prefix="payops-prefect-server-")
+        self._logs = scratch_dir("prefect-server")  # one a killed payops left is swept by the next
         log = Path(self._logs.name) / "server.log"
         self.proc = start_child(self.command(), self.environment(), log)
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,15 @@ for _key in [k for k in os.environ if k.startswith("PAYOPS_")]:
 # The payops database, caches and keys of this test session; a `payops serve` someone runs on this machine
 # belongs to another home, so no command of this session finds it.
 os.environ["PAYOPS_HOME"] = str(_HOME / "payops")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's PREFECT_HOME and payops home go with it (a leftover is reported, not fatal)."""
+
+    def report(function: object, path: str, exc_info: object) -> None:
+        print(f"could not remove the test session's home {path}: {exc_info}")
+
+    shutil.rmtree(_HOME, onerror=report)
 
 
 @pytest.fixture(scope="session")
