@@ -156,6 +156,20 @@ def is_prefect_server(cmdline: list[str]) -> bool:
     )
 
 
+def prefect_servers(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those of ``processes`` that are Prefect API servers (`is_prefect_server`); one that ended meanwhile
+    (gone, or a zombie not yet reaped: a finished flow run's process) is not a server."""
+    found = []
+    for p in processes:
+        try:
+            line = p.cmdline()
+        except psutil.NoSuchProcess:  # ZombieProcess included
+            continue
+        if is_prefect_server(line):
+            found.append(p)
+    return found
+
+
 def wait_until(
     predicate: Callable[[], Any], timeout: float, what: str, proc: subprocess.Popen[bytes], log: Path
 ) -> Any:

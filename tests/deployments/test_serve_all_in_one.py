@@ -20,7 +20,7 @@ from payops.tasks.events.payment_events import DEFAULT_FORWARD
 
 from tests.deployments.console_harness import PASSWORD, good_sheet
 from tests.deployments.serve_harness import all_in_one as serve_all_in_one
-from tests.deployments.serve_harness import busy_machine, is_prefect_server
+from tests.deployments.serve_harness import busy_machine, prefect_servers
 from tests.deployments.serve_harness import wait_until as wait_for
 
 pytestmark = pytest.mark.e2e
@@ -129,7 +129,7 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
     # One Prefect server per `payops serve`: the runner and the template resolution use it, never a hidden
     # temporary server of their own (which would share the SQLite file and race it).
     assert "temporary server" not in log.read_text().lower()
-    servers = [c for c in children if is_prefect_server(c.cmdline())]
+    servers = prefect_servers(children)
     assert len(servers) == 1, [c.cmdline() for c in servers]
     # SIGINT to serve's own process (a supervisor's Ctrl-C) on a busy machine: everything ends within seconds.
     with busy_machine():
