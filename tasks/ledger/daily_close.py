@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 from payops.connectors.payments import PaymentsClient, PaymentsSettings, Transaction
 from payops.store.reconciliation import Check, Difference, ReconciliationStore
@@ -115,8 +116,24 @@ class ReadTransactions:
             self._unlooked = set()
 
     def frame(self) -> pd.DataFrame:
-        """`tasks.ledger.run_reconciliation.records_frame`'s columns and ``slug`` (`row_reference_slug`)."""
-        return self.columns.frame().assign(slug=pd.Series(self.slugs, dtype=object))
+        """The transactions as a frame (`records_frame`) with ``slug`` (`row_reference_slug`)."""
+        return records_frame(self.columns).assign(slug=pd.Series(self.slugs, dtype=object))
+
+
+def records_frame(columns: RecordColumns) -> pd.DataFrame:
+    """Records' columns as a frame: cents as int64 (the fee nullable), times as UTC datetimes (NaT where
+    none, so whole columns compare), the rest as objects."""
+    c = columns.columns
+    typed = {"amount_c": "int64", "effect_c": "int64", "fee_c": "Int64", "final": bool}
+    data: dict[str, Any] = {
+        name: pd.Series(c[name], dtype=typed.get(name, object))
+        for name in columns.NAMES
+        if name not in ("completed_at", "created_at")
+    }
+    for name in ("completed_at", "created_at"):  # integer microseconds, NO_TIME (int64's least) is NaT
+        micros = np.array(c[name], dtype="int64").view("M8[us]")
+        data[name] = pd.Series(micros).dt.tz_localize(UTC)
+    return pd.DataFrame(data, columns=list(columns.NAMES))
 
 
 def _groups(items: Sequence[Mapping[str, Any]]) -> list[tuple[datetime, datetime, set[str]]]:
