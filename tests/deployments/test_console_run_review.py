@@ -199,16 +199,29 @@ def test_failed_rows_are_retried_from_the_run_page_while_the_run_still_polls(
     assert 'id="outcome"' not in client.get(run_path).text  # the run still waits for its held payout
     assert "Retry failed rows now" not in client.get(run_path).text  # nothing left to retry early
 
-    with emulator.state.lock:  # the held payout fails at last: the run ends
-        account = emulator.state.env("demo", "test")
-        transition(account, account.payouts["CEA-00003"], "failed", "account_not_found", datetime.now(UTC))
+    def fail_when_held(reference: str) -> None:
+        """The held payout ``reference`` fails by hand, as an operator at the provider would end it."""
+        deadline = time.monotonic() + 60
+        while True:
+            with emulator.state.lock:
+                account = emulator.state.env("demo", "test")
+                payout = account.payouts.get(reference)
+                if payout is not None and payout.status == "held":
+                    transition(account, payout, "failed", "account_not_found", datetime.now(UTC))
+                    return
+            assert time.monotonic() < deadline, f"{reference} never held"
+            time.sleep(0.2)
+
+    fail_when_held("CEA-00003")  # the run ends
     page = _final_page(client, run_path)
     assert "Retry failed rows (1)" in page  # only the row no retry took
     late = client.post(f"{run_path}/retry", data={"csrf_token": token})
     assert late.status_code == 200, late.text[-2000:]
     assert re.search(r"Run label: <code>sheet-\w+-retry2</code>", late.text)
     assert re.findall(r'type="checkbox" name="drop" value="([^"]+)"', late.text) == ["CEA-00003-rs1"]
-    _final_page(client, _submit(client, token, late))
+    late_path = _submit(client, token, late)
+    fail_when_held("CEA-00003-rs1")  # the same number is held again; not waited out (its 60 s window)
+    assert "failed 1" in _final_page(client, late_path)
     assert _payouts(emulator) == paid + 5 + 2 + 1  # the rows, then every failed row paid again once
     done = client.post(f"{run_path}/retry", data={"csrf_token": token})
     assert done.status_code == 409 and "A retry of this run already exists" in done.text
