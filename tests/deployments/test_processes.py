@@ -45,6 +45,9 @@ def test_the_first_stop_signal_raises_in_the_main_thread_and_later_ones_are_igno
     code = (
         "import os, signal, time\n"
         "from payops.deployments.processes import StopRequested, stop_on_signals\n"
+        # Python's own handler, whatever the test runner inherited (a background job of a shell without job
+        # control starts with SIGINT ignored): the handler the block must give back
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "with stop_on_signals():\n"
         "    try:\n"
         "        print('waiting', flush=True)\n"
