@@ -333,7 +333,7 @@ class RunTally:
     A chunk is a full outer join on the reference, in reference order. Hand-rolled over plain tuples, not a
     data-frame join: a chunk is at most `MATCH_CHUNK` rows whose references are unique on each side (the
     match file's keys), so two dictionaries join it, and the payout flow that runs it need not load pandas
-    (0.15 s and 56 MB of a 2,000-row run's process, docs/performance.md)."""
+    (about 0.12 s and 45 MB of a 2,000-row run's process, docs/performance.md)."""
 
     def __init__(
         self, label: str, now: datetime, unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER
