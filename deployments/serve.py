@@ -231,11 +231,11 @@ def wire_webhooks(
     )
 
 
-SHUTDOWN_S = 10.0
 RUNNER_QUERY_S = 2.0
 """How often serve's runner looks for flow runs to start (Prefect's default is 10 s): a run started from the
 console, the Prefect UI, a schedule or an automation starts within 2 s. One small query to the local Prefect
 server each time. ``PREFECT_RUNNER_POLL_FREQUENCY`` set in the environment wins."""
+SHUTDOWN_S = 10.0
 """What a stop (Ctrl-C, SIGINT or SIGTERM to `payops serve`) may take at most, every child included."""
 RUNNER_STOP_S = 4.0
 DRAIN_S = 1.5
