@@ -10,8 +10,8 @@ difference has a kind (`KINDS`). The wallet effect of a transaction, shared with
 
 Memory does not grow with the run (beyond the differences found): `reconcile_run` keeps the approved payouts
 and the records as compact rows in a temporary file (`tasks.ledger.run_match_file`), and matches them
-`MATCH_CHUNK` references at a time with the code `match_run` runs on one frame (`RunTally`): the frames'
-outer join sorts by reference, so chunks in reference order give the same differences in the same order.
+`MATCH_CHUNK` references at a time with the code `match_run` runs on the whole run at once (`RunTally`): each
+chunk is joined in reference order, so chunks in reference order give the same differences in the same order.
 
 Money is compared in integer cents (an exact two-decimal amount times 100), never float.
 """
