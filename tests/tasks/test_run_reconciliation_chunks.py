@@ -137,6 +137,9 @@ async def test_chunked_reconcile_equals_one_chunk_for_every_kind(
     assert whole.summary["status"] == "differences"
     fee = next(d for d in whole.differences if d.kind == "fee_outside_bound")
     assert (fee.expected, fee.actual) == ("0.00..1.00", "19.99")
+    refund = next(d for d in whole.differences if d.kind == "reversed_after_delivery")
+    # the detail names the reversal that carried the money back
+    assert (refund.expected, refund.actual, refund.detail) == ("10.00", "refunded", "row 6: rvr-chk-r6")
     stored = store.checks("run", LABEL)
     assert [c.differences for c in stored] == [whole.differences, whole.differences]
 
