@@ -43,6 +43,9 @@ from prefect.cache_policies import NO_CACHE
 log = logging.getLogger(__name__)
 
 PAGE = 100
+SETTLE_MARGIN_S = 0.02
+"""Read this long after the moment the last payout should be final (`SettleClock`): timestamps are to the
+millisecond."""
 Gate = AbstractAsyncContextManager[Any]
 """What admits a read: a semaphore, or `tasks.runtime.inflight.InFlight`."""
 
@@ -204,6 +207,53 @@ async def _refresh_by_reference(
     return len(refs)
 
 
+def _earliest(*moments: float | None) -> float | None:
+    return min((m for m in moments if m is not None), default=None)
+
+
+@dataclass
+class SettleClock:
+    """When the payouts still moving should be final, judged by the ones already final: the service took
+    ``settle_s`` at most from a payout's creation to its final status (``completed_at - created_at``, both in
+    the service's clock). The poll reads again then instead of at its back-off's next step, which may come up
+    to half a second (loopback) or many seconds (a long back-off) after the last payout settled.
+
+    ``offset`` maps the service's clock to the poll's: taken when the poll starts, from the newest creation
+    time the batches' answers carry, which is at or before the service's now; a payout is thus expected at
+    the earliest when it can be final, never before. A hint only: it shortens a wait, never lengthens one,
+    and once the expected moment has passed the back-off decides alone again.
+    """
+
+    offset: float | None
+    settle_s: float | None = None
+
+    @classmethod
+    def start(cls, states: Iterable[PayoutState], now: float) -> SettleClock:
+        newest = max((s.created_at for s in states if s.created_at is not None), default=None)
+        return cls(None if newest is None else now - newest.timestamp())
+
+    def learn(self, were_pending: Iterable[PayoutState]) -> None:
+        """Take the settle times of those of ``were_pending`` (read in this round) that are final now."""
+        for s in were_pending:
+            if s.final and s.created_at is not None and s.completed_at is not None:
+                took = (datetime.fromisoformat(s.completed_at) - s.created_at).total_seconds()
+                if took >= 0 and (self.settle_s is None or took > self.settle_s):
+                    self.settle_s = took
+
+    def all_final_at(self, pending: Iterable[PayoutState], now: float) -> float | None:
+        """When (the poll's clock, after ``now``) every payout of ``pending`` not waiting for a person should
+        be final; None before any payout was seen final, without such a payout, or when that moment has
+        passed (they took longer: the back-off decides)."""
+        if self.offset is None or self.settle_s is None:
+            return None
+        moving = (s.created_at for s in pending if s.created_at is not None and not s.awaiting_review)
+        newest = max(moving, default=None)
+        if newest is None:
+            return None
+        moment = newest.timestamp() + self.settle_s + self.offset + SETTLE_MARGIN_S
+        return moment if moment > now else None
+
+
 async def poll_until_final(
     client: PaymentsClient,
     states: dict[str, PayoutState],
@@ -232,6 +282,7 @@ async def poll_until_final(
     gate = gate or asyncio.Semaphore(concurrency)
     waiting_since: dict[str, float] = {}
     told = {r for r, s in states.items() if s.failed}
+    settle = SettleClock.start(states.values(), clock())
 
     def settle_at() -> float | None:
         """When the settle window of the payouts waiting for a person ends (None: something else moves)."""
@@ -260,6 +311,7 @@ async def poll_until_final(
             log.warning("poll round %d failed (%s): read again next round", result.rounds + 1, exc)
             calls = 0
         now = clock()
+        settle.learn(states[r] for r in pending)
         for ref, s in states.items():
             if s.awaiting_review:
                 waiting_since.setdefault(ref, now)
@@ -275,13 +327,18 @@ async def poll_until_final(
             await on_round(result)
         return Counter(s.status for s in states.values()) != before
 
+    def wake_at() -> float | None:
+        """The settle window's end, or when every payout still moving should be final, if sooner."""
+        expected = settle.all_final_at((states[r] for r in result.pending), clock())
+        return _earliest(settle_at(), expected)
+
     progress = await poll_until(
         refresh,
         lambda: not result.pending or settled(),
         deadline_s,
         backoff,
         sleep=sleep,
-        wake_at=settle_at,
+        wake_at=wake_at,
         clock=clock,
     )
     result.deadline_reached = progress.deadline_reached
