@@ -235,10 +235,14 @@ class SettleClock:
     def learn(self, were_pending: Iterable[PayoutState]) -> None:
         """Take the settle times of those of ``were_pending`` (read in this round) that are final now."""
         for s in were_pending:
-            if s.final and s.created_at is not None and s.completed_at is not None:
-                took = (datetime.fromisoformat(s.completed_at) - s.created_at).total_seconds()
-                if took >= 0 and (self.settle_s is None or took > self.settle_s):
-                    self.settle_s = took
+            if not s.final or s.created_at is None or s.completed_at is None:
+                continue
+            completed = datetime.fromisoformat(s.completed_at)
+            if (completed.tzinfo is None) != (s.created_at.tzinfo is None):
+                continue  # one with an offset, one without: not comparable
+            took = (completed - s.created_at).total_seconds()
+            if took >= 0 and (self.settle_s is None or took > self.settle_s):
+                self.settle_s = took
 
     def all_final_at(self, pending: Iterable[PayoutState], now: float) -> float | None:
         """When (the poll's clock, after ``now``) every payout of ``pending`` not waiting for a person should

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from payops.tasks.runtime import memory
 from payops.tasks.runtime.memory import LARGE_RUN_ROWS, release_freed_memory
+
+
+def _in_a_child(probe: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``probe`` run by a fresh interpreter in the repository (the collector's settings are per process)."""
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120, check=check
+    )
 
 
 def _rss_mb() -> float:
@@ -40,9 +50,6 @@ def test_a_small_run_pays_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_payops_command_exits_with_its_heap_frozen_and_its_code() -> None:
     # The interpreter's shutdown collections would walk the whole heap (Prefect, pydantic, SQLAlchemy) of a
     # finished command; at exit the heap is frozen and the collector off, and the exit code is the command's.
-    import subprocess
-    from pathlib import Path
-
     probe = (
         "import atexit, gc, sys\n"
         "atexit.register(lambda: print('collector', gc.isenabled(), gc.get_freeze_count() > 1000))\n"
@@ -50,10 +57,7 @@ def test_the_payops_command_exits_with_its_heap_frozen_and_its_code() -> None:
         "sys.argv = ['payops', 'no-such-command']\n"
         "main()\n"
     )
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120, check=False
-    )
+    done = _in_a_child(probe)
     assert done.returncode == 2  # click's usage error
     assert "collector False True" in done.stdout
 
@@ -62,10 +66,6 @@ def test_a_flow_run_collects_cycles_less_often_and_keeps_a_higher_or_disabled_se
     # Each full collection walks Prefect's, pydantic's and SQLAlchemy's objects and the run's rows: with
     # Python's defaults (700, 10, 10) that took 5.4 s of a 100,000-row run. Every flow opens its clients
     # first, so a run started anywhere (a command, payops serve, a worker) sets the process's thresholds.
-    # In a child process: the thresholds are the process's own.
-    import subprocess
-    from pathlib import Path
-
     probe = (
         "import asyncio, gc\n"
         "from payops.tasks.runtime.clients import open_clients\n"
@@ -82,9 +82,5 @@ def test_a_flow_run_collects_cycles_less_often_and_keeps_a_higher_or_disabled_se
         "collect_cycles_less_often()\n"
         "print('off kept', gc.get_threshold()[0] == 0)\n"
     )
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120, check=True
-    )
-    lines = done.stdout.split("\n")[:4]
+    lines = _in_a_child(probe, check=True).stdout.split("\n")[:4]
     assert lines == ["defaults True", "in a run True", "higher kept True", "off kept True"]
