@@ -61,7 +61,7 @@ def collect_cycles_less_often() -> None:
     run's first step: `tasks.runtime.clients.open_clients`). Thresholds set higher already are kept.
 
     A full collection walks every container object the process holds: Prefect's, pydantic's and
-    SQLAlchemy's (about 400,000 once a flow runs) and the run's rows, batches and states. With Python's
+    SQLAlchemy's (about 200,000 once a flow runs) and the run's rows, batches and states. With Python's
     defaults the collector took 0.16 s of a warm 2,000-row run (one full collection) and 6.8 s of a
     100,000-row one (5.4 s in 21 full collections); with these, 0.03 s and 2.0 s (0.55 s in 7, four of them
     `release_freed_memory`'s). Peak RSS at 100,000 rows stayed within 3 MB (docs/performance.md).
