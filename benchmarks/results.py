@@ -132,6 +132,12 @@ def _payouts_e2e(r: Mapping[str, Any]) -> tuple[str, str]:
     if mode == "kill_mid_run":
         return _payouts_kill(r)
     figure = f"{r['rows']:,} rows: {_flow_run(r.get('cold'), 'cold')}; {_flow_run(r.get('warm'), 'warm')}"
+    floor, beyond = r.get("prefect_floor"), r.get("beyond_settle_s") or {}
+    if floor and r.get("warm"):
+        figure += (
+            f"; the warm process {r['warm']['process_s']} s, {beyond['warm_process']} s beyond the settle "
+            f"wait, an empty Prefect flow process **{floor['median_s']} s** of it"
+        )
     naive = r.get("naive_16way")
     if not naive:
         return figure, "no baseline (`--baseline-rows 0`)"

@@ -13,6 +13,7 @@ from tests.docs.markdown import ROOT, read
 #: programs under benchmarks/ that are not benchmarks themselves
 HELPERS = {
     "flow_process",
+    "empty_flow",
     "sheets",
     "results",
     "payroll",
