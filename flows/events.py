@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, Text
 from payops.flows.summaries import EventsCatchUpSummary
@@ -28,7 +29,7 @@ from payops.tasks.events.payment_events import ForwardFilter
 from payops.tasks.reports.artifacts import markdown_table
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
 from pydantic import BaseModel, Field, field_validator

@@ -9,6 +9,7 @@ runs it by hand.
 
 from __future__ import annotations
 
+from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, ReportDir, Text
 from payops.flows.summaries import FollowupSummary
@@ -17,7 +18,7 @@ from payops.tasks.payouts.followup import FollowupRefused, follow_up_task, updat
 from payops.tasks.reports.run_reports import report_root
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.states import State
 from pydantic import BaseModel, Field
 

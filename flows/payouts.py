@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from payops.connectors.payments import PaymentsSettings
 from payops.flows.approval import Answer, Ask, ask_approval, resume_description
+from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run, state_message
 from payops.flows.payout_parts import (
     accepted_state,
@@ -105,7 +106,7 @@ from payops.tasks.runtime.ratelimit import LimiterStats
 from payops.tasks.runtime.scratch import scratch_dir
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import row_reference
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed

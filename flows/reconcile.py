@@ -15,6 +15,7 @@ import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
 from payops.flows.summaries import ReconciliationSummary
@@ -25,7 +26,7 @@ from payops.tasks.ledger.run_reconciliation import KINDS, label_for_reference, o
 from payops.tasks.reports.artifacts import artifact_key, markdown_table, report_lines
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
 from pydantic import BaseModel, Field, model_validator

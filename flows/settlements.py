@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from payops.connectors.payments.models import REFERENCE_PATTERN
+from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
 from payops.flows.summaries import SettlementRunSummary
@@ -37,7 +38,7 @@ from payops.tasks.settlements import (
 )
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import resettlement_reference, settle_now_reference
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import State
 from pydantic import BaseModel, Field

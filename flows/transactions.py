@@ -12,6 +12,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir
 from payops.flows.summaries import TransactionsReportSummary
@@ -33,7 +34,7 @@ from payops.tasks.ledger.transactions_report import (
 from payops.tasks.reports.artifacts import markdown_table, report_lines
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import State
 from pydantic import BaseModel, ConfigDict, Field, model_validator

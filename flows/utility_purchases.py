@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from payops.connectors.payments import PaymentsSettings
 from payops.connectors.payments.models import UTILITY_PURCHASE_AWAITING_STATUSES
+from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
 from payops.flows.pipeline import RunEnded, SheetRun, send_parts
 from payops.flows.run_params import SheetRunParams, sheet_run_name, tag_run
@@ -48,7 +49,6 @@ from payops.tasks.utility_purchases import (
 from payops.tasks.utility_purchases import PollResult as PurchasePollResult
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import content_label
-from prefect import flow
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed

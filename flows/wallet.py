@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
+from payops.flows.flow_decorator import flow
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock
 from payops.tasks.events.alerts import CROSSINGS_VARIABLE, Crossings, emit_low_balance
 from payops.tasks.ledger.wallet_watch import CurrencyWatch, assess, read_headroom_task, upcoming_totals_task
 from payops.tasks.reports.artifacts import markdown_table
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from pydantic import BaseModel, Field
 
