@@ -113,9 +113,10 @@ def name_from_parameters(parameters: dict[str, Any]) -> str:
     return stem or "sheet"
 
 
-GENERATED_NAME = re.compile(r"[a-z]+-[a-z]+", re.IGNORECASE)
-"""The shape of the names Prefect makes up for runs nobody named: two random words (``educational-limpet``
-from the server, ``Sleek-Baya`` pre-filled by the UI's run form)."""
+GENERATED_NAME = re.compile(r"[^\W\d_]+-[^\W\d_]+")
+"""The shape of the names Prefect makes up for runs nobody named: two random words of letters
+(``educational-limpet`` from the server, ``Sleek-Baya`` pre-filled by the UI's run form, whose animals are not
+all ASCII: ``Fantastic-Vicuña``)."""
 
 
 def sheet_run_name() -> str:

@@ -89,3 +89,4 @@ def test_a_run_name_typed_in_prefects_form_is_kept(
     assert asyncio.run(run_named("Payroll December, second try")) == "Payroll December, second try"
     assert asyncio.run(run_named("brave-otter")) == "December run"  # made up by Prefect's server
     assert asyncio.run(run_named("Sleek-Baya")) == "December run"  # pre-filled by Prefect's run form
+    assert asyncio.run(run_named("Fantastic-Vicuña")) == "December run"  # the form's words are not all ASCII
