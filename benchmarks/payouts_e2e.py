@@ -70,6 +70,8 @@ FINAL = {"delivered", "failed", "refunded"}
 SETTLE_S = 1.5
 """The emulator's settle wait: a payout is final this long after it was accepted (`start_sandbox`'s
 --delivery-delay)."""
+WARM_PROCESS_TARGET_S = 1.5
+"""The loopback warm 2,000-row process's target: this long beyond the settle wait, at most."""
 NAIVE_CONCURRENCY = 16
 
 
@@ -288,12 +290,13 @@ def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "warm_process": round(warm["process_s"] - SETTLE_S, 2),
     }
     if fixed_cost_target:
-        out["targets"]["warm_process_within_1_5s_of_settle"] = warm["process_s"] - SETTLE_S <= 1.5
+        within = warm["process_s"] - SETTLE_S <= WARM_PROCESS_TARGET_S
+        out["targets"]["warm_process_within_1_5s_of_settle"] = within
     if floor is not None:
         out["prefect_floor"] = {**floor, "what": "an empty Prefect flow process (benchmarks/empty_flow.py)"}
         beyond = out["beyond_settle_s"]
         beyond["warm_process_over_prefect_floor"] = round(warm["process_s"] - SETTLE_S - floor["median_s"], 2)
-        beyond["left_for_payops_by_the_target"] = round(1.5 - floor["median_s"], 2)
+        beyond["left_for_payops_by_the_target"] = round(WARM_PROCESS_TARGET_S - floor["median_s"], 2)
     if n >= 100_000:
         out["targets"]["warm_report_le_8s"] = warm["phase_durations_s"].get("report", 1e9) <= 8
         out["targets"]["warm_peak_rss_le_400mb"] = warm["peak_rss_mb"] <= 400
