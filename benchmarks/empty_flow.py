@@ -4,7 +4,7 @@ with no task against the same Prefect server, and exits.
 It starts and ends as a payops command does (the collector paused for the imports, the heap frozen at exit:
 `payops.tasks.runtime.memory`), so what it takes is Prefect's own cost per process: the interpreter, Prefect's
 import and logging set-up, one flow run's start and end against the server, the exit. A `payops payouts`
-process pays all of it before its own work (its imports, the sheet, the batches, the poll, the run-end
+process pays all of it on top of its own work (its imports, the sheet, the batches, the poll, the run-end
 reconciliation, the reports).
 
 Run as ``python -m benchmarks.empty_flow``; `empty_flow_floor` times it in processes of its own.
