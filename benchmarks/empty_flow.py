@@ -12,7 +12,6 @@ Run as ``python -m benchmarks.empty_flow``; `empty_flow_floor` times it in proce
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
@@ -42,9 +41,11 @@ def main() -> None:
 
 def empty_flow_floor(repeat: int = REPEAT) -> dict[str, Any]:
     """This module run ``repeat`` times, one process after another, in the environment the benchmark's flow
-    processes get (bytecode cached, as `benchmarks.flow_process` runs): each process's wall time, from its
-    start to its exit."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    processes get (`benchmarks.flow_process.measured_env`): each process's wall time, from its start to its
+    exit."""
+    from benchmarks.flow_process import measured_env
+
+    env = measured_env()
     runs: list[float] = []
     for _ in range(repeat):
         t0 = time.perf_counter()

@@ -135,19 +135,24 @@ def flow_command(sheet: Path, label: str, report_dir: str, poll_deadline_s: floa
     return [*cli, "--poll-deadline-s", str(poll_deadline_s)]
 
 
+def measured_env() -> dict[str, str]:
+    """The environment of a measured process: this one's, with its bytecode cached as an installed payops
+    has it (pip compiles on install), whatever ``PYTHONDONTWRITEBYTECODE`` says here: compiling payops'
+    sources would add about 0.1 s to every run."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def start_flow_process(
     sheet: Path, label: str, report_dir: str, poll_deadline_s: float = POLL_DEADLINE_S
 ) -> subprocess.Popen[bytes]:
-    """The flow process started (its own process group, SIGTERM when the caller dies), its stdout piped.
-    Its modules' bytecode is cached as an installed payops has it (pip compiles on install), whatever
-    ``PYTHONDONTWRITEBYTECODE`` says here: compiling payops' sources would add about 0.1 s to every run."""
+    """The flow process started (its own process group, SIGTERM when the caller dies), its stdout piped,
+    in the `measured_env`."""
     from payops.tasks.runtime.child_processes import preexec_own_group_dying_with_parent
 
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return subprocess.Popen(
         flow_command(sheet, label, report_dir, poll_deadline_s),
         cwd=ROOT,
-        env=env,
+        env=measured_env(),
         stdout=subprocess.PIPE,
         preexec_fn=preexec_own_group_dying_with_parent(),  # noqa: PLW1509 - setsid + pdeathsig only
     )
