@@ -27,6 +27,7 @@ class RunRecord:
     start: str | None
     label: str | None
     source: str | None
+    report_dir: str | None = None
     dry_run: bool = False
     outcome: str | None = None
     rows_total: int | None = None
@@ -70,6 +71,7 @@ def _record(flow_run: Any, facts: dict[str, Any]) -> RunRecord:
         start=when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else None,
         label=facts.get("label") or params.get("label"),
         source=params.get("source"),
+        report_dir=params.get("report_dir"),
         dry_run=bool(params.get("dry_run")),
         outcome=facts.get("outcome"),
         rows_total=facts.get("rows_total"),

@@ -54,6 +54,12 @@ class PayopsSettings(BaseSettings):
         None, description="Key of the audit chain; default: the file audit.key in the home"
     )
     api_token: SecretStr | None = Field(None, description="A payops user's personal API token (the CLI)")
+    url: str | None = Field(
+        None, description="The payops server the CLI is a client of (default: this home's `payops serve`)"
+    )
+    config_dir: Path | None = Field(
+        None, description="Where `payops login` keeps tokens (default: $XDG_CONFIG_HOME/payops)"
+    )
     alerts_block: str | None = Field(None, description="Notification block alerts are sent through")
     events_lag_alert_minutes: float = Field(
         15.0,
@@ -99,6 +105,13 @@ class PayopsSettings(BaseSettings):
         """The configured console address without a trailing slash, or None."""
         value = (self.console_url or "").strip().rstrip("/")
         return value or None
+
+    def logins_file(self) -> Path:
+        """Where `payops login` keeps this person's tokens, one per server (their own config, never the
+        payops home): ``PAYOPS_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/payops``, else ``~/.config/payops``."""
+        xdg = os.environ.get("XDG_CONFIG_HOME")
+        base = self.config_dir or (Path(xdg) if xdg else Path.home() / ".config") / "payops"
+        return base.expanduser() / "logins.json"
 
     def audit_key_bytes(self) -> bytes:
         """The audit chain's key: ``PAYOPS_AUDIT_KEY`` (every host writing one shared database sets the same),

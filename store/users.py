@@ -277,6 +277,14 @@ class Users:
                 True,
             )
 
+    def revoke_token_value(self, token: str) -> TokenInfo:
+        """Revoke the token itself (its holder logging out); UserError when it is not a known token."""
+        with Session(self.engine) as db:
+            row_id = db.scalar(select(ApiToken.id).where(ApiToken.token_hash == _digest(token)))
+        if row_id is None:
+            raise UserError("not a known API token")
+        return self.revoke_token(row_id)
+
     # -- sessions ---------------------------------------------------------------------------------------
     def start_session(self, user: User, client: str) -> str:
         """A new session for ``user``; returns the id for the cookie (only its hash is stored)."""

@@ -14,6 +14,8 @@ from payops.deployments.cli import (
     check,
     db,
     events,
+    host,
+    login,
     operations,
     payouts,
     purchases,
@@ -47,6 +49,9 @@ app.add_typer(webhooks.app, name="webhooks")
 app.add_typer(cache.app, name="cache")
 app.add_typer(reconcile.app, name="reconcile")
 app.add_typer(db.app, name="db")
+app.add_typer(host.app, name="host")
+app.command("login")(login.login)
+app.command("logout")(login.logout)
 
 
 def main() -> None:

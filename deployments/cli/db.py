@@ -42,14 +42,19 @@ def current() -> None:
 
 @app.command("upgrade")
 def upgrade() -> None:
-    """Bring the payops database's schema to the newest revision (safe to run again: nothing to do then)."""
+    """Bring the payops database's schema to the newest revision (safe to run again: nothing to do then). A
+    host command: it needs write access to the payops home and is audited as host:<uid>."""
+    from payops.deployments.cli.host import audit_locally, host_actor, writable_home
     from payops.store import shown_url, upgrade_database
     from payops.store.database import SCHEMA_HEADS
     from sqlalchemy.exc import SQLAlchemyError
 
+    writable_home()
     settings = cli_settings()
     try:
         upgrade_database(settings)
     except (SQLAlchemyError, ImportError, ValueError, OSError) as exc:
         fail(f"the payops database was not upgraded ({type(exc).__name__}); check {DATABASE_SETTING}")
-    typer.echo(f"{shown_url(settings.database)}: at {', '.join(sorted(SCHEMA_HEADS))}")
+    audit_locally("db.upgraded", "db:payops", revision=", ".join(sorted(SCHEMA_HEADS)))
+    at = ", ".join(sorted(SCHEMA_HEADS))
+    typer.echo(f"{shown_url(settings.database)}: at {at} (locally, audited as {host_actor()})")

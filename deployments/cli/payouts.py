@@ -23,8 +23,10 @@ from payops.deployments.cli._common import (
     refuse_unsafe_sheet,
     run_flow,
 )
+from payops.deployments.cli.front_door import front_door
 from payops.deployments.cli.identity import TOKEN_ENV, CliUser, audit_start, authenticate
 from payops.deployments.cli.progress_display import is_terminal, progress_display
+from payops.deployments.cli.remote_runs import pay_through_server, retry_through_server
 from payops.flows.summaries import PayoutRunSummary
 from typer.core import TyperGroup
 
@@ -100,6 +102,16 @@ def _who(user: str | None, dry_run: bool, action: str) -> CliUser | None:
     return authenticate(user, "upload", action)
 
 
+def _no_credentials_option(block: str | None) -> None:
+    """Through the server, the workers pay with the service credential they hold: a person names none."""
+    if block:
+        fail(
+            "--credentials-block: runs through the payops server pay with the credential its workers hold; "
+            "the option is for runs on the server host without a server",
+            EXIT_INVALID,
+        )
+
+
 def _threshold(value: str | None) -> Decimal | None:
     try:
         return Decimal(value) if value else None
@@ -149,6 +161,23 @@ def payouts(
 
     mapping = format_column_map(column_map(column))  # a bad --column exits 2 before anything starts
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
+    _threshold(approval_threshold)  # a bad amount is refused before anything starts
+    with front_door(cli_settings(), user=user) as door:
+        if door is not None:
+            _no_credentials_option(credentials_block)
+            options = {
+                "label": label,
+                "dry_run": dry_run,
+                "on_invalid_rows": "skip" if skip_invalid else "refuse",
+                "require_approval": require_approval,
+                "approval_threshold": approval_threshold,
+                "approval_timeout_s": approval_timeout,
+                "poll_deadline_s": poll_deadline,
+                "settle_window_s": settle_window,
+                "check_names": not no_name_check,
+                "column_map": mapping,
+            }
+            pay_through_server(door, file, options, json_out=json_out, report_dir=report_dir)
     who = _who(user, dry_run, "payops payouts")
     _run_payouts(
         json_out,
@@ -195,6 +224,18 @@ def retry_failed(
     from payops.tasks.payouts.retry_sheet import RetryRefused, prepare_retry
 
     _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
+    with front_door(cli_settings(), user=user) as door:
+        if door is not None:
+            _no_credentials_option(credentials_block)
+            options = {
+                "require_approval": require_approval,
+                "approval_threshold": approval_threshold,
+                "approval_timeout_s": approval_timeout,
+                "poll_deadline_s": poll_deadline,
+                "settle_window_s": settle_window,
+                "check_names": not no_name_check,
+            }
+            retry_through_server(door, label, options, json_out=json_out, report_dir=report_dir)
     who = _who(user, False, "payops payouts retry-failed")
     with payops_database() as engine:
         try:

@@ -7,9 +7,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import typer
-from payops.deployments.cli._common import fail, run_on_server
+from payops.deployments.cli._common import cli_settings, fail, run_on_server
+from payops.deployments.cli.front_door import ask, front_door
 
 app = typer.Typer(help="Recent payout runs: state, totals by status, approval, reports.")
 
@@ -41,9 +43,13 @@ def runs(
     """List recent payout runs (newest first) from the Prefect server."""
     if ctx.invoked_subcommand is not None:
         return
-    from payops.deployments.run_history import recent_payout_runs
+    from payops.deployments.run_history import RunRecord, recent_payout_runs
 
-    records = _read(lambda: recent_payout_runs(limit))
+    with front_door(cli_settings()) as door:
+        if door is not None:
+            records = [RunRecord(**r) for r in ask(door, "GET", "/runs", params={"limit": limit})]
+        else:
+            records = _read(lambda: recent_payout_runs(limit))
     if json_out:
         sys.stdout.write(json.dumps([r.as_dict() for r in records], default=str) + "\n")
         return
@@ -65,6 +71,21 @@ def _attention(report_files: dict[str, str]) -> list[dict[str, Any]]:
         return []
 
 
+def _approval_lines(record: Any, waiting: dict[str, Any]) -> list[str]:
+    """A run waiting for approval: what it needs, who may not give it, the findings to acknowledge."""
+    others = f" (not {', '.join(waiting['excluded'])})" if waiting["excluded"] else ""
+    lines = [
+        f"  waiting for approval: {waiting['still_needed']} more of {waiting['required']}{others}; "
+        f"{waiting['started']}; until {waiting['deadline'][:16].replace('T', ' ')} UTC",
+    ]
+    if waiting["approvers"]:
+        lines.append(f"  approved so far by: {', '.join(waiting['approvers'])}")
+    for kind, rows in waiting["findings"].items():
+        where = f" (rows {', '.join(map(str, rows[:10]))}{'…' if len(rows) > 10 else ''})" if rows else ""
+        lines.append(f"  to acknowledge: {kind}{where}   (payops approve {record.id} --acknowledge {kind})")
+    return lines
+
+
 @app.command("show")
 def show(
     run: str = typer.Argument(..., help="A run's name (its label, else its sheet's name) or flow run id"),
@@ -72,15 +93,22 @@ def show(
 ) -> None:
     """One payout run (the newest of that name): state, outcome, totals, approval, the rows needing a person,
     report files."""
-    from payops.deployments.run_history import find_payout_runs
+    from payops.deployments.run_history import RunRecord, find_payout_runs
 
-    found = _read(lambda: find_payout_runs(run))
-    if not found:
-        fail(f"no payout run with name, label or id {run!r}")
-    record, others = found[0], found[1:]
-    attention = _attention(record.report_files)
+    with front_door(cli_settings()) as door:
+        if door is not None:
+            one = ask(door, "GET", f"/runs/{quote(run, safe='')}")
+            record, others = RunRecord(**one["record"]), one["others"]
+            attention = (one.get("summary") or {}).get("attention_rows") or []
+            waiting = one.get("approval")
+        else:
+            found = _read(lambda: find_payout_runs(run))
+            if not found:
+                fail(f"no payout run with name, label or id {run!r}")
+            record, others = found[0], [r.id for r in found[1:]]
+            attention, waiting = _attention(record.report_files), None
     if json_out:
-        shown = {**record.as_dict(), "attention_rows": attention, "others": [r.id for r in others]}
+        shown = {**record.as_dict(), "attention_rows": attention, "others": others}
         sys.stdout.write(json.dumps(shown, default=str) + "\n")
         return
     label = f", label {record.label}" if record.label not in (None, record.name) else ""
@@ -109,7 +137,9 @@ def show(
     if len(attention) > 20:
         lines.append(f"  ... and {len(attention) - 20} more rows needing a person (see the report)")
     lines += [f"  report {kind}: {path}" for kind, path in record.report_files.items()]
+    if waiting:
+        lines += _approval_lines(record, waiting)
     if others:
-        ids = ", ".join(r.id for r in others[:5]) + (", ..." if len(others) > 5 else "")
+        ids = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
         lines.append(f"  {len(others)} older run(s) share the name {run!r}: {ids}")
     typer.echo("\n".join(lines))

@@ -14,6 +14,7 @@ from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from payops.deployments.approving import DecisionError
 
+from .api import API_PREFIX, create_api
 from .errors import ConsoleError, LoginNeeded
 from .routes import ROUTERS
 from .runs import DeploymentLauncher, LocalLauncher, RunLauncher
@@ -74,6 +75,7 @@ def create_app(
 
     for router in ROUTERS:
         app.include_router(router)
+    app.mount(API_PREFIX, create_api(console))
     return app
 
 

@@ -125,6 +125,24 @@ class UploadStore:
             return tail
         return None
 
+    def relative_to_report_root(self, location: str) -> str | None:
+        """``location`` (a path or URL a flow wrote) relative to the report root, or None when it lies
+        elsewhere: the server reads and hands out only what is under its own report folder."""
+        public_root = _public(self.report_fs, self.report_root).rstrip("/")
+        head = public_root + "/"
+        if not location.startswith(head):
+            return None
+        relative = location[len(head) :]
+        parts = relative.split("/")
+        if not relative or any(p in {"", ".", ".."} for p in parts):
+            return None
+        return relative
+
+    def holds_reports_of(self, report_dir: str) -> bool:
+        """True when ``report_dir`` is the report root or a folder under it."""
+        public_root = _public(self.report_fs, self.report_root).rstrip("/")
+        return report_dir.rstrip("/") == public_root or self.relative_to_report_root(report_dir) is not None
+
     def reports(self, upload_id: str) -> list[str]:
         """Names of the report files of one run (empty when none yet)."""
         if not UPLOAD_ID.match(upload_id):

@@ -4,6 +4,7 @@ home's empty database is created at the newest revision by the first command tha
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,10 @@ def _revisions(url: str) -> frozenset[str]:
         engine.dispose()
 
 
-@pytest.mark.parametrize("command", [["cache", "clear"], ["users", "list"], ["approvals", "policy"]])
+LOCAL_COMMANDS = [["cache", "clear"], ["audit", "list"], ["host", "policy", "--set", "none"]]
+
+
+@pytest.mark.parametrize("command", LOCAL_COMMANDS)
 def test_a_command_refuses_a_database_behind_and_upgrade_brings_it_up(
     command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -47,7 +51,7 @@ def test_a_command_refuses_a_database_behind_and_upgrade_brings_it_up(
     code, out = _invoke("db", "current")
     assert code == 2 and "revision: 0003_lookup_cache" in out and "behind: run `payops db upgrade`" in out
     code, out = _invoke("db", "upgrade")
-    assert code == 0 and out.strip() == f"{url}: at {HEAD}"
+    assert code == 0 and out.strip() == f"{url}: at {HEAD} (locally, audited as host:{os.getuid()})"
     assert _revisions(url) == SCHEMA_HEADS
     code, out = _invoke(*command)
     assert code == 0, out
@@ -61,6 +65,6 @@ def test_a_new_home_is_created_at_the_newest_revision_by_its_first_command(
     url = f"sqlite:///{tmp_path / 'home' / 'payops.sqlite3'}"
     code, out = _invoke("db", "current")  # looking does not create the schema
     assert code == 0 and "none (empty)" in out and _revisions(url) == frozenset()
-    code, out = _invoke("approvals", "policy")  # a CLI-only user who never ran serve
-    assert code == 0 and "approval policy:" in out
+    code, out = _invoke("audit", "list")  # the host's first command without a server
+    assert code == 0, out
     assert _revisions(url) == SCHEMA_HEADS

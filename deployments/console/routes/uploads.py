@@ -11,11 +11,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from payops.flows.payouts import PayoutRunParams
-from payops.flows.run_params import name_from_parameters
 from payops.store.retries import RetryConflict, RetryRows
 from payops.store.users import PERMISSIONS, Account
 from payops.tasks.approval.approval_gate import totals_by_currency
-from payops.tasks.approval.approvals import sign_start
 from payops.tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
 from payops.tasks.intake.columns import (
     FIELDS,
@@ -31,6 +29,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
 from ..errors import ConsoleError
+from ..launching import launch_payout_run
 from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, sheet_rows
 from ..runs import read_run
 from ..state import Console
@@ -240,13 +239,6 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
             raise ConsoleError(
                 503, "Approvals need a signing key (PAYOPS_APPROVAL_KEY or a Secret block); nothing was sent."
             )
-    start = (
-        sign_start(
-            key, source=upload.source, initiator=account.name, uploader=upload.uploaded_by, channel="console"
-        )
-        if key is not None
-        else ""  # no key and no approval needed: the run goes without a signed initiator
-    )
     params = PayoutRunParams(
         source=upload.source,
         label=upload.label,
@@ -254,22 +246,13 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
         require_approval=require_approval,
         block_on_name_mismatch=form.get("block_on_name_mismatch") == "on",
         column_map=upload.column_map,
-        start=start,
         dry_run=dry_run,
         credentials_block=console.settings.credentials_block,
     )
-    # One name everywhere: the label, else the sheet's name (as the CLI's and Prefect's runs are named).
-    run_id = await console.launcher.start(params, name_from_parameters({"params": params}))
-    console.audit(
-        request,
-        account.name,
-        "run.started",
-        f"run:{run_id}",
-        upload=upload.id,
-        total=upload.total,
-        uploaded_by=upload.uploaded_by,
-        require_approval=params.require_approval,
-        dry_run=params.dry_run,
+    # Without a key (and no approval needed) the run goes without a signed initiator.
+    run_id, _ = await launch_payout_run(
+        console, request, account, params, channel="console", uploader=upload.uploaded_by,
+        upload=upload.id, total=upload.total,
     )
     log.info("upload %s: payout run %s started (%s mode)", upload.id, run_id, console.launcher.mode)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
