@@ -27,7 +27,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest revision of every branch in ``migrations/versions`` (a test checks it against Alembic's own
 #: reading of that folder). A database that records exactly these needs no migration, so a command skips
 #: Alembic's import and script parsing (a cost every command would pay) when nothing is to be done.
-SCHEMA_HEADS = frozenset({"0007_retry_rows"})
+SCHEMA_HEADS = frozenset({"0008_prefect_login"})
 
 
 class Base(DeclarativeBase):

@@ -249,21 +249,22 @@ def approve(
 ) -> None:
     """Approve (or reject) a payout run waiting for approval, as a named approver.
 
-    The approval is signed over the run's rows and totals with the approval key and stored; the run resumes
-    once it has every approval the policy asks (the flow checks the signatures again).
+    The approval is signed over the run's rows and totals with the payops server's approval key and stored;
+    the run resumes once it has every approval the policy asks (the flow checks the signatures again). Works
+    on the server's host only, where the payops home holds that key.
     """
     from payops.deployments.approving import DecisionError, decide
     from payops.deployments.cli._common import cli_settings
     from payops.deployments.cli.identity import read_password
     from payops.deployments.prefect_server import prefect_api
     from payops.store.users import Users
-    from payops.tasks.approval.approvals import ApprovalKeyMissing, load_approval_key
+    from payops.tasks.approval.approval_keys import ApprovalKeyMissing, load_signing_key
 
     settings = cli_settings()
     with prefect_api(settings, say=lambda line: typer.echo(line, err=True)):  # the home's serve, else one
         run_id = _paused_run(flow_run_id)
         try:
-            asyncio.run(load_approval_key(settings))  # before the password: without a key, nothing is signed
+            load_signing_key(settings)  # before the password: only the server's host holds the key
         except ApprovalKeyMissing as exc:
             fail(str(exc))
         engine = _engine()

@@ -3,18 +3,16 @@ the first admin of `payops serve`."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 from pathlib import Path
 from uuid import uuid4
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from payops.deployments.cli import app
 from payops.deployments.serve import ensure_first_admin
 from payops.store import PayopsSettings, upgrade_database
-from payops.store.home import ServeRecord, write_serve_record
 from payops.store.users import Users
-from payops.tasks.approval.approvals import load_approval_key
+from payops.tasks.approval.approval_keys import SIGNING_KEY_FILE, ensure_key_pair, load_signing_key
 from sqlalchemy import text
 from typer.testing import CliRunner
 
@@ -80,12 +78,10 @@ def test_audit_verify_reports_a_tampered_row(home: Path) -> None:
     )
 
 
-def test_approve_asks_for_the_users_credentials(
-    prefect_harness: None, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_approve_asks_for_the_users_credentials(prefect_harness: None, home: Path) -> None:
     payops("users", "add", "olu", "--role", "operator", stdin=PW + "\n")
     run_id = str(uuid4())
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", "cli-users-test-approval-key-0123")
+    ensure_key_pair(home)  # on the server's host: the home holds the signing key
     code, out = payops("approve", run_id, "--user", "olu", stdin="wrong password\n")
     assert code == 2 and "error: wrong user name or password" in out
     code, out = payops("approve", run_id, "--user", "olu", stdin=PW + "\n")
@@ -98,26 +94,28 @@ def test_approve_asks_for_the_users_credentials(
 def test_approve_without_a_key_says_so_before_asking_for_the_password(
     prefect_harness: None, home: Path
 ) -> None:
+    """Away from the server's host (no signing key in the home), `payops approve` cannot sign: it says which
+    setting and file, before the password is checked."""
     payops("users", "add", "bea", "--role", "approver", stdin=PW + "\n")
     code, out = payops("approve", str(uuid4()), "--user", "bea", stdin="wrong password\n")
-    assert code == 1 and "error: no approval signing key: set PAYOPS_APPROVAL_KEY" in out
+    assert code == 1 and f"error: no approval signing key: {home / SIGNING_KEY_FILE} does not exist" in out
+    assert "PAYOPS_APPROVAL_SIGNING_KEY_FILE" in out
     assert "wrong user name or password" not in out
     assert "login.failed" not in payops("audit", "list")[1]  # the password was never checked
 
 
-def test_approve_finds_the_key_payops_serve_keeps_in_the_home(
-    prefect_harness: None, home: Path, tmp_path: Path
-) -> None:
-    """Beside `payops serve` (its record in the home names its key file), no variable is needed."""
-    home.mkdir(parents=True)
-    key = tmp_path / "serve-key"
-    key.write_text("a-key-payops-serve-keeps-0123456789\n")
-    record = ServeRecord(pid=os.getpid(), prefect_api_url="http://unused/api", console_url="http://unused")
-    write_serve_record(record.model_copy(update={"approval_key_file": str(key)}), home)
-    assert asyncio.run(load_approval_key(PayopsSettings.from_env())) == b"a-key-payops-serve-keeps-0123456789"
+def test_approve_finds_the_key_payops_serve_keeps_in_the_home(prefect_harness: None, home: Path) -> None:
+    """On the server's host, the signing key `payops serve` made in the home is found without a variable; a
+    copy others may read is refused, naming the file."""
+    key_file = ensure_key_pair(home)
+    assert isinstance(load_signing_key(PayopsSettings.from_env()), Ed25519PrivateKey)
     payops("users", "add", "bea", "--role", "approver", stdin=PW + "\n")
     code, out = payops("approve", str(uuid4()), "--user", "bea", stdin="wrong password\n")
     assert code == 2 and "wrong user name or password" in out
+    key_file.chmod(0o644)
+    code, out = payops("approve", str(uuid4()), "--user", "bea", stdin="wrong password\n")
+    assert code == 1 and f"the approval signing key {key_file} may be read by group or others" in out
+    assert "BEGIN" not in out
 
 
 def test_serve_creates_the_first_admin_once_in_a_0600_file(home: Path) -> None:

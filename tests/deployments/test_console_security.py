@@ -24,13 +24,13 @@ from payops.deployments.console.runs import RunView
 from payops.deployments.console.storage import StorageError, UploadStore, safe_filename
 from payops.flows.payouts import PayoutRunParams
 from payops.store.audit import search
+from payops.store.settings import PayopsSettings
 from payops.store.users import Users
+from payops.tasks.approval.approval_keys import ensure_key_pair, load_verify_key
 from payops.tasks.approval.approvals import read_start
 from starlette.routing import Route
 
 from tests.deployments.console_harness import PASSWORD, bad_sheet, good_sheet, serve_in_thread
-
-APPROVAL_KEY = "console-test-approval-key-0123456789"
 
 
 class FakeLauncher:
@@ -50,8 +50,9 @@ def launcher() -> FakeLauncher:
 
 
 @pytest.fixture(autouse=True)
-def approval_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
+def approval_key() -> None:
+    """The approval key pair in the session's payops home, as `payops serve` keeps it for the console."""
+    ensure_key_pair(PayopsSettings.from_env().home_dir())
 
 
 def settings(tmp_path: Path, **overrides: Any) -> ConsoleSettings:
@@ -391,7 +392,7 @@ def test_good_sheet_starts_one_run_with_its_own_report_folder(tmp_path: Path, la
     assert params.report_dir == str(tmp_path / "reports" / upload_id)
     assert params.require_approval is True and params.credentials_block == "payments-test"
     # signed: the flow itself reads who started the run (and so who may not approve it)
-    start = read_start(APPROVAL_KEY.encode(), params.start, params.source)
+    start = read_start(load_verify_key(PayopsSettings.from_env()), params.start, params.source)
     assert (start.channel, start.initiator, start.uploader) == ("console", "olu", "olu")
     run_id = r.headers["location"].rsplit("/", 1)[1]
     [entry] = search(client.app.state.console.engine, action="payops.run.started", text=run_id)
