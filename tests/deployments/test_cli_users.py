@@ -3,16 +3,22 @@ the first admin of `payops serve`."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from uuid import uuid4
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from payops.deployments.cli import app
-from payops.deployments.serve import ensure_first_admin
+from payops.deployments.serve import approval_key, ensure_first_admin
 from payops.store import PayopsSettings, upgrade_database
 from payops.store.users import Users
-from payops.tasks.approval.approval_keys import SIGNING_KEY_FILE, ensure_key_pair, load_signing_key
+from payops.tasks.approval.approval_keys import (
+    SIGNING_KEY_FILE,
+    VERIFY_KEY_FILE,
+    ensure_key_pair,
+    load_signing_key,
+)
 from sqlalchemy import text
 from typer.testing import CliRunner
 
@@ -116,6 +122,26 @@ def test_approve_finds_the_key_payops_serve_keeps_in_the_home(prefect_harness: N
     code, out = payops("approve", str(uuid4()), "--user", "bea", stdin="wrong password\n")
     assert code == 1 and f"the approval signing key {key_file} may be read by group or others" in out
     assert "BEGIN" not in out
+
+
+def test_serve_keeps_the_approval_key_pair_in_the_home_and_none_in_the_environment(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`payops serve` makes the pair once; the console and the flows it serves find the files in the home,
+    so no key material goes into the environment its children inherit."""
+    before = dict(os.environ)
+    verify = approval_key(PayopsSettings.from_env())
+    assert verify == str(home / VERIFY_KEY_FILE) and (home / SIGNING_KEY_FILE).stat().st_mode & 0o777 == 0o600
+    private = (home / SIGNING_KEY_FILE).read_bytes()
+    assert approval_key(PayopsSettings.from_env()) == verify  # made once
+    assert (home / SIGNING_KEY_FILE).read_bytes() == private
+    assert dict(os.environ) == before
+    assert not [v for v in os.environ.values() if "PRIVATE KEY" in v or "PUBLIC KEY" in v]
+    own = tmp_path / "own-signing-key.pem"  # the server's key configured elsewhere: nothing made here
+    monkeypatch.setenv("PAYOPS_APPROVAL_SIGNING_KEY_FILE", str(own))
+    monkeypatch.setenv("PAYOPS_HOME", str(tmp_path / "other-home"))
+    assert approval_key(PayopsSettings.from_env()) is None
+    assert not (tmp_path / "other-home" / SIGNING_KEY_FILE).exists()
 
 
 def test_serve_creates_the_first_admin_once_in_a_0600_file(home: Path) -> None:

@@ -399,6 +399,33 @@ def test_good_sheet_starts_one_run_with_its_own_report_folder(tmp_path: Path, la
     assert entry.actor == "olu" and json.loads(entry.detail)["total"] == "78.00"
 
 
+def test_the_console_signs_only_with_a_private_key_no_one_else_may_read(
+    tmp_path: Path, launcher: FakeLauncher
+) -> None:
+    """The server's own key (PAYOPS_APPROVAL_SIGNING_KEY_FILE): readable by others, it is refused and no run
+    that needs approval starts (503, nothing launched); at mode 0600 the start is signed with it, and only
+    its public half verifies it."""
+    from payops.tasks.approval.approvals import ApprovalRefused
+
+    server_home = tmp_path / "server-home"
+    key_file = ensure_key_pair(server_home)
+    key_file.chmod(0o644)
+    client, token = operator(tmp_path, launcher, approval_signing_key_file=key_file)
+    r = upload(client, token, good_sheet(tmp_path / "good.xlsx"))
+    upload_id = re.search(r'name="upload_id" value="([^"]+)"', r.text).group(1)
+    form = {"upload_id": upload_id, "csrf_token": token, "require_approval": "on"}
+    r = client.post("/runs", data=form)
+    assert r.status_code == 503 and "PAYOPS_APPROVAL_SIGNING_KEY_FILE" in r.text and launcher.started == []
+    assert "PRIVATE KEY" not in r.text
+    key_file.chmod(0o600)
+    assert client.post("/runs", data=form).status_code == 303
+    ((params, _),) = launcher.started
+    start = read_start(load_verify_key(PayopsSettings(home=server_home)), params.start, params.source)
+    assert (start.channel, start.initiator) == ("console", "olu")
+    with pytest.raises(ApprovalRefused, match="not signed by this installation's approval key"):
+        read_start(load_verify_key(PayopsSettings.from_env()), params.start, params.source)  # another pair
+
+
 def test_upload_limits(tmp_path: Path, launcher: FakeLauncher) -> None:
     client, token = operator(tmp_path, launcher, max_upload_mb=0.001)
     big = tmp_path / "big.csv"
