@@ -10,7 +10,7 @@ approved under the policy, whatever channel started or resumed it.
 
 The flow reads how many approvals it needs from the policy in the payops database (store/approvals.py),
 never from a signature or a parameter that could lower it, and accepts only enough valid approvals from
-distinct approvers who neither uploaded nor started the run.
+distinct approvers who neither uploaded nor started the run (nor, started outside payops, could have).
 
 **Who signs, who verifies**: the payops server alone holds the Ed25519 private key and signs
 (tasks/approval/approval_keys.py: ``load_signing_key``); flows hold only the public half and verify
