@@ -4,8 +4,9 @@ What the run waits for comes from the run itself: before pausing, the flow recor
 the payops database (store/approval_requests.py: approvals needed, who may not approve, totals, rows,
 findings, deadline). An approval is signed over what the approver was shown (the fingerprint of the stored
 rows, recomputed here, the totals per currency and the row count) and stored; every name-check finding must
-be acknowledged first. When enough distinct approvers have signed, the run is resumed and the flow checks the
-signatures again. A rejection (with a reason) resumes it at once as rejected.
+be acknowledged first. Signing needs the approval key's private half (tasks/approval/approval_keys.py), which
+only the payops server holds: this runs there. When enough distinct approvers have signed, the run is resumed
+and the flow checks the signatures again. A rejection (with a reason) resumes it at once as rejected.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from payops.store.approvals import Approvals, RunDecision
 from payops.store.settings import PayopsSettings
 from payops.store.users import UserError
 from payops.tasks.approval.approval_gate import FINDING_TITLES
+from payops.tasks.approval.approval_keys import load_signing_key
 from payops.tasks.approval.approvals import (
     Subject,
+    exclusion_reason,
     fingerprint,
-    load_approval_key,
     sign_approval,
     sign_rejection,
 )
@@ -134,7 +136,7 @@ async def decide(
     if role != "approver":
         auditor.record(user, "approval.refused", obj, client, reason=f"role {role} cannot approve")
         raise DecisionError(403, "Only approvers can approve or reject payout runs.")
-    key = await load_approval_key(settings)
+    key = await asyncio.to_thread(load_signing_key, settings)  # the server's private key; ApprovalKeyMissing
     state = await pending(engine, run_id)
     if state is None:
         raise DecisionError(409, "This run is not waiting for approval.")
@@ -149,8 +151,15 @@ async def decide(
         await resume_flow_run(run_id, run_input={"reject": True, "comment": reason})
         return "Rejected: nothing will be sent."
     if user in state.excluded:
-        auditor.record(user, "approval.refused", obj, client, reason="uploaded or started the run")
-        raise DecisionError(403, "You uploaded or started this run; another approver must approve it.")
+        auditor.record(
+            user, "approval.refused", obj, client, reason=exclusion_reason(state.request.initiator)
+        )
+        you = (
+            "You hold Prefect's login and could have started this run outside payops"
+            if state.request.initiator is None
+            else "You uploaded or started this run"
+        )
+        raise DecisionError(403, f"{you}; another approver must approve it.")
     missing = missing_acknowledgements(state.request, acknowledged)
     if missing:
         raise DecisionError(

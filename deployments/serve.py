@@ -140,18 +140,18 @@ def _api_configured() -> bool:
     return bool(PREFECT_API_URL.value())
 
 
-def approval_key(env: MutableMapping[str, str], home: Path) -> str | None:
-    """Make sure runs can be approved: keep a configured key (variable or Secret block name), else keep a
-    random one in a 0600 file under ``home`` and put it in ``env``; returns that file's path."""
-    if env.get("PAYOPS_APPROVAL_KEY") or env.get("PAYOPS_APPROVAL_KEY_BLOCK"):
-        return None
-    path = home / "approval-key"
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(32) + "\n")
-    env["PAYOPS_APPROVAL_KEY"] = path.read_text().strip()
-    return str(path)
+def approval_key(settings: PayopsSettings) -> str | None:
+    """Make sure runs can be signed and verified: unless ``PAYOPS_APPROVAL_SIGNING_KEY_FILE`` names the
+    server's private key, keep an Ed25519 key pair in the payops home (made once), which the console (signs)
+    and the flows served here (verify) find there; no key goes into the environment. Returns the public
+    half's file for the record (None: configured elsewhere)."""
+    from payops.tasks.approval.approval_keys import VERIFY_KEY_FILE, ensure_key_pair
+
+    if settings.approval_signing_key_file is not None:
+        return str(settings.approval_verify_key_file) if settings.approval_verify_key_file else None
+    home = settings.home_dir()
+    ensure_key_pair(home)
+    return str(home / VERIFY_KEY_FILE)
 
 
 FIRST_ADMIN = "admin"
@@ -428,9 +428,9 @@ def run_all_in_one(
                 proc = sup.start("sandbox", command, os.environ)
                 wait_http(f"{sandbox_url}/openapi.json", proc, 60, "the emulator")
                 os.environ.update(read_env_file(env_file))
-            key_file = approval_key(os.environ, home)  # for the flows served here and the console
-            # payops' settings as serve's children will read them (the emulator's credentials, the key)
+            # payops' settings as serve's children will read them (the emulator's credentials)
             payops = PayopsSettings.from_env()
+            verify_key_file = approval_key(payops)  # the console signs, the flows served here verify
             ensure_first_admin(payops, say)
             console_url = f"http://{host}:{ports['console']}"
             console_env = dict(os.environ)
@@ -453,7 +453,7 @@ def run_all_in_one(
                 console_url=console_url,
                 sandbox_url=sandbox_url if sandbox else None,
                 sandbox_env_file=str(env_file) if env_file else None,
-                approval_key_file=key_file,
+                approval_verify_key_file=verify_key_file,
                 ports=ports,
             )
             path = write_serve_record(record, home)

@@ -7,9 +7,10 @@ deadline), posts a notice to the approvers who may act on it, audits the request
 ``approval_reminder_s`` before the deadline; at the deadline the run ends "Not approved", which is an event,
 an alert and an audit entry.
 
-**Approvals are signed** (tasks/approval/approvals.py) and kept in the database: the console and ``payops
-approve`` store each approver's signature over what the page showed (fingerprint of the rows, totals per
-currency, row count) and resume the run once enough are in. The flow then reads and checks them itself.
+**Approvals are signed** (tasks/approval/approvals.py) and kept in the database: the payops server (the
+console, ``payops approve`` on its host) stores each approver's approval, signed with its private key over
+what the page showed (fingerprint of the rows, totals per currency, row count), and resumes the run once
+enough are in. The flow then reads and checks them itself with the public key only.
 Prefect's Resume dialog shows the same context and offers only **reject**: unticking it makes the run look for
 the approvals given in the console, and go on waiting when there are not enough.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from payops.flows.summaries import Decision
 from payops.store.settings import PayopsSettings
 from payops.tasks.approval.approval_gate import FINDING_TITLES, ApprovalDesk
@@ -172,8 +174,9 @@ async def _back_to_running(message: str) -> None:
         await client.set_flow_run_state(flow_run_runtime.id, Running(message=message))
 
 
-async def ask_approval(ask: Ask, key: bytes, desk: ApprovalDesk, description: str) -> Answer:
-    """Pause until enough valid signed approvals are in, a rejection, or the deadline."""
+async def ask_approval(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, description: str) -> Answer:
+    """Pause until enough valid signed approvals are in, a rejection, or the deadline. ``key`` is the
+    approval key's public half (approval_keys.load_verify_key): the flow verifies, never signs."""
     logger = get_run_logger()
     run_id = ask.subject.run_id
     logger.info(
@@ -242,7 +245,7 @@ async def ask_approval(ask: Ask, key: bytes, desk: ApprovalDesk, description: st
         return Answer(True, comment, approvers)
 
 
-async def _rejected(ask: Ask, key: bytes, desk: ApprovalDesk, comment: str) -> Answer:
+async def _rejected(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, comment: str) -> Answer:
     run_id = ask.subject.run_id
     decisions = await asyncio.to_thread(desk.approvals.decisions, run_id)
     rejections = [d for d in decisions if d.decision == "reject"]

@@ -39,15 +39,15 @@ from payops.tasks.approval.approval_gate import (
     request_rows,
     requirement,
     totals_by_currency,
+    unsigned_start,
 )
+from payops.tasks.approval.approval_keys import ApprovalKeyMissing, load_verify_key
 from payops.tasks.approval.approvals import (
-    ApprovalKeyMissing,
     ApprovalRefused,
     Requirement,
     Start,
     Subject,
     fingerprint,
-    load_approval_key,
     read_start,
     row_fields,
 )
@@ -140,8 +140,8 @@ class PayoutRunParams(SheetRunParams):
     )
     start: Text = Field(
         "",
-        description="Filled in by the console and `payops payouts` (who started the run, signed). Leave "
-        "empty here: a run started from Prefect has no payops initiator, and any approver may approve it.",
+        description="Filled in by the payops server (who started the run, signed). Leave empty here: a run "
+        "started from Prefect has no payops initiator, and no holder of Prefect's login may approve it.",
     )
     approval_timeout_s: int = Field(
         3600, ge=10, description="Seconds to wait for an approval; no answer by then counts as a rejection."
@@ -328,12 +328,17 @@ def _outcomes(
     return out
 
 
-async def _start(params: PayoutRunParams, settings: PayopsSettings) -> Start:
-    """Who started this run: the signed start the console or the CLI gave it, else nobody in payops."""
+async def _start(
+    params: PayoutRunParams, settings: PayopsSettings, store: Engine | PolicyUnreadable
+) -> Start:
+    """Who started this run: the start the payops server signed, else nobody in payops, and then every
+    holder of Prefect's login (read from the payops database) could have started it."""
     if not params.start:
-        return Start()
+        if isinstance(store, PolicyUnreadable):
+            raise store
+        return await asyncio.to_thread(unsigned_start, store)
     try:
-        key = await load_approval_key(settings)
+        key = await asyncio.to_thread(load_verify_key, settings)  # the public half: flows never sign
     except ApprovalKeyMissing as exc:
         raise ApprovalRefused(str(exc)) from None
     return read_start(key, params.start, params.source)
@@ -527,7 +532,7 @@ async def _gate(run: SheetRun, sheet: Sheet, store: Engine | PolicyUnreadable) -
     """Who started the run and what the approval policy asks of it; unreadable, the run ends Not approved."""
     params = run.params
     try:
-        start = await _start(params, run.settings)
+        start = await _start(params, run.settings, store)
         if isinstance(store, PolicyUnreadable):
             raise store
         policy = await asyncio.to_thread(read_policy, store)
@@ -845,10 +850,11 @@ async def _approve(
     names_checked: bool,
 ) -> Answer:
     """The approval phase: what the approvers see goes to the payops database, then the run pauses until
-    enough valid signed approvals, a rejection or the deadline. No key: not paused at all, nothing sent."""
+    enough valid signed approvals, a rejection or the deadline. No verify key: not paused at all, nothing
+    sent."""
     params, label = run.params, run.label
     try:
-        key = await load_approval_key(run.settings)  # always signed: no key, no pause, nothing sent
+        key = await asyncio.to_thread(load_verify_key, run.settings)  # no key: no pause, nothing sent
         audit_key = await asyncio.to_thread(run.settings.audit_key_bytes)
     except (ApprovalKeyMissing, ValueError, OSError) as exc:
         get_run_logger().error("%s; nothing sent", exc)

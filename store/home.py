@@ -1,10 +1,10 @@
 """The payops home and the record `payops serve` keeps in it of what it runs.
 
 A home (``PAYOPS_HOME``, default ``~/.payops``: `store.settings.PayopsSettings.home_dir`) is the unit of
-isolation: the payops database (users, audit, lookup caches), the approval key, the reports, the emulator's
-client settings and `payops serve`'s Prefect server with its database all live under it. A command run with
-a home finds that home's `payops serve` in the record (``serve.json``), never by trying a shared address
-another home may own.
+isolation: the payops database (users, audit, lookup caches), the approval key pair, the reports, the
+emulator's client settings and `payops serve`'s Prefect server with its database all live under it. A command
+run with a home finds that home's `payops serve` in the record (``serve.json``), never by trying a shared
+address another home may own.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ServeRecord(BaseModel):
     console_url: str
     sandbox_url: str | None = None
     sandbox_env_file: str | None = None  # the emulator's client settings (export lines)
-    approval_key_file: str | None = None  # None: the key is configured (variable or Secret block)
+    approval_verify_key_file: str | None = None  # the approval key's public half; None: configured elsewhere
     ports: dict[str, int] = {}
 
     def lines(self) -> list[str]:
@@ -47,8 +47,8 @@ class ServeRecord(BaseModel):
         out = [f"Prefect UI: {ui} (API {self.prefect_api_url})", f"console: {self.console_url}"]
         if self.sandbox_url:
             out.append(f"emulator: {self.sandbox_url} (client settings: {self.sandbox_env_file})")
-        if self.approval_key_file:
-            out.append(f"approval key: {self.approval_key_file}")
+        if self.approval_verify_key_file:
+            out.append(f"approval verify key: {self.approval_verify_key_file}")
         return out
 
 

@@ -31,7 +31,7 @@ def _default_home() -> Path:
 
 class PayopsSettings(BaseSettings):
     """Where payops keeps its files and database, where its reports and console are, which keys it signs
-    with. Secrets are ``SecretStr``: never in a ``repr``, a log or a dump."""
+    and verifies with. Secrets are ``SecretStr``: never in a ``repr``, a log or a dump."""
 
     model_config = SettingsConfigDict(
         env_prefix="PAYOPS_", extra="ignore", frozen=True, env_ignore_empty=True
@@ -46,9 +46,21 @@ class PayopsSettings(BaseSettings):
     )
     console_url: str | None = Field(None, description="The console's address for links in reports and alerts")
     prefect_ui_url: str | None = Field(None, description="Prefect UI address for run links")
-    approval_key: SecretStr | None = Field(None, description="Key signing starts and approvals")
-    approval_key_block: str | None = Field(
-        None, description="Prefect Secret block holding the approval key (default payops-approval-key)"
+    approval_signing_key_file: Path | None = Field(
+        None,
+        description="The payops server's Ed25519 private key signing run starts and approvals (PKCS8 PEM, "
+        "mode 0600); default: approval-signing-key.pem in the home",
+    )
+    approval_verify_key: str | None = Field(
+        None,
+        repr=False,
+        description="The approval key's public half as PEM text, which flows verify with (workers configured "
+        "by environment); default: PAYOPS_APPROVAL_VERIFY_KEY_FILE",
+    )
+    approval_verify_key_file: Path | None = Field(
+        None,
+        description="File of the approval key's public half (PEM); default: approval-verify-key.pem in the "
+        "home",
     )
     audit_key: SecretStr | None = Field(
         None, description="Key of the audit chain; default: the file audit.key in the home"

@@ -16,7 +16,7 @@ from functools import cached_property
 
 from payops.store.database import Base
 from pwdlib import PasswordHash
-from sqlalchemy import Boolean, DateTime, Engine, ForeignKey, Integer, String, delete, select
+from sqlalchemy import Boolean, DateTime, Engine, ForeignKey, Integer, String, delete, false, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 ROLES = ("operator", "approver", "admin")
@@ -45,6 +45,8 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(255))
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime)
+    #: Knows Prefect's login (its UI and API): could start a run outside payops, so approves none of those.
+    prefect_login: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class LoginSession(Base):
@@ -181,6 +183,19 @@ class Users:
             user.disabled = disabled
             if disabled:
                 db.execute(delete(LoginSession).where(LoginSession.user_id == user.id))
+
+    def set_prefect_login(self, name: str, holds: bool) -> None:
+        """Record whether a user holds Prefect's login (runs started outside payops exclude them)."""
+        with Session(self.engine) as db, db.begin():
+            user = db.scalar(select(User).where(User.name == name))
+            if user is None:
+                raise UserError(f"no user named {name!r}")
+            user.prefect_login = holds
+
+    def prefect_login_holders(self) -> list[str]:
+        """Users recorded as holding Prefect's login, disabled ones too (they still know it), by name."""
+        with Session(self.engine) as db:
+            return list(db.scalars(select(User.name).where(User.prefect_login.is_(True)).order_by(User.name)))
 
     def reset_password(self, name: str, password: str) -> None:
         """A new password; every session of the user ends."""

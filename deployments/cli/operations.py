@@ -39,9 +39,10 @@ def console(
     """Serve the operations console (upload page, runs, webhook receiver) on the configured Prefect API.
 
     Users log in by name (`payops users add`); settings: PAYOPS_DATABASE_URL (users, audit, the webhook
-    inbox), PAYOPS_APPROVAL_KEY, PAYOPS_PAYOUT_DEPLOYMENT (unset: runs execute inside the console process),
-    PAYOPS_UPLOAD_URL, PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS, PAYOPS_WEBHOOK_FORWARD,
-    PAYOPS_CONSOLE_TRUSTED_PROXIES (see docs/operations.md).
+    inbox), PAYOPS_APPROVAL_SIGNING_KEY_FILE (default: approval-signing-key.pem in the payops home),
+    PAYOPS_PAYOUT_DEPLOYMENT (unset: runs execute inside the console process), PAYOPS_UPLOAD_URL,
+    PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS, PAYOPS_WEBHOOK_FORWARD, PAYOPS_CONSOLE_TRUSTED_PROXIES (see
+    docs/operations.md).
     """
     from payops.deployments.console.__main__ import main
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
@@ -15,7 +17,7 @@ from payops.store.approval_requests import ApprovalRequests
 from payops.store.approvals import Approvals
 from payops.store.notices import Notices
 from payops.store.users import PERMISSIONS, Account, Users
-from payops.tasks.approval.approvals import ApprovalKeyMissing, load_approval_key
+from payops.tasks.approval.approval_keys import ApprovalKeyMissing, load_signing_key
 from payops.tasks.events.auditing import Auditor
 from payops.tasks.wire.money import money_text
 
@@ -27,6 +29,7 @@ from .storage import UploadStore
 from .webhooks import Emitter
 
 HERE = Path(__file__).parent
+log = logging.getLogger("payops.console")
 SESSION_COOKIE, CSRF_COOKIE = "payops_session", "payops_csrf"
 
 
@@ -130,9 +133,11 @@ class Console:
         ui = self.settings.ui_url()
         return f"{ui}/runs/flow-run/{flow_run_id}" if ui else None
 
-    async def approval_key(self) -> bytes | None:
-        """The approval signing key, or None when none is configured (runs then cannot be approved)."""
+    async def approval_key(self) -> Ed25519PrivateKey | None:
+        """The approval key's private half this server signs with, or None when it has none (runs then
+        cannot be approved); why is logged, never the key."""
         try:
-            return await load_approval_key(self.settings)
-        except ApprovalKeyMissing:
+            return await asyncio.to_thread(load_signing_key, self.settings)
+        except ApprovalKeyMissing as exc:
+            log.warning("%s", exc)
             return None

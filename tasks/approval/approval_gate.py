@@ -19,7 +19,7 @@ from payops.store.approval_requests import ROW_FIELDS, ApprovalRequests
 from payops.store.approvals import ApprovalPolicy, Approvals
 from payops.store.notices import Notices
 from payops.store.settings import PayopsSettings
-from payops.store.users import utcnow
+from payops.store.users import Users, utcnow
 from payops.tasks.approval.approvals import Requirement, Start, row_fields
 from payops.tasks.events.auditing import Auditor
 from payops.tasks.events.payment_events import Emitter, default_emitter
@@ -51,6 +51,17 @@ def read_policy(engine: Engine) -> ApprovalPolicy:
         return Approvals(engine).policy()
     except SQLAlchemyError as exc:
         raise PolicyUnreadable(f"the approval policy could not be read ({type(exc).__name__})") from None
+
+
+def unsigned_start(engine: Engine) -> Start:
+    """The start of a run without a signed one (Prefect UI, API, schedule, automation): no payops initiator;
+    every payops user recorded as holding Prefect's login could have started it (store.users)."""
+    try:
+        holders = Users(engine).prefect_login_holders()
+    except SQLAlchemyError as exc:
+        reason = f"who holds Prefect's login could not be read ({type(exc).__name__})"
+        raise PolicyUnreadable(reason) from None
+    return Start(could_start=tuple(holders))
 
 
 def totals_by_currency(rows: Iterable[PayoutRow]) -> dict[str, Decimal]:

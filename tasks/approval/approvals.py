@@ -1,21 +1,22 @@
 """Signed starts and approvals: what lets the payout flow itself check who started a run and that it was
 approved under the policy, whatever channel started or resumed it.
 
-* A **start** is signed by the console (the operator who submitted, the uploader of the sheet) or the CLI
-  (the payops user who authenticated with a password or a personal API token) and passed in the run's
-  parameters (``params.start``), bound to the sheet. A run without one (Prefect UI, API, schedule,
-  automation) has no payops initiator: every approver may approve it, and its audit entry says so.
+* A **start** is signed by the payops server (the console: the operator who submitted, the uploader of the
+  sheet) and passed in the run's parameters (``params.start``), bound to the sheet. A run without one (Prefect
+  UI, API, schedule, automation) has no payops initiator: whoever holds Prefect's login could have started it,
+  so none of them may approve it (:attr:`Start.could_start`), and its audit entry says so.
 * Each **approval** is signed over what the approver was shown (:class:`Subject`): the flow run, the
   fingerprint of its rows, the total per currency, the row count, and the approver's name.
 
 The flow reads how many approvals it needs from the policy in the payops database (store/approvals.py),
 never from a signature or a parameter that could lower it, and accepts only enough valid approvals from
-distinct approvers who neither uploaded nor started the run. Signing: ``itsdangerous`` with HMAC-SHA256, one
-salt per kind.
+distinct approvers who neither uploaded nor started the run (nor, started outside payops, could have).
 
-The key comes from ``PAYOPS_APPROVAL_KEY`` or the Prefect Secret block named by ``PAYOPS_APPROVAL_KEY_BLOCK``
-(default ``payops-approval-key``), read by the caller's `store.settings.PayopsSettings`, never from flow
-parameters.
+**Who signs, who verifies**: the payops server alone holds the Ed25519 private key and signs
+(tasks/approval/approval_keys.py: ``load_signing_key``); flows hold only the public half and verify
+(``load_verify_key``), so whoever can verify cannot sign. Tokens are JWS compact tokens (PyJWT, ``EdDSA``)
+whose ``kind`` claim (start, approval, rejection) is checked on reading: one kind never passes for another.
+Keys are never flow parameters.
 """
 
 from __future__ import annotations
@@ -26,82 +27,94 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from itsdangerous import BadSignature, URLSafeSerializer
+import jwt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from payops.store.approval_requests import ROW_FIELDS
-from payops.store.settings import PayopsSettings
+from payops.tasks.approval.approval_keys import ApprovalKeyMissing
 from payops.tasks.wire.money import money
 
-KEY_ENV, BLOCK_ENV, DEFAULT_BLOCK = "PAYOPS_APPROVAL_KEY", "PAYOPS_APPROVAL_KEY_BLOCK", "payops-approval-key"
-MIN_KEY_LENGTH = 16
-CHANNELS = ("console", "cli", "prefect")
+__all__ = [
+    "CHANNELS",
+    "ApprovalKeyMissing",
+    "ApprovalRefused",
+    "Requirement",
+    "Start",
+    "Subject",
+    "check_approvals",
+    "exclusion_reason",
+    "fingerprint",
+    "read_rejecter",
+    "read_start",
+    "row_fields",
+    "sign_approval",
+    "sign_rejection",
+    "sign_start",
+]
+
+CHANNELS = ("console", "cli", "api")
+"""Channels a signed start comes through; a run without one is a ``prefect`` start (unsigned)."""
+UNSIGNED = "prefect"
+ALGORITHM = "EdDSA"
 
 
 class ApprovalRefused(ValueError):
     """An approval (or a signed start) the flow cannot accept; the message says why."""
 
 
-class ApprovalKeyMissing(RuntimeError):
-    pass
+def _sign(key: Ed25519PrivateKey, kind: str, claims: Mapping[str, Any]) -> str:
+    if not isinstance(key, Ed25519PrivateKey):
+        raise TypeError("signing needs the approval key's private half, which only the payops server holds")
+    return jwt.encode({**claims, "kind": kind}, key, algorithm=ALGORITHM)
 
 
-def _home_key(settings: PayopsSettings) -> str:
-    """The key `payops serve` keeps in the settings' payops home (the file its record names), or ''."""
-    from pathlib import Path
-
-    from payops.store.home import read_serve_record
-
-    record = read_serve_record(settings.home_dir(), running=False)
-    if record is None or not record.approval_key_file:
-        return ""
+def _read(key: Ed25519PublicKey, token: str, kind: str) -> dict[str, Any] | None:
+    """The claims of ``token`` when it is of ``kind`` and signed by ``key``'s private half, else None."""
     try:
-        return Path(record.approval_key_file).read_text().strip()
-    except OSError:
-        return ""
+        data = jwt.decode(token, key, algorithms=[ALGORITHM], options={"require": ["kind"]})
+    except jwt.InvalidTokenError:
+        return None
+    return data if data.get("kind") == kind else None
 
 
-async def load_approval_key(settings: PayopsSettings) -> bytes:
-    """The signing key: ``PAYOPS_APPROVAL_KEY``; else, with no block named, the one `payops serve` keeps in
-    the payops home; else the Secret block. ApprovalKeyMissing names the variable and the block."""
-    configured = settings.approval_key.get_secret_value() if settings.approval_key else ""
-    value = configured or ("" if settings.approval_key_block else _home_key(settings))
-    name = settings.approval_key_block or DEFAULT_BLOCK
-    if not value:
-        from prefect.blocks.system import Secret
-
-        try:
-            value = str((await Secret.aload(name)).get())
-        except ValueError:
-            value = ""
-    if len(value) < MIN_KEY_LENGTH:
-        raise ApprovalKeyMissing(
-            f"no approval signing key: set {KEY_ENV} or save a Prefect Secret block {name!r} "
-            f"(at least {MIN_KEY_LENGTH} characters)"
-        )
-    return value.encode()
-
-
-def _serializer(key: bytes, kind: str) -> URLSafeSerializer:
-    return URLSafeSerializer(key, salt=f"payops.{kind}.v2", signer_kwargs={"digest_method": hashlib.sha256})
+def exclusion_reason(initiator: str | None) -> str:
+    """Why an excluded user may not approve a run: they started or uploaded it, or (a run started outside
+    payops, ``initiator`` None) they hold Prefect's login and so could have started it."""
+    if initiator is None:
+        return "holds Prefect's login (could have started this run outside payops)"
+    return "uploaded or started this run"
 
 
 # -- who started the run -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Start:
-    """Who started a run and through which channel (``prefect``: no payops initiator)."""
+    """Who started a run and through which channel. ``prefect``: no signed start, no payops initiator; then
+    ``could_start`` names the payops users who hold Prefect's login (any of them could have started it)."""
 
-    channel: str = "prefect"
+    channel: str = UNSIGNED
     initiator: str | None = None
     uploader: str | None = None
+    could_start: tuple[str, ...] = ()
 
     @property
     def excluded(self) -> tuple[str, ...]:
-        """Who may not approve the run: whoever started it and whoever uploaded its sheet."""
-        return tuple(sorted({n for n in (self.initiator, self.uploader) if n}))
+        """Who may not approve the run: whoever started it, whoever uploaded its sheet, and whoever could
+        have started it without payops."""
+        return tuple(sorted({n for n in (self.initiator, self.uploader, *self.could_start) if n}))
 
     def describe(self) -> str:
         if self.initiator is None:
-            return "started outside payops (Prefect UI, API, schedule or automation): no payops initiator"
-        how = {"console": "in the console", "cli": "from the CLI"}.get(self.channel, f"via {self.channel}")
+            holders = (
+                f"; holders of Prefect's login ({', '.join(sorted(self.could_start))}) may not approve"
+                if self.could_start
+                else ""
+            )
+            return (
+                "started outside payops (Prefect UI, API, schedule or automation): no payops initiator"
+                + holders
+            )
+        how = {"console": "in the console", "cli": "from the CLI", "api": "through the payops API"}.get(
+            self.channel, f"via {self.channel}"
+        )
         upload = (
             f", sheet uploaded by {self.uploader}"
             if self.uploader and self.uploader != self.initiator
@@ -110,20 +123,24 @@ class Start:
         return f"started by {self.initiator} {how}{upload}"
 
 
-def sign_start(key: bytes, *, source: str, initiator: str, channel: str, uploader: str | None = None) -> str:
-    if channel not in CHANNELS[:2]:
-        raise ValueError(f"channel {channel!r}: a signed start comes from the console or the CLI")
-    return _serializer(key, "start").dumps(
-        {"source": source, "initiator": initiator, "uploader": uploader or initiator, "channel": channel}
+def sign_start(
+    key: Ed25519PrivateKey, *, source: str, initiator: str, channel: str, uploader: str | None = None
+) -> str:
+    """The payops server's signed record of who started a run of this sheet, through which channel."""
+    if channel not in CHANNELS:
+        raise ValueError(f"channel {channel!r}: a signed start comes through one of {', '.join(CHANNELS)}")
+    return _sign(
+        key,
+        "start",
+        {"source": source, "initiator": initiator, "uploader": uploader or initiator, "channel": channel},
     )
 
 
-def read_start(key: bytes, token: str, source: str) -> Start:
+def read_start(key: Ed25519PublicKey, token: str, source: str) -> Start:
     """The start a token records for this sheet; ApprovalRefused when forged or signed for another sheet."""
-    try:
-        data: Any = _serializer(key, "start").loads(token)
-    except BadSignature:
-        raise ApprovalRefused("the run's start is not signed by this installation's approval key") from None
+    data = _read(key, token, "start")
+    if data is None:
+        raise ApprovalRefused("the run's start is not signed by this installation's approval key")
     if data.get("source") != source:
         raise ApprovalRefused("the run's start was signed for another sheet")
     return Start(str(data["channel"]), str(data["initiator"]), str(data.get("uploader") or data["initiator"]))
@@ -186,18 +203,20 @@ class Requirement:
     initiator: str | None = None
 
 
-def sign_approval(key: bytes, subject: Subject, approver: str) -> str:
-    return _serializer(key, "approval").dumps({**subject.as_json(), "approver": approver})
+def sign_approval(key: Ed25519PrivateKey, subject: Subject, approver: str) -> str:
+    """The payops server's signature of ``approver``'s approval of exactly ``subject``."""
+    return _sign(key, "approval", {**subject.as_json(), "approver": approver})
 
 
-def check_approvals(key: bytes, tokens: list[str], subject: Subject, need: Requirement) -> list[str]:
+def check_approvals(
+    key: Ed25519PublicKey, tokens: list[str], subject: Subject, need: Requirement
+) -> list[str]:
     """The approvers behind ``tokens`` if they meet ``need`` for this subject; else ApprovalRefused."""
     approvers: list[str] = []
     for token in tokens:
-        try:
-            data: Any = _serializer(key, "approval").loads(token)
-        except BadSignature:
-            raise ApprovalRefused("an approval is not signed by this installation's approval key") from None
+        data = _read(key, token, "approval")
+        if data is None:
+            raise ApprovalRefused("an approval is not signed by this installation's approval key")
         who = str(data.get("approver"))
         if data.get("run") != subject.run_id:
             raise ApprovalRefused(f"the approval by {who} was signed for another run")
@@ -208,7 +227,7 @@ def check_approvals(key: bytes, tokens: list[str], subject: Subject, need: Requi
         if data.get("rows") != subject.rows or data.get("fingerprint") != subject.fingerprint:
             raise ApprovalRefused(f"the approval by {who} was signed for other rows than this run sends")
         if who in need.excluded:
-            raise ApprovalRefused(f"{who} uploaded or started this run and cannot approve it")
+            raise ApprovalRefused(f"{who} {exclusion_reason(need.initiator)} and cannot approve it")
         if who in approvers:
             raise ApprovalRefused(f"{who} approved twice; each approval must come from a different person")
         approvers.append(who)
@@ -218,19 +237,16 @@ def check_approvals(key: bytes, tokens: list[str], subject: Subject, need: Requi
     return approvers
 
 
-def sign_rejection(key: bytes, *, run_id: str, rejecter: str) -> str:
+def sign_rejection(key: Ed25519PrivateKey, *, run_id: str, rejecter: str) -> str:
     """A rejection by a named user (the console, ``payops approve --reject``): the flow names them."""
-    return _serializer(key, "rejection").dumps({"run": run_id, "rejecter": rejecter})
+    return _sign(key, "rejection", {"run": run_id, "rejecter": rejecter})
 
 
-def read_rejecter(key: bytes, tokens: list[str], run_id: str) -> str | None:
+def read_rejecter(key: Ed25519PublicKey, tokens: list[str], run_id: str) -> str | None:
     """The name in a valid rejection token for this run, else None (a rejection needs no signature: an
     unsigned one is simply unnamed)."""
     for token in tokens:
-        try:
-            data: Any = _serializer(key, "rejection").loads(token)
-        except BadSignature:
-            continue
-        if data.get("run") == run_id and data.get("rejecter"):
+        data = _read(key, token, "rejection")
+        if data is not None and data.get("run") == run_id and data.get("rejecter"):
             return str(data["rejecter"])
     return None

@@ -10,7 +10,6 @@ import httpx
 from payops.sandbox import SandboxServer
 
 CHROMIUM = "/usr/bin/chromium"
-APPROVAL_KEY = "browser-test-approval-key-0123456789"
 SHOTS = Path(__file__).parent / "screenshots"
 ARGS = [
     "--headless",
@@ -27,13 +26,15 @@ def local_console(
     tmp_path: Path, emulator: SandboxServer, monkeypatch: Any, policy: str = "none", **overrides: Any
 ) -> tuple[Any, Any]:
     """A console app in local single-process mode (its own database under ``tmp_path``, approval policy
-    ``policy`` stated there) paying against ``emulator`` with a test approval key; returns (app, launcher)."""
+    ``policy`` stated there) paying against ``emulator``, with the approval key pair in the session's payops
+    home (the console signs with its private half, the flows it runs verify with the public one); returns
+    (app, launcher)."""
     from payops.deployments.console import ConsoleSettings, LocalLauncher, create_app
     from payops.store.approvals import state_policy
+    from payops.tasks.approval.approval_keys import ensure_key_pair
 
     for key, value in emulator.env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
     database_url = f"sqlite:///{tmp_path / 'payops.sqlite3'}"
     monkeypatch.setenv("PAYOPS_DATABASE_URL", database_url)
     settings = ConsoleSettings(
@@ -42,6 +43,7 @@ def local_console(
         report_url=str(tmp_path / "reports"),
         **overrides,
     )
+    ensure_key_pair(settings.home_dir())
     launcher = LocalLauncher()
     app = create_app(settings, launcher=launcher)
     state_policy(app.state.console.engine, policy)

@@ -27,6 +27,7 @@ from payops.flows.settlements import SettlementRetryParams, retry_failed_settlem
 from payops.flows.wallet import WalletWatchParams, wallet_watch
 from payops.sandbox import SandboxConfig, SandboxServer
 from payops.store.settings import PayopsSettings
+from payops.tasks.approval.approval_keys import ensure_key_pair
 from payops.tasks.payouts.preflight import read_headroom
 
 from tests.flows.support import payroll_rows, write_sheet
@@ -166,7 +167,7 @@ def emulator() -> Iterator[SandboxServer]:
             mp.setenv(k, v)
         mp.setenv("PAYOPS_BACKOFF_BASE_S", "0.05")
         mp.setenv("PAYOPS_BACKOFF_MAX_S", "1")
-        mp.setenv("PAYOPS_APPROVAL_KEY", "alerts-test-approval-key-0123456789")  # approval runs pause
+        ensure_key_pair(PayopsSettings.from_env().home_dir())  # approval runs pause (the session's home)
         yield s
 
 

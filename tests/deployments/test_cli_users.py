@@ -16,12 +16,13 @@ from uuid import uuid4
 import pytest
 from payops.deployments.cli import app
 from payops.deployments.processes import ROOT
-from payops.deployments.serve import ensure_first_admin
+from payops.deployments.serve import approval_key, ensure_first_admin
 from payops.store import PayopsSettings, upgrade_database
 from payops.store.approvals import Approvals
 from payops.store.audit import search
 from payops.store.home import ServeRecord, write_serve_record
 from payops.store.users import Users
+from payops.tasks.approval.approval_keys import SIGNING_KEY_FILE, VERIFY_KEY_FILE, ensure_key_pair
 from sqlalchemy import text
 from typer.testing import CliRunner
 
@@ -50,6 +51,7 @@ def server(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
         upload_url=str(tmp_path / "uploads"),
         report_url=str(tmp_path / "reports"),
     )
+    ensure_key_pair(home)  # the server's key pair, as `payops serve` keeps it in the home
     app_ = create_app(settings, launcher=LocalLauncher())
     users = app_.state.console.users
     users.add("ada", "admin", PW)
@@ -220,3 +222,23 @@ def test_serve_creates_the_first_admin_once_in_a_0600_file(home: Path) -> None:
     engine.dispose()
     assert ensure_first_admin(PayopsSettings.from_env(), said.append) is None
     assert len(said) == 3 and said[2] == said[0]
+
+
+def test_serve_keeps_the_approval_key_pair_in_the_home_and_none_in_the_environment(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`payops serve` makes the pair once; the console and the flows it serves find the files in the home,
+    so no key material goes into the environment its children inherit."""
+    before = dict(os.environ)
+    verify = approval_key(PayopsSettings.from_env())
+    assert verify == str(home / VERIFY_KEY_FILE) and (home / SIGNING_KEY_FILE).stat().st_mode & 0o777 == 0o600
+    private = (home / SIGNING_KEY_FILE).read_bytes()
+    assert approval_key(PayopsSettings.from_env()) == verify  # made once
+    assert (home / SIGNING_KEY_FILE).read_bytes() == private
+    assert dict(os.environ) == before
+    assert not [v for v in os.environ.values() if "PRIVATE KEY" in v or "PUBLIC KEY" in v]
+    own = tmp_path / "own-signing-key.pem"  # the server's key configured elsewhere: nothing made here
+    monkeypatch.setenv("PAYOPS_APPROVAL_SIGNING_KEY_FILE", str(own))
+    monkeypatch.setenv("PAYOPS_HOME", str(tmp_path / "other-home"))
+    assert approval_key(PayopsSettings.from_env()) is None
+    assert not (tmp_path / "other-home" / SIGNING_KEY_FILE).exists()

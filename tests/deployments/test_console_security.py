@@ -24,13 +24,13 @@ from payops.deployments.console.runs import RunView
 from payops.deployments.console.storage import StorageError, UploadStore, safe_filename
 from payops.flows.payouts import PayoutRunParams
 from payops.store.audit import search
+from payops.store.settings import PayopsSettings
 from payops.store.users import Users
+from payops.tasks.approval.approval_keys import ensure_key_pair, load_verify_key
 from payops.tasks.approval.approvals import read_start
 from starlette.routing import Route
 
 from tests.deployments.console_harness import PASSWORD, bad_sheet, good_sheet, serve_in_thread
-
-APPROVAL_KEY = "console-test-approval-key-0123456789"
 
 
 class FakeLauncher:
@@ -50,8 +50,9 @@ def launcher() -> FakeLauncher:
 
 
 @pytest.fixture(autouse=True)
-def approval_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
+def approval_key() -> None:
+    """The approval key pair in the session's payops home, as `payops serve` keeps it for the console."""
+    ensure_key_pair(PayopsSettings.from_env().home_dir())
 
 
 def settings(tmp_path: Path, **overrides: Any) -> ConsoleSettings:
@@ -391,11 +392,38 @@ def test_good_sheet_starts_one_run_with_its_own_report_folder(tmp_path: Path, la
     assert params.report_dir == str(tmp_path / "reports" / upload_id)
     assert params.require_approval is True and params.credentials_block == "payments-test"
     # signed: the flow itself reads who started the run (and so who may not approve it)
-    start = read_start(APPROVAL_KEY.encode(), params.start, params.source)
+    start = read_start(load_verify_key(PayopsSettings.from_env()), params.start, params.source)
     assert (start.channel, start.initiator, start.uploader) == ("console", "olu", "olu")
     run_id = r.headers["location"].rsplit("/", 1)[1]
     [entry] = search(client.app.state.console.engine, action="payops.run.started", text=run_id)
     assert entry.actor == "olu" and json.loads(entry.detail)["total"] == "78.00"
+
+
+def test_the_console_signs_only_with_a_private_key_no_one_else_may_read(
+    tmp_path: Path, launcher: FakeLauncher
+) -> None:
+    """The server's own key (PAYOPS_APPROVAL_SIGNING_KEY_FILE): readable by others, it is refused and no run
+    that needs approval starts (503, nothing launched); at mode 0600 the start is signed with it, and only
+    its public half verifies it."""
+    from payops.tasks.approval.approvals import ApprovalRefused
+
+    server_home = tmp_path / "server-home"
+    key_file = ensure_key_pair(server_home)
+    key_file.chmod(0o644)
+    client, token = operator(tmp_path, launcher, approval_signing_key_file=key_file)
+    r = upload(client, token, good_sheet(tmp_path / "good.xlsx"))
+    upload_id = re.search(r'name="upload_id" value="([^"]+)"', r.text).group(1)
+    form = {"upload_id": upload_id, "csrf_token": token, "require_approval": "on"}
+    r = client.post("/runs", data=form)
+    assert r.status_code == 503 and "PAYOPS_APPROVAL_SIGNING_KEY_FILE" in r.text and launcher.started == []
+    assert "PRIVATE KEY" not in r.text
+    key_file.chmod(0o600)
+    assert client.post("/runs", data=form).status_code == 303
+    ((params, _),) = launcher.started
+    start = read_start(load_verify_key(PayopsSettings(home=server_home)), params.start, params.source)
+    assert (start.channel, start.initiator) == ("console", "olu")
+    with pytest.raises(ApprovalRefused, match="not signed by this installation's approval key"):
+        read_start(load_verify_key(PayopsSettings.from_env()), params.start, params.source)  # another pair
 
 
 def test_upload_limits(tmp_path: Path, launcher: FakeLauncher) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from payops.store.home import read_serve_record
+from payops.tasks.approval.approval_keys import SIGNING_KEY_FILE, VERIFY_KEY_FILE
 
 from tests.deployments.console_harness import PASSWORD
 from tests.deployments.serve_harness import AllInOne, all_in_one
@@ -50,8 +51,9 @@ def test_two_homes_on_one_host_never_see_each_others_runs_caches_keys_or_console
         assert record is not None and record.pid == home.proc.pid
         text = home.log.read_text()
         assert f"console: {home.console}" in text and f"client settings: {record.sandbox_env_file}" in text
-        assert f"approval key: {home.payops_home / 'approval-key'}" in text
-    assert (a.payops_home / "approval-key").read_text() != (b.payops_home / "approval-key").read_text()
+        assert f"approval verify key: {home.payops_home / VERIFY_KEY_FILE}" in text
+        assert (home.payops_home / SIGNING_KEY_FILE).stat().st_mode & 0o777 == 0o600
+    assert (a.payops_home / VERIFY_KEY_FILE).read_text() != (b.payops_home / VERIFY_KEY_FILE).read_text()
 
     # One label in both homes: each home's CLI pays on its own serve (no PREFECT_API_URL anywhere).
     ids = {}
@@ -84,11 +86,11 @@ def test_two_homes_on_one_host_never_see_each_others_runs_caches_keys_or_console
     assert cleared_b.returncode == 0 and " 0 entries" not in cleared_b.stdout, cleared_b.stdout
 
     # Keys: beside serve, a run needing approval finds the home's key and waits (then times out: not
-    # approved, exit 3) instead of stopping with "no approval signing key".
+    # approved, exit 3) instead of stopping with "no approval verify key".
     sheet = write_sheet(tmp_path / "approve.xlsx", payroll_rows(2, prefix="HK"))
     code, summary, stderr = _pay(a, sheet, "--require-approval", "--approval-timeout", "10")
     assert code == 3 and summary["outcome"] == "not_approved", stderr
-    assert "approval signing key" not in stderr
+    assert "approval verify key" not in stderr
     # `payops approve` finds the key too and goes on to the password (wrong here).
     approve = a.payops("approve", id_a, "--user", "olu", stdin="not the password\n")
     assert approve.returncode == 2 and "wrong user name or password" in approve.stderr, approve.stderr

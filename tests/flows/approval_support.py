@@ -1,5 +1,6 @@
-"""Approvals in flow tests: the session's approval policy for one test, a run paused for approval, and
-decisions taken the way the console and `payops approve` take them (deployments/approving.decide)."""
+"""Approvals in flow tests: the home's approval key pair, the session's approval policy for one test, a run
+paused for approval, and decisions taken the way the console and `payops approve` take them
+(deployments/approving.decide)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 NO_POLICY = "none"  # what the test session states (tests/conftest.py)
 
@@ -28,6 +32,17 @@ def payops_db() -> Iterator[Engine]:
         engine.dispose()
 
 
+def key_pair() -> tuple[Ed25519PrivateKey, Ed25519PublicKey]:
+    """The approval key pair of the payops home in force (PAYOPS_HOME), made there when missing, loaded as
+    the payops server (the private half) and the flows (the public half) load it."""
+    from payops.store.settings import PayopsSettings
+    from payops.tasks.approval.approval_keys import ensure_key_pair, load_signing_key, load_verify_key
+
+    settings = PayopsSettings.from_env()
+    ensure_key_pair(settings.home_dir())
+    return load_signing_key(settings), load_verify_key(settings)
+
+
 @contextmanager
 def approval_policy(text: str) -> Iterator[None]:
     """State ``text`` as the approval policy for the block, then "none" again (the session's)."""
@@ -40,6 +55,23 @@ def approval_policy(text: str) -> Iterator[None]:
     finally:
         with payops_db() as engine:
             state_policy(engine, NO_POLICY)
+
+
+@contextmanager
+def prefect_login_holder(name: str) -> Iterator[None]:
+    """An approver ``name`` (added when missing) recorded as holding Prefect's login for the block."""
+    from payops.store.users import Users
+
+    with payops_db() as engine:
+        users = Users(engine)
+        if name not in {u.name for u in users.all()}:
+            users.add(name, "approver", "holder-password-0123")
+        users.set_prefect_login(name, True)
+    try:
+        yield
+    finally:
+        with payops_db() as engine:
+            Users(engine).set_prefect_login(name, False)
 
 
 async def paused_run(name: str, timeout: float = 60) -> tuple[str, str]:

@@ -19,11 +19,10 @@ from payops.store.audit import search
 from payops.store.notices import Notices
 from payops.tasks.approval.approvals import sign_start
 
-from tests.flows.approval_support import approval_policy, payops_db
+from tests.flows.approval_support import approval_policy, key_pair, payops_db, prefect_login_holder
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
-KEY = "approval-notices-test-key-0123456789"
 
 
 @pytest.fixture
@@ -31,7 +30,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxServer]:
     with SandboxServer(SandboxConfig(delivery_delay_s=0.3)) as server:
         for k, v in server.env.items():
             monkeypatch.setenv(k, v)
-        monkeypatch.setenv("PAYOPS_APPROVAL_KEY", KEY)
+        key_pair()  # in the session's payops home, where the flows find its public half
         yield server
 
 
@@ -51,7 +50,7 @@ def test_waiting_reminded_and_expired_are_told(
         source=str(sheet),
         label="notices-expire",
         report_dir=str(tmp_path / "r"),
-        start=sign_start(KEY.encode(), source=str(sheet), initiator="olu", channel="cli"),
+        start=sign_start(key_pair()[0], source=str(sheet), initiator="olu", channel="cli"),
         approval_timeout_s=14,
         approval_reminder_s=7,
     )
@@ -95,16 +94,20 @@ def test_waiting_reminded_and_expired_are_told(
 def test_a_run_started_through_prefect_directly_has_no_initiator_and_its_audit_says_so(
     prefect_harness, env: SandboxServer, events: list[dict[str, Any]], tmp_path: Path
 ) -> None:
+    """No signed start: no payops initiator, and whoever holds Prefect's login (``pat``) could have started
+    it, so the request excludes them and they are not asked."""
     sheet = write_sheet(tmp_path / "direct.xlsx", payroll_rows(2, prefix="DIR"))
     params = PayoutRunParams(
         source=str(sheet), label="notices-direct", report_dir=str(tmp_path / "r"), approval_timeout_s=10
     )
-    with approval_policy("0:1"):
+    with approval_policy("0:1"), prefect_login_holder("pat"):
         asyncio.run(payout_spreadsheet(params, return_state=True))
     with payops_db() as engine:
         run_id = events[0]["payload"]["flow_run_id"]
         [entry] = search(engine, action="payops.run.approval_requested", text=run_id)
         detail = json.loads(entry.detail)
         assert entry.actor == "(prefect)" and detail["channel"] == "prefect"
-        assert "no payops initiator" in detail["started"]
-        assert ApprovalRequests(engine).get(run_id).excluded == ()  # any approver may approve it
+        assert "no payops initiator; holders of Prefect's login (pat) may not approve" in detail["started"]
+        assert ApprovalRequests(engine).get(run_id).excluded == ("pat",)
+        assert not [n for n in Notices(engine).for_user("pat", "approver") if n.flow_run_id == run_id]
+        assert [n for n in Notices(engine).for_user("bea", "approver") if n.flow_run_id == run_id]

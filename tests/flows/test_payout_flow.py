@@ -14,7 +14,7 @@ from payops.flows.outcomes import run_summary
 from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 from payops.sandbox import SandboxConfig, SandboxServer
 
-from tests.flows.approval_support import decide_as, run_paused
+from tests.flows.approval_support import decide_as, key_pair, run_paused
 from tests.flows.support import HEADERS, emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -26,14 +26,11 @@ def server() -> Iterator[SandboxServer]:
         yield s
 
 
-APPROVAL_KEY = "flow-test-approval-key-0123456789"
-
-
 @pytest.fixture
 def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
     for k, v in server.env.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", APPROVAL_KEY)
+    key_pair()  # in the session's payops home, where the flows find its public half
     return server
 
 

@@ -125,10 +125,10 @@ def test_a_spilled_run_shows_approvers_every_row_with_its_name_check(
     from payops.store.approval_requests import ApprovalRequests
     from payops.tasks.payouts import preflight
 
-    from tests.flows.approval_support import decide_as, payops_db, run_paused
+    from tests.flows.approval_support import decide_as, key_pair, payops_db, run_paused
 
     monkeypatch.setenv("PAYOPS_STREAM_CSV_OVER_BYTES", "0")
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", "parts-test-approval-key-0123456789")
+    key_pair()  # in the session's payops home, where the flows find its public half
     monkeypatch.setattr(preflight, "PART_ROWS", 250)
     before = emulator_stats(env.base_url)["payouts"]
     sheet = payroll_csv(tmp_path / "names.csv", "N", n=600)  # row 500 invalid

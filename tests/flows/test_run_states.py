@@ -26,10 +26,8 @@ from payops.sandbox import SandboxConfig, SandboxServer
 from payops.store.settings import PayopsSettings
 from payops.tasks.payouts.polling import progress_description
 
-from tests.flows.approval_support import decide_as, run_paused
+from tests.flows.approval_support import decide_as, key_pair, run_paused
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
-
-KEY = "run-states-test-approval-key-0123456789"
 
 
 @pytest.mark.parametrize(
@@ -120,7 +118,7 @@ def server() -> Iterator[SandboxServer]:
 def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
     for k, v in server.env.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", KEY)
+    key_pair()  # in the session's payops home, where the flows find its public half
     monkeypatch.setenv("PAYOPS_CONSOLE_URL", "http://console.test")
     monkeypatch.setenv("PAYOPS_PREFECT_UI_URL", "http://prefect-ui.test")
     return server
@@ -282,18 +280,19 @@ def test_no_answer_in_time_ends_cancelled_not_approved(
 
 
 @pytest.mark.e2e
-def test_without_a_signing_key_a_run_needing_approval_ends_not_approved_without_pausing(
+def test_without_a_verify_key_a_run_needing_approval_ends_not_approved_without_pausing(
     prefect_harness, env: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Approvals are always signed (issue 17): with no key anywhere, nobody can approve from the Prefect UI,
-    so the run does not pause for an answer that could never pay; it says which key is missing."""
-    monkeypatch.delenv("PAYOPS_APPROVAL_KEY")
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY_BLOCK", "payops-no-such-block")
+    """Approvals are always signed (issue 17): with no verify key, no approval could ever be accepted, so
+    the run does not pause for an answer that could never pay; it says which setting and file are missing."""
+    missing = tmp_path / "no-such-verify-key.pem"
+    monkeypatch.setenv("PAYOPS_APPROVAL_VERIFY_KEY_FILE", str(missing))
     params = approval_params(tmp_path, "states-keyless", 2)
     before = payouts_sent(env)
     state = asyncio.run(payout_spreadsheet(params, return_state=True))
     assert (state.type.value, state.name) == ("CANCELLED", "Not approved")
-    assert "no approval signing key: set PAYOPS_APPROVAL_KEY" in state.message
+    assert f"no approval verify key: {missing} does not exist" in state.message
+    assert "PAYOPS_APPROVAL_VERIFY_KEY" in state.message
     assert run_summary(state).outcome == "not_approved" and payouts_sent(env) == before
 
 

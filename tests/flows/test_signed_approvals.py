@@ -2,9 +2,10 @@
 tasks/approval/approvals.py).
 
 The tiers come from the payops database, whatever the run's parameters say; the run waits for approvals
-signed over what the approvers were shown (its rows' fingerprint, totals per currency, row count) from
-approvers other than whoever started it; anything else sends nothing. A policy that cannot be read ends the
-run "Not approved" before anything is sent.
+signed by the payops server's key over what the approvers were shown (its rows' fingerprint, totals per
+currency, row count) from approvers other than whoever started it (or, started outside payops, whoever holds
+Prefect's login); anything else sends nothing. A policy that cannot be read ends the run "Not approved"
+before anything is sent.
 """
 
 from __future__ import annotations
@@ -14,18 +15,26 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from payops.deployments.approving import DecisionError
 from payops.flows.outcomes import run_summary
 from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 from payops.sandbox import SandboxConfig, SandboxServer
 from payops.store.approvals import Approvals
 from payops.tasks.approval.approvals import Subject, sign_approval, sign_start
 
-from tests.flows.approval_support import approval_policy, decide_as, payops_db, run_paused
+from tests.flows.approval_support import (
+    approval_policy,
+    decide_as,
+    key_pair,
+    payops_db,
+    prefect_login_holder,
+    run_paused,
+)
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
 
-KEY = b"signed-approvals-test-key-0123456789"
 TOTAL = Decimal("34.50")  # three rows of payroll_rows
 
 
@@ -39,16 +48,21 @@ def server() -> Iterator[SandboxServer]:
 def env(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
     for k, v in server.env.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.setenv("PAYOPS_APPROVAL_KEY", KEY.decode())
+    key_pair()  # in the session's payops home: the server's half signs here, the flows verify with the other
     return server
 
 
 def _params(tmp_path: Path, slug: str, *, started_by: str | None = "olu", **fields) -> PayoutRunParams:
     sheet = write_sheet(tmp_path / f"{slug}.xlsx", payroll_rows(3, prefix=f"SG{abs(hash(slug)) % 10_000}"))
-    start = sign_start(KEY, source=str(sheet), initiator=started_by, channel="cli") if started_by else ""
+    start = sign_start(_key(), source=str(sheet), initiator=started_by, channel="cli") if started_by else ""
     return PayoutRunParams(
         source=str(sheet), label=f"signed-{slug}", report_dir=str(tmp_path / "r"), start=start, **fields
     )
+
+
+def _key() -> Ed25519PrivateKey:
+    """The payops server's signing key (the tests sign as the server does)."""
+    return key_pair()[0]
 
 
 def _payouts(server: SandboxServer) -> int:
@@ -93,13 +107,13 @@ def _tampered(case: str, run_id: str, request) -> str:  # noqa: ANN001
     totals = {c: Decimal(f["amount"]) for c, f in request.totals.items()}
     good = Subject.of(run_id, request.fingerprint, totals, request.rows)
     return {
-        "forged signature": sign_approval(b"not-the-key-0123456789", good, "bea"),
-        "another run": sign_approval(KEY, Subject.of("0" * 8, request.fingerprint, totals, 3), "bea"),
+        "forged signature": sign_approval(Ed25519PrivateKey.generate(), good, "bea"),
+        "another run": sign_approval(_key(), Subject.of("0" * 8, request.fingerprint, totals, 3), "bea"),
         "lower total": sign_approval(
-            KEY, Subject.of(run_id, request.fingerprint, {"GHS": Decimal(1)}, 3), "bea"
+            _key(), Subject.of(run_id, request.fingerprint, {"GHS": Decimal(1)}, 3), "bea"
         ),
-        "other rows": sign_approval(KEY, Subject.of(run_id, "f" * 64, totals, 3), "bea"),
-        "initiator approves": sign_approval(KEY, good, "olu"),
+        "other rows": sign_approval(_key(), Subject.of(run_id, "f" * 64, totals, 3), "bea"),
+        "initiator approves": sign_approval(_key(), good, "olu"),
     }[case]
 
 
@@ -136,12 +150,73 @@ def test_a_resume_counts_only_valid_signed_approvals(
     assert s["approval"]["comment"] == f"approval refused: {REASONS[case]}"
 
 
+def test_a_run_started_outside_payops_is_not_approved_by_a_holder_of_prefects_login(
+    prefect_harness, env: SandboxServer, tmp_path: Path
+) -> None:
+    """No signed start (Prefect's UI or API, a schedule, an automation): ``hal`` holds Prefect's login and so
+    could have started it. The server refuses hal's approval (403, audited), another approver's counts, and
+    the policy's count applies unchanged."""
+    from payops.store.audit import search
+
+    before = _payouts(env)
+    params = _params(tmp_path, "unsigned", started_by=None, require_approval=True)
+
+    async def approve(run_id: str, description: str) -> None:
+        assert "no payops initiator; holders of Prefect's login (hal) may not approve" in description
+        assert "Needs **1 approval** from approvers other than hal" in description
+        with pytest.raises(DecisionError) as refused:
+            await decide_as(run_id, "hal")
+        assert refused.value.status == 403
+        assert refused.value.message == (
+            "You hold Prefect's login and could have started this run outside payops; another approver must "
+            "approve it."
+        )
+        with payops_db() as engine:
+            [entry] = search(engine, action="payops.approval.refused", text=run_id)
+            assert entry.actor == "hal" and "Prefect's login" in entry.detail
+        assert "continues" in await decide_as(run_id, "bea")
+
+    with prefect_login_holder("hal"):
+        _, _, s = _run(params, approve)
+    assert s["outcome"] == "completed" and s["approvals_required"] == 1
+    assert s["approval"]["approvers"] == ["bea"] and "started_by" not in s
+    assert _payouts(env) == before + 3
+
+
+def test_the_flow_refuses_an_approval_by_a_holder_of_prefects_login_forced_into_the_database(
+    prefect_harness, env: SandboxServer, tmp_path: Path
+) -> None:
+    """Even validly signed, hal's approval of a run started outside payops is refused by the flow itself."""
+    before = _payouts(env)
+    params = _params(tmp_path, "unsigned-forced", started_by=None, require_approval=True)
+
+    async def force(run_id: str, _description: str) -> None:
+        from payops.store.approval_requests import ApprovalRequests
+        from prefect.flow_runs import resume_flow_run
+
+        with payops_db() as engine:
+            request = ApprovalRequests(engine).get(run_id)
+            totals = {c: Decimal(f["amount"]) for c, f in request.totals.items()}
+            subject = Subject.of(run_id, request.fingerprint, totals, request.rows)
+            token = sign_approval(_key(), subject, "hal")
+            Approvals(engine).decide(run_id, "hal", "approve", "", token)
+        await resume_flow_run(run_id, run_input={"reject": False})
+
+    with prefect_login_holder("hal"):
+        _, _, s = _run(params, force)
+    assert s["outcome"] == "not_approved" and _payouts(env) == before
+    assert s["approval"]["comment"] == (
+        "approval refused: hal holds Prefect's login (could have started this run outside payops) and cannot "
+        "approve it"
+    )
+
+
 def test_a_start_signed_for_another_sheet_is_refused_before_pausing(
     prefect_harness, env: SandboxServer, tmp_path: Path
 ) -> None:
     before = _payouts(env)
     params = _params(tmp_path, "moved")
-    params.start = sign_start(KEY, source="/elsewhere.xlsx", initiator="olu", channel="cli")
+    params.start = sign_start(_key(), source="/elsewhere.xlsx", initiator="olu", channel="cli")
     s = run_summary(__import__("asyncio").run(payout_spreadsheet(params, return_state=True)))
     assert s.outcome == "not_approved" and "signed for another sheet" in s["approval"]["comment"]
     assert _payouts(env) == before

@@ -171,6 +171,51 @@ def test_api_tokens_authenticate_until_revoked_or_the_user_is_disabled(engine: E
     assert users.authenticate_token(token) is None and users.tokens()[0].revoked
 
 
+def test_who_holds_prefects_login_is_recorded_and_listed_disabled_or_not(engine: Engine) -> None:
+    """Runs started outside payops exclude these users from approving (tasks/approval/approval_gate.py)."""
+    users = Users(engine, FAST)
+    for name in ("bea", "cat", "hal"):
+        users.add(name, "approver", PW)
+    assert users.prefect_login_holders() == []
+    users.set_prefect_login("hal", True)
+    users.set_prefect_login("cat", True)
+    users.set_disabled("hal", True)  # disabled, hal still knows the login
+    assert users.prefect_login_holders() == ["cat", "hal"]
+    users.set_prefect_login("cat", False)
+    assert users.prefect_login_holders() == ["hal"]
+    with pytest.raises(UserError, match="no user named 'nobody'"):
+        users.set_prefect_login("nobody", True)
+
+
+def test_users_from_before_0008_hold_no_prefect_login(tmp_path: Path) -> None:
+    """The migration adds ``users.prefect_login`` false for every existing user."""
+    from alembic import command
+    from alembic.config import Config
+    from payops.store.database import MIGRATIONS
+
+    engine = open_engine(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+    try:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0007_retry_rows")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO users (name, role, password_hash, disabled, created_at) "
+                    "VALUES ('old', 'approver', 'x', 0, '2026-01-01 00:00:00')"
+                )
+            )
+        migrate(engine)
+        assert "prefect_login" in {c["name"] for c in inspect(engine).get_columns("users")}
+        assert Users(engine, FAST).prefect_login_holders() == []
+        Users(engine, FAST).set_prefect_login("old", True)
+        assert Users(engine, FAST).prefect_login_holders() == ["old"]
+    finally:
+        engine.dispose()
+
+
 class CountingHasher:
     """FAST, counting its hashes and verifications."""
 

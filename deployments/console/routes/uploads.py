@@ -237,7 +237,9 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
         totals = {c: Decimal(t) for c, t in (upload.totals or {"*": upload.total or "0"}).items()}
         if require_approval or policy.required(totals):
             raise ConsoleError(
-                503, "Approvals need a signing key (PAYOPS_APPROVAL_KEY or a Secret block); nothing was sent."
+                503,
+                "Approvals need the server's approval signing key (PAYOPS_APPROVAL_SIGNING_KEY_FILE, or "
+                "approval-signing-key.pem in the payops home, which `payops serve` makes); nothing was sent.",
             )
     params = PayoutRunParams(
         source=upload.source,

@@ -1,7 +1,7 @@
 """Run summaries: the summary each payout run ended with, by flow run id (what the server answers the CLI).
 
 Revision ID: 0009_run_summaries
-Revises: 0007_retry_rows
+Revises: 0008_prefect_login
 Create Date: 2026-11-28
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009_run_summaries"
-down_revision = "0007_retry_rows"
+down_revision = "0008_prefect_login"
 branch_labels = None
 depends_on = None
 
