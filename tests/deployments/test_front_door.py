@@ -218,3 +218,95 @@ def test_the_published_openapi_document_is_the_apps() -> None:
     assert committed == json.loads(json.dumps(contract())), (
         "the API changed: run `python -m payops.deployments.console.api` and commit openapi.json"
     )
+
+
+def console_session(url: str, name: str) -> tuple[httpx.Client, str]:
+    """A console login of ``name``: the client and its session's CSRF token."""
+    import re
+
+    client = httpx.Client(base_url=url, timeout=60)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+    form = {"username": name, "password": PASSWORD, "csrf_token": token}
+    assert client.post("/login", data=form).status_code == 303
+    page = client.get("/runs").text
+    return client, re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+
+
+def test_cli_console_and_api_give_the_same_signed_decision_and_races_answer_409(
+    server: dict[str, Any], tmp_path: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import jwt
+    from payops.store.approvals import Approvals
+    from payops.tasks.approval.approval_keys import load_verify_key
+
+    state = server["state"]
+    state.users.add("dan", "approver", PASSWORD)
+    server["tokens"]["dan"] = state.users.issue_token("dan", "tests")
+    state_policy(state.engine, "0:3")
+    sheet = good_sheet(tmp_path / "three.xlsx", n=2, prefix="TRI")
+    before = payouts_at(server["emulator"])
+    with api(server, "olu") as olu:
+        with sheet.open("rb") as fh:
+            files, options = {"sheet": ("three.xlsx", fh)}, {"options": '{"label": "fd-3"}'}
+            started = olu.post("/runs", files=files, data=options)
+    assert started.status_code == 201, started.text
+    run_id = started.json()["id"]
+    with api(server, "bea") as bea:
+        deadline = time.monotonic() + 120
+        while not bea.get(f"/runs/{run_id}").json()["paused"]:
+            assert time.monotonic() < deadline, "the run never paused"
+            time.sleep(0.5)
+    ack = ["--acknowledge", "no_name_column"]
+    by_cli = payops(bare_env(server, "dan", tmp_path / "dan"), "approve", "fd-3", *ack)
+    assert by_cli.returncode == 0 and "2 more approvals needed" in by_cli.stdout, by_cli.stderr
+    console, csrf = console_session(server["url"], "bea")
+    form = {"csrf_token": csrf, "decision": "approve", "acknowledge": "no_name_column"}
+    assert console.post(f"/runs/{run_id}/approval", data=form).status_code == 303
+    assert payouts_at(server["emulator"]) == before
+
+    def by_api(_: int) -> int:
+        with api(server, "cat") as cat:
+            body = {"decision": "approve", "acknowledge": ["no_name_column"]}
+            return cat.post(f"/runs/{run_id}/approval", json=body).status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        codes = sorted(pool.map(by_api, range(4)))
+    assert codes == [200, 409, 409, 409], codes
+    console.close()
+
+    key = load_verify_key(state.settings)
+    decisions = Approvals(state.engine).decisions(run_id)
+    claims = [jwt.decode(d.token, key, algorithms=["EdDSA"]) for d in decisions]
+    assert sorted(c.pop("approver") for c in claims) == ["bea", "cat", "dan"]
+    assert claims[0] == claims[1] == claims[2]  # one subject, signed alike whichever channel carried it
+    with api(server, "bea") as bea:
+        deadline = time.monotonic() + 120
+        while not (run := bea.get(f"/runs/{run_id}").json())["final"]:
+            assert time.monotonic() < deadline, "the run never ended"
+            time.sleep(0.5)
+    assert run["summary"]["approval"]["approvers"] == ["dan", "bea", "cat"]
+    assert payouts_at(server["emulator"]) == before + 2
+
+
+def test_admins_record_who_holds_prefects_login_on_the_console_and_through_the_api(
+    server: dict[str, Any],
+) -> None:
+    users = server["state"].users
+    console, csrf = console_session(server["url"], "ada")
+    answer = console.post("/admin/users/bea/prefect-login", data={"csrf_token": csrf})
+    assert answer.status_code == 303 and users.prefect_login_holders() == ["bea"]
+    assert "holds it" in console.get("/admin/users").text
+    console.close()
+    with api(server, "ada") as ada:
+        assert ada.post("/users/cat/prefect-login", json={"holds": True}).status_code == 200
+        assert ada.post("/users/bea/prefect-login", json={"holds": False}).status_code == 200
+    with api(server, "olu") as olu:
+        assert olu.post("/users/olu/prefect-login", json={"holds": False}).status_code == 403
+    assert users.prefect_login_holders() == ["cat"]
+    assert [e.action for e in audited(server, "ada", "user.prefect_login")] == [
+        "payops.user.prefect_login_revoked",
+        "payops.user.prefect_login_granted",
+        "payops.user.prefect_login_granted",
+    ]

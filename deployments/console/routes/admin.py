@@ -67,11 +67,19 @@ async def change_user(
             await asyncio.to_thread(console.users.set_disabled, name, action == "disable")
         elif action == "password":
             await asyncio.to_thread(console.users.reset_password, name, text(form, "password", 1024))
+        elif action in ("prefect-login", "prefect-login-revoke"):
+            await asyncio.to_thread(console.users.set_prefect_login, name, action == "prefect-login")
         else:
             raise ConsoleError(404, "No such page.")
     except UserError as exc:
         return await _users_page(request, console, str(exc), 400)
-    event = {"disable": "user.disabled", "enable": "user.enabled", "password": "user.password_reset"}
+    event = {
+        "disable": "user.disabled",
+        "enable": "user.enabled",
+        "password": "user.password_reset",
+        "prefect-login": "user.prefect_login_granted",
+        "prefect-login-revoke": "user.prefect_login_revoked",
+    }
     console.audit(request, admin.name, event[action], f"user:{name}")
     return RedirectResponse("/admin/users", status_code=303)
 
