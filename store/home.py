@@ -39,6 +39,7 @@ class ServeRecord(BaseModel):
     sandbox_url: str | None = None
     sandbox_env_file: str | None = None  # the emulator's client settings (export lines)
     approval_key_file: str | None = None  # None: the key is configured (variable or Secret block)
+    prefect_auth_file: str | None = None  # Prefect's login; None: configured, or not serve's own server
     ports: dict[str, int] = {}
 
     def lines(self) -> list[str]:
@@ -49,6 +50,8 @@ class ServeRecord(BaseModel):
             out.append(f"emulator: {self.sandbox_url} (client settings: {self.sandbox_env_file})")
         if self.approval_key_file:
             out.append(f"approval key: {self.approval_key_file}")
+        if self.prefect_auth_file:
+            out.append(f"Prefect login (the Prefect UI asks for it): {self.prefect_auth_file}")
         return out
 
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 import asyncio
 import getpass
 import sys
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 import typer
 from payops.deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
+
+if TYPE_CHECKING:
+    from payops.store.settings import PayopsSettings
 
 users_app = typer.Typer(
     no_args_is_help=True, help="Console users: add, list, disable, enable, reset-password."
@@ -121,24 +125,39 @@ def reset_password(name: str) -> None:
     typer.echo(f"password of {name} reset; their sessions ended")
 
 
+def _prefect_copies(settings: PayopsSettings, key: bytes) -> list[tuple[int, str]] | None:
+    """The audit chain's copies in the Prefect events of the configured server or the home's running serve;
+    None, said on stderr, when there is no such server or it cannot be read (the chain alone is checked)."""
+    from payops.deployments.prefect_login import PrefectLoginUnreadable
+    from payops.deployments.prefect_server import ServeUnreachable, running_prefect_api
+    from payops.store.audit import chain_id
+    from payops.tasks.events.auditing import event_copies
+
+    try:
+        with running_prefect_api(settings) as api:
+            if api is None:
+                why = "no Prefect API configured and no payops serve running for this home"
+            else:
+                return asyncio.run(event_copies(chain_id(key)))
+    except (ServeUnreachable, PrefectLoginUnreadable) as exc:  # their messages name no secret
+        why = str(exc)
+    except Exception as exc:  # noqa: BLE001 - the chain is still checked; say why the copies were not
+        why = type(exc).__name__
+    typer.echo(f"Prefect events not compared ({why}): only the chain is checked", err=True)
+    return None
+
+
 @audit_app.command("verify")
 def audit_verify() -> None:
-    """Check the keyed hash chain, and each entry against its copy in Prefect's events when a Prefect API is
-    set: exit 0 when intact, 1 with every edited or deleted entry named."""
+    """Check the keyed hash chain, and each entry against its copy in Prefect's events when there is a
+    Prefect server (the configured one, else the home's running `payops serve`; none is started for this):
+    exit 0 when intact, 1 with every edited or deleted entry named."""
     from payops.deployments.cli._common import cli_settings
-    from payops.store.audit import chain_id, verify
-    from payops.tasks.events.auditing import event_copies
-    from prefect.settings import PREFECT_API_URL
+    from payops.store.audit import verify
 
-    key = cli_settings().audit_key_bytes()
-    copies = None
-    if PREFECT_API_URL.value():
-        try:
-            copies = asyncio.run(event_copies(chain_id(key)))
-        except Exception as exc:  # noqa: BLE001 - the chain is still checked; say why the copies were not
-            typer.echo(
-                f"Prefect events not compared ({type(exc).__name__}): only the chain is checked", err=True
-            )
+    settings = cli_settings()
+    key = settings.audit_key_bytes()
+    copies = _prefect_copies(settings, key)
     verdict = verify(_engine(), copies, key=key)
     if verdict.ok:
         compared = f"; {len(set(copies))} compared with their Prefect events" if copies is not None else ""

@@ -4,6 +4,7 @@ it stopped when the block ends."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Any
 
 import httpx
 import psutil
+from payops.deployments.prefect_login import LOGIN_FILE
 from payops.deployments.processes import ROOT, prefect_server_command, read_env_file
 from payops.store.home import read_serve_record
 
@@ -38,18 +40,25 @@ class AllInOne:
     api: str
     console: str
     sandbox: str
+    auth_string: str  # Prefect's login, from the home's prefect-auth file
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
         return wait_until(predicate, timeout, what, self.proc, self.log)
 
+    def prefect(self, method: str, path: str, *, timeout: float = 10, **kwargs: Any) -> httpx.Response:
+        """``METHOD {api}{path}`` on serve's Prefect API with its login, as Prefect's client sends it
+        (``kwargs``: httpx's, e.g. ``json``)."""
+        headers = prefect_login_header(self.auth_string)
+        return httpx.request(method, f"{self.api}{path}", headers=headers, timeout=timeout, **kwargs)
+
     def flow_run(self, run_id: str) -> dict[str, Any]:
-        return httpx.get(f"{self.api}/flow_runs/{run_id}", timeout=10).json()
+        return self.prefect("GET", f"/flow_runs/{run_id}").json()
 
     def deployment_id(self, name: str) -> str:
         """The id of deployment ``name`` once the runner has registered it (shortly after "serving")."""
 
         def registered() -> str | None:
-            found = httpx.post(f"{self.api}/deployments/filter", json={}, timeout=10).json()
+            found = self.prefect("POST", "/deployments/filter", json={}).json()
             return next((d["id"] for d in found if d["name"] == name), None)
 
         return str(self.wait_for(registered, 60, f"deployment {name} registered"))
@@ -57,12 +66,12 @@ class AllInOne:
     def payment_events(self) -> list[dict[str, Any]]:
         """The ``payments.payout.*`` events Prefect holds (relayed from the emulator's webhooks)."""
         body = {"filter": {"event": {"prefix": ["payments.payout."]}}, "limit": 10}
-        return list(httpx.post(f"{self.api}/events/filter", json=body, timeout=10).json()["events"])
+        return list(self.prefect("POST", "/events/filter", json=body).json()["events"])
 
     def artifact_text(self, key: str) -> str:
         """The latest artifact under ``key`` as text (its markdown, or its table as JSON)."""
         body = {"artifacts": {"key": {"any_": [key]}}, "sort": "CREATED_DESC", "limit": 1}
-        found = httpx.post(f"{self.api}/artifacts/filter", json=body, timeout=10).json()
+        found = self.prefect("POST", "/artifacts/filter", json=body).json()
         assert found, f"no artifact {key!r}"
         data = found[0]["data"]
         return data if isinstance(data, str) else json.dumps(data)
@@ -104,8 +113,8 @@ class AllInOne:
 
         def created() -> str | None:
             deployment_id = self.deployment_id(deployment)
-            url = f"{self.api}/deployments/{deployment_id}/create_flow_run"
-            answer = httpx.post(url, json=body, timeout=30)
+            path = f"/deployments/{deployment_id}/create_flow_run"
+            answer = self.prefect("POST", path, json=body, timeout=30)
             if answer.status_code == 503:
                 return None
             assert answer.status_code == 201, f"create_flow_run answered {answer.status_code}: {answer.text}"
@@ -143,6 +152,11 @@ class AllInOne:
         """Payouts the emulator has accepted so far (every POST of a batch item creates one)."""
         stats = httpx.get(f"{self.sandbox}/_sandbox/stats", timeout=10).json()
         return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
+
+
+def prefect_login_header(auth_string: str) -> dict[str, str]:
+    """The header Prefect's clients send with ``PREFECT_API_AUTH_STRING`` (``Basic base64(auth string)``)."""
+    return {"Authorization": f"Basic {base64.b64encode(auth_string.encode()).decode()}"}
 
 
 def is_prefect_server(cmdline: list[str]) -> bool:
@@ -270,6 +284,7 @@ def all_in_one(
             api=record.prefect_api_url,
             console=record.console_url,
             sandbox=record.sandbox_url,
+            auth_string=(tmp_path / "payops-home" / LOGIN_FILE).read_text().strip(),
         )
     finally:
         stop_tree(proc)

@@ -49,10 +49,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AllInOne]:
 
 
 def cli_env(served: AllInOne) -> dict[str, str]:
-    """A terminal beside serve: its homes, its Prefect API, its emulator, its approval key."""
+    """A terminal beside serve: its homes (whose record gives its Prefect API and login), its emulator, its
+    approval key."""
     sandbox = read_env_file(served.payops_home / "sandbox.env")
     key = (served.payops_home / "approval-key").read_text().strip()
-    return {**served.env, **sandbox, "PREFECT_API_URL": served.api, "PAYOPS_APPROVAL_KEY": key}
+    return {**served.env, **sandbox, "PAYOPS_APPROVAL_KEY": key}
 
 
 def request(served: AllInOne, label: str, timeout: float = 180, *, run_id: str = "") -> ApprovalRequest:
@@ -138,7 +139,7 @@ def test_a_scheduled_run_follows_the_policy(served: AllInOne, tmp_path: Path) ->
     }
 
     def scheduled() -> bool | None:
-        r = httpx.post(f"{served.api}/deployments/{deployment}/schedules", json=[schedule], timeout=30)
+        r = served.prefect("POST", f"/deployments/{deployment}/schedules", json=[schedule], timeout=30)
         if r.status_code == 503:  # a busy server on SQLite: asked again, as Prefect's client does
             return None
         assert r.status_code == 201, r.text

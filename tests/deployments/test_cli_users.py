@@ -67,7 +67,7 @@ def test_audit_verify_reports_a_tampered_row(home: Path) -> None:
     for name in ("ann", "bob", "cat"):
         assert payops("users", "add", name, "--role", "approver", stdin=PW + "\n")[0] == 0
     code, out = payops("audit", "verify")
-    assert code == 0 and out.startswith("audit trail intact: 3 entries")
+    assert code == 0 and "audit trail intact: 3 entries" in out
     code, out = payops("audit", "list", "--action", "payops.user")
     assert code == 0 and len(out.splitlines()) == 3 and "user:bob" in out
     engine = upgrade_database(PayopsSettings.from_env())

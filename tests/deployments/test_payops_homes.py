@@ -13,7 +13,7 @@ import pytest
 from payops.store.home import read_serve_record
 
 from tests.deployments.console_harness import PASSWORD
-from tests.deployments.serve_harness import AllInOne, all_in_one
+from tests.deployments.serve_harness import AllInOne, all_in_one, prefect_login_header
 from tests.flows.support import payroll_rows, write_sheet
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -66,8 +66,13 @@ def test_two_homes_on_one_host_never_see_each_others_runs_caches_keys_or_console
         ids[home.payops_home] = run["id"]
     id_a, id_b = ids[a.payops_home], ids[b.payops_home]
     assert id_a != id_b
-    assert httpx.get(f"{a.api}/flow_runs/{id_a}", timeout=10).status_code == 200
-    assert httpx.get(f"{b.api}/flow_runs/{id_a}", timeout=10).status_code == 404  # B's server never saw it
+    assert a.prefect("GET", f"/flow_runs/{id_a}").status_code == 200
+    assert b.prefect("GET", f"/flow_runs/{id_a}").status_code == 404  # B's server never saw it
+    # Each home's Prefect has its own login: without one, or with the other home's, it is refused.
+    assert a.auth_string != b.auth_string
+    assert httpx.get(f"{a.api}/flow_runs/{id_a}", timeout=10).status_code == 401
+    other = prefect_login_header(b.auth_string)
+    assert httpx.get(f"{a.api}/flow_runs/{id_a}", headers=other, timeout=10).status_code == 401
 
     # Consoles: each lists its own home's run.
     for home, mine, other in ((a, id_a, id_b), (b, id_b, id_a)):
