@@ -179,21 +179,12 @@ def prefect_api(settings: PayopsSettings, say: Callable[[str], None]) -> Iterato
     """The Prefect API URL flows in this block use (see the module docstring): the configured one, the
     ``payops serve`` of the settings' home (with its login), else a temporary server started here that stops
     when the block ends."""
-    from payops.store.home import read_serve_record
-
-    configured = _configured_api_url()
-    if configured:
-        yield configured
-        return
-    home = settings.home_dir()
-    record = read_serve_record(home)
-    if record is not None:
-        url = _serve_api(record, home)
-        with use_prefect_api(url, serve_record_login(record)):
-            yield url
-        return
+    with running_prefect_api(settings) as running:
+        if running is not None:
+            yield running
+            return
     say(NOTICE)
-    server = LocalPrefectServer(home)
+    server = LocalPrefectServer(settings.home_dir())
     server.start()
     try:
         with use_prefect_api(server.api_url, None):
@@ -204,8 +195,8 @@ def prefect_api(settings: PayopsSettings, say: Callable[[str], None]) -> Iterato
 
 @contextmanager
 def running_prefect_api(settings: PayopsSettings) -> Iterator[str | None]:
-    """Like :func:`prefect_api`, but never starts a server: the configured Prefect API, else the one of the
-    home's running ``payops serve`` (with its login), else None."""
+    """The Prefect API URL flows in this block use when one runs, never starting a server: the configured
+    one, else the one of the home's running ``payops serve`` (with its login), else None."""
     from payops.store.home import read_serve_record
 
     configured = _configured_api_url()

@@ -3,10 +3,11 @@
 ``prefect.yaml`` is the one list of deployments: ``prefect deploy`` reads it for work pools, and
 ``payops serve`` reads it here and serves every deployment (schedules and triggers included) from one process.
 
-The all-in-one starts, as child processes in their own process groups: a Prefect server (unless
-``PREFECT_API_URL`` is configured), the emulator with ``--sandbox``, and the console; then it serves the
-deployments in this process. Ctrl-C, SIGINT or SIGTERM stops the runner and every child within
-``SHUTDOWN_S`` seconds; children also receive SIGTERM if this process dies (``PR_SET_PDEATHSIG``).
+The all-in-one starts, as child processes in their own process groups: a Prefect server behind a login
+(unless ``PREFECT_API_URL`` is configured; `deployments.prefect_login`), the emulator with ``--sandbox``, and
+the console; then it serves the deployments in this process. Ctrl-C, SIGINT or SIGTERM stops the runner and
+every child within ``SHUTDOWN_S`` seconds; children also receive SIGTERM if this process dies
+(``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations

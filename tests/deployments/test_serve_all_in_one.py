@@ -102,18 +102,26 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
         flow_run = served.flow_run(flow_run_id)
         assert flow_run["name"] == "serve"  # the sheet's name (no label given)
         assert any(tag.startswith("sheet-") for tag in flow_run["tags"])  # the label it paid under
+        # The run's own process (started by serve's runner) reached Prefect with the login: it set its states
+        # (the run completed) and its task runs' events came through Prefect's events socket.
+        wait_for(lambda: task_run_events(served, flow_run_id), 60, "the run's task-run events", proc, log)
 
     # A command of the home beside serve (no PREFECT_API_URL) finds its Prefect server and login through the
     # record: the audit trail is compared with the Prefect events (the console's audit copies of olu's login).
+    verified: list[str] = []
+
     def audit_compared() -> int | None:
         done = served.payops("audit", "verify", timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
+        verified.append(done.stdout + done.stderr)
+        assert done.returncode == 0, verified[-1]
         found = re.search(r"intact: \d+ entries; (\d+) compared with their Prefect events", done.stdout)
-        assert found, done.stdout + done.stderr
-        return int(found.group(1)) or None
+        return int(found.group(1)) if found else None  # none yet: the copies are written a moment later
 
     assert "PREFECT_API_URL" not in served.env
-    wait_for(audit_compared, 90, "audit copies compared with the Prefect events", proc, log)
+    try:
+        wait_for(audit_compared, 90, "audit copies compared with the Prefect events", proc, log)
+    except AssertionError:
+        raise AssertionError(f"payops audit verify said: {verified[-1:]}") from None
 
     # Webhooks live: the console's receiver is the emulator's endpoint for the forward filter's types, its
     # deliveries are accepted (2xx, not 503 "not configured"), and the relay brings them to Prefect.
@@ -191,8 +199,7 @@ def prefect_is_behind_the_login(served: AllInOne, said: str) -> None:
             assert refused.status_code == 401, (path, refused.status_code, refused.text)
         answered = served.prefect(method, path, json=body)
         assert answered.status_code == status, (path, answered.status_code, answered.text)
-    children = {" ".join(p.cmdline()): p.environ() for p in psutil.Process(served.proc.pid).children()}
-    for line, env in children.items():
+    for line, env in child_environments(served.proc.pid).items():
         if "prefect_app" in line:
             assert env.get("PREFECT_SERVER_API_AUTH_STRING") == served.auth_string
         elif " sandbox " in f"{line} ":
@@ -200,3 +207,23 @@ def prefect_is_behind_the_login(served: AllInOne, said: str) -> None:
         elif "payops.deployments.console" in line:
             assert env.get("PREFECT_API_AUTH_STRING") == served.auth_string
             assert "PREFECT_SERVER_API_AUTH_STRING" not in env
+
+
+def child_environments(pid: int) -> dict[str, dict[str, str]]:
+    """Command line → environment of each running child of ``pid``; one that ends meanwhile (a scheduled
+    run's flow process: some deployments run every few minutes) is left out."""
+    found = {}
+    for child in psutil.Process(pid).children():
+        try:
+            found[" ".join(child.cmdline())] = child.environ()
+        except psutil.NoSuchProcess:  # ZombieProcess included
+            continue
+    return found
+
+
+def task_run_events(served: AllInOne, flow_run_id: str) -> list[dict[str, Any]] | None:
+    """The ``prefect.task-run.*`` events of the flow run (its process emits them over the events socket)."""
+    body = {"filter": {"event": {"prefix": ["prefect.task-run."]}}, "limit": 50}
+    found = served.prefect("POST", "/events/filter", json=body).json()["events"]
+    mine = f"prefect.flow-run.{flow_run_id}"
+    return [e for e in found if any(r["prefect.resource.id"] == mine for r in e["related"])] or None
