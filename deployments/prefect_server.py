@@ -2,7 +2,8 @@
 
 Order: the server configured by ``PREFECT_API_URL`` (environment or Prefect profile); else the one this
 payops home's ``payops serve`` runs, as its record says (`store.home`): never an address shared by every
-home, which another home's serve may own; else a temporary server started here, announced once on stderr.
+home, which another home's serve may own; its login is read from the home (`deployments.prefect_login`);
+else a temporary server started here, announced once on stderr.
 
 Prefect's own temporary ("ephemeral") server is not used: it is a plain child process that outlives a
 killed parent. Ours runs the same single-process uvicorn command on a free 127.0.0.1 port, on the same
@@ -20,9 +21,10 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
+from payops.deployments.prefect_login import serve_record_login
 from payops.deployments.processes import (
     children_use_prefect_api,
     free_port,
@@ -33,6 +35,7 @@ from payops.deployments.processes import (
 from payops.tasks.runtime.scratch import scratch_dir
 
 if TYPE_CHECKING:
+    from payops.store.home import ServeRecord
     from payops.store.settings import PayopsSettings
 
 NOTICE = "starting a local Prefect server, about 20 s; `payops serve` keeps one running"
@@ -137,42 +140,74 @@ def _configured_api_url() -> str | None:
 
 
 @contextmanager
-def prefect_api(settings: PayopsSettings, say: Callable[[str], None]) -> Iterator[str]:
-    """The Prefect API URL flows in this block use (see the module docstring): the configured one, the
-    ``payops serve`` of the settings' home, else a temporary server started here that stops when the block
-    ends."""
-    from payops.store.home import read_serve_record
+def use_prefect_api(url: str, auth_string: str | None) -> Iterator[None]:
+    """This process (Prefect's settings) and the children it starts inside the block (their environment)
+    talk to the Prefect API at ``url``, sending ``auth_string`` (None: the configured login, if any), and
+    this process never starts a hidden temporary server of Prefect's own."""
+    from payops.deployments.prefect_login import children_use_prefect_login
     from prefect.settings import (
+        PREFECT_API_AUTH_STRING,
         PREFECT_API_URL,
         PREFECT_SERVER_ALLOW_EPHEMERAL_MODE,
         temporary_settings,
     )
 
+    updates: dict[Any, Any] = {PREFECT_API_URL: url, PREFECT_SERVER_ALLOW_EPHEMERAL_MODE: False}
+    if auth_string is not None:
+        updates[PREFECT_API_AUTH_STRING] = auth_string
+    with (
+        children_use_prefect_api(url),
+        children_use_prefect_login(auth_string),
+        temporary_settings(updates=updates),
+    ):
+        yield
+
+
+def _serve_api(record: ServeRecord, home: Path) -> str:
+    """The Prefect API of the home's running serve; :class:`ServeUnreachable` when it does not answer."""
+    url = record.prefect_api_url
+    if not answers(url, timeout=SERVE_ANSWER_S):
+        raise ServeUnreachable(
+            f"payops serve of the home {home} (pid {record.pid}) does not answer at {url}: "
+            "wait until it prints 'serving', or stop it"
+        )
+    return url
+
+
+@contextmanager
+def prefect_api(settings: PayopsSettings, say: Callable[[str], None]) -> Iterator[str]:
+    """The Prefect API URL flows in this block use (see the module docstring): the configured one, the
+    ``payops serve`` of the settings' home (with its login), else a temporary server started here that stops
+    when the block ends."""
+    with running_prefect_api(settings) as running:
+        if running is not None:
+            yield running
+            return
+    say(NOTICE)
+    server = LocalPrefectServer(settings.home_dir())
+    server.start()
+    try:
+        with use_prefect_api(server.api_url, None):
+            yield server.api_url
+    finally:
+        server.stop()
+
+
+@contextmanager
+def running_prefect_api(settings: PayopsSettings) -> Iterator[str | None]:
+    """The Prefect API URL flows in this block use when one runs, never starting a server: the configured
+    one, else the one of the home's running ``payops serve`` (with its login), else None."""
+    from payops.store.home import read_serve_record
+
     configured = _configured_api_url()
     if configured:
         yield configured
         return
-    server: LocalPrefectServer | None = None
     home = settings.home_dir()
     record = read_serve_record(home)
-    if record is not None:
-        url = record.prefect_api_url
-        if not answers(url, timeout=SERVE_ANSWER_S):
-            raise ServeUnreachable(
-                f"payops serve of the home {home} (pid {record.pid}) does not answer at {url}: "
-                "wait until it prints 'serving', or stop it"
-            )
-    else:
-        say(NOTICE)
-        server = LocalPrefectServer(home)
-        server.start()
-        url = server.api_url
-    try:
-        with (
-            children_use_prefect_api(url),
-            temporary_settings({PREFECT_API_URL: url, PREFECT_SERVER_ALLOW_EPHEMERAL_MODE: False}),
-        ):
-            yield url
-    finally:
-        if server is not None:
-            server.stop()
+    if record is None:
+        yield None
+        return
+    url = _serve_api(record, home)
+    with use_prefect_api(url, serve_record_login(record)):
+        yield url

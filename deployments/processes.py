@@ -119,8 +119,9 @@ def start_sandbox(
 def start_child(
     cmd: list[str], env: Mapping[str, str], log_path: Path | None = None, cwd: Path = ROOT
 ) -> subprocess.Popen[bytes]:
-    """Start ``cmd`` in its own process group; output to ``log_path`` (or discarded)."""
-    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
+    """Start ``cmd`` in its own process group; output to ``log_path`` (or discarded), a file its owner alone
+    reads (mode 0600 when it is made here)."""
+    out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) if log_path else subprocess.DEVNULL
     try:
         return subprocess.Popen(
             cmd,
@@ -132,7 +133,7 @@ def start_child(
         )  # noqa: PLW1509 - setsid + pdeathsig only
     finally:
         if log_path:
-            out.close()  # type: ignore[union-attr]
+            os.close(out)  # the child has its own copy
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

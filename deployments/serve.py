@@ -3,10 +3,11 @@
 ``prefect.yaml`` is the one list of deployments: ``prefect deploy`` reads it for work pools, and
 ``payops serve`` reads it here and serves every deployment (schedules and triggers included) from one process.
 
-The all-in-one starts, as child processes in their own process groups: a Prefect server (unless
-``PREFECT_API_URL`` is configured), the emulator with ``--sandbox``, and the console; then it serves the
-deployments in this process. Ctrl-C, SIGINT or SIGTERM stops the runner and every child within
-``SHUTDOWN_S`` seconds; children also receive SIGTERM if this process dies (``PR_SET_PDEATHSIG``).
+The all-in-one starts, as child processes in their own process groups: a Prefect server behind a login
+(unless ``PREFECT_API_URL`` is configured; `deployments.prefect_login`), the emulator with ``--sandbox``, and
+the console; then it serves the deployments in this process. Ctrl-C, SIGINT or SIGTERM stops the runner and
+every child within ``SHUTDOWN_S`` seconds; children also receive SIGTERM if this process dies
+(``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from payops.deployments.processes import (
     ROOT,
     StopRequested,
     Supervisor,
-    children_use_prefect_api,
     exit_by_deadline,
     free_port,
     kill_descendants,
@@ -163,6 +163,7 @@ def ensure_first_admin(settings: PayopsSettings, say: Callable[[str], None] = pr
     password written to a 0600 file under the home; returns the file (never the password itself)."""
     from payops.store import upgrade_database
     from payops.store.approvals import Approvals
+    from payops.store.home import host_actor
     from payops.store.users import Users
     from payops.tasks.events.auditing import Auditor
 
@@ -180,7 +181,7 @@ def ensure_first_admin(settings: PayopsSettings, say: Callable[[str], None] = pr
         fh.write(password + "\n")
     users.add(FIRST_ADMIN, "admin", password)
     auditor = Auditor(engine, lambda **event: None, key=settings.audit_key_bytes())
-    auditor.record("payops serve", "user.added", f"user:{FIRST_ADMIN}")
+    auditor.record(host_actor(), "user.added", f"user:{FIRST_ADMIN}", "host", by="payops serve")
     say(
         f"first admin created: user {FIRST_ADMIN!r}, password in {path} (mode 0600); "
         "reset it on the console's Users page"
@@ -374,10 +375,10 @@ def run_all_in_one(
 
     Ports not given are free ones (the home's previous ones when free); where everything is goes to the
     home's record (`store.home`), where every command of this home finds it, and is printed."""
-    from payops.deployments.prefect_server import home_prefect_env
+    from payops.deployments.prefect_login import serve_login, without_prefect_login
+    from payops.deployments.prefect_server import home_prefect_env, use_prefect_api
     from payops.store.home import ServeRecord, read_serve_record, write_serve_record
     from payops.store.settings import PayopsSettings
-    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     os.chdir(ROOT)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -398,6 +399,7 @@ def run_all_in_one(
     with stop_on_signals(), ExitStack() as settings:
         try:
             configured = _api_configured()
+            auth_file: str | None = None  # Prefect's login, when serve keeps it (its own server)
             ports = {
                 "console": choose_port(host, console_port, previous.get("console"), "console"),
             }
@@ -407,15 +409,22 @@ def run_all_in_one(
                 ports["sandbox"] = choose_port(host, sandbox_port, previous.get("sandbox"), "emulator")
             if not configured:
                 prefect = f"http://{host}:{ports['prefect']}"
-                say(f"starting a Prefect server on {prefect} (UI and API) ...")
+                login = serve_login(home)
+                say(
+                    f"starting a Prefect server on {prefect} (UI and API) behind a login: {login.where()}; "
+                    "Prefect's UI asks for it ..."
+                )
                 env = prefect_server_env(host, ports["prefect"], home_prefect_env(os.environ, home))
+                env["PREFECT_SERVER_API_AUTH_STRING"] = login.auth_string
                 proc = sup.start("prefect-server", prefect_server_command(), env)
                 wait_http(f"{prefect}/api/health", proc, 120, "the Prefect server")
-                settings.enter_context(children_use_prefect_api(f"{prefect}/api"))
                 os.environ.setdefault("PAYOPS_PREFECT_UI_URL", prefect)  # for the flows served here
-                # Prefect read its settings at import: without this, this process's own client (templates,
-                # the runner) would start a second, hidden temporary server on the same SQLite file.
-                settings.enter_context(temporary_settings(updates={PREFECT_API_URL: f"{prefect}/api"}))
+                # Its children inherit the API and its login (the console, the runner's flow runs). Prefect
+                # read its settings at import: without them in this process's settings too, its own client
+                # (templates, the runner) would start a second, hidden temporary server on the same SQLite
+                # file, or meet the login unannounced.
+                settings.enter_context(use_prefect_api(f"{prefect}/api", login.auth_string))
+                auth_file = str(login.file) if login.file else None
             else:
                 say("using the Prefect server at PREFECT_API_URL")
             env_file: Path | None = None
@@ -425,7 +434,7 @@ def run_all_in_one(
                 say(f"starting the Payments Service emulator on {sandbox_url} ...")
                 # The console's receiver is plain http on 127.0.0.1: the emulator must allow that URL.
                 command = sandbox_command(host, ports["sandbox"], env_file, "--allow-local-webhooks")
-                proc = sup.start("sandbox", command, os.environ)
+                proc = sup.start("sandbox", command, without_prefect_login(os.environ))
                 wait_http(f"{sandbox_url}/openapi.json", proc, 60, "the emulator")
                 os.environ.update(read_env_file(env_file))
             # payops' settings as serve's children will read them (the emulator's credentials)
@@ -454,6 +463,7 @@ def run_all_in_one(
                 sandbox_url=sandbox_url if sandbox else None,
                 sandbox_env_file=str(env_file) if env_file else None,
                 approval_verify_key_file=verify_key_file,
+                prefect_auth_file=auth_file,
                 ports=ports,
             )
             path = write_serve_record(record, home)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from pathlib import Path
 
 import uvicorn
@@ -15,6 +16,15 @@ from .server import env_vars
 def export_lines(env: dict[str, str]) -> str:
     """``export KEY=value`` lines for a shell."""
     return "".join(f"export {k}={v}\n" for k, v in env.items())
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by its owner only (mode 0600, also when it existed): the
+    emulator's client settings hold its demo credential."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def tune_gc() -> None:
@@ -55,5 +65,5 @@ def run_sandbox(
     lines = export_lines(env_vars(f"http://{shown_host}:{port}"))
     print(lines, end="", flush=True)
     if env_file:
-        Path(env_file).write_text(lines, encoding="utf-8")
+        write_private(Path(env_file), lines)
     uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="off")

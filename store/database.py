@@ -9,12 +9,13 @@ migrate: the first entry point that opens it creates it at the newest revision.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import URL, Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
 from sqlalchemy.orm import DeclarativeBase
 
@@ -28,6 +29,8 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 #: reading of that folder). A database that records exactly these needs no migration, so a command skips
 #: Alembic's import and script parsing (a cost every command would pay) when nothing is to be done.
 SCHEMA_HEADS = frozenset({"0009_run_summaries"})
+DATABASE_FILE_MODE = 0o600
+"""A SQLite database file payops makes is its owner's alone (password hashes, sessions, the audit trail)."""
 
 
 class Base(DeclarativeBase):
@@ -67,12 +70,49 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API
     cursor.close()
 
 
+def sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite database URL; None for an in-memory database or a ``file:`` URI (``uri=true``:
+    SQLite parses it itself)."""
+    database = url.database
+    if not database or database == ":memory:" or url.query.get("uri") or url.query.get("mode") == "memory":
+        return None
+    return Path(database)
+
+
+def create_private_file(path: Path) -> bool:
+    """Create ``path`` empty, its owner's alone (:data:`DATABASE_FILE_MODE`, whatever the umask or the
+    folder's mode) when it does not exist; True when it was made here. SQLite gives the ``-wal`` and ``-shm``
+    files it makes beside a database the database file's mode, so a file made this way before SQLite opens
+    it keeps all three private."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, DATABASE_FILE_MODE)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, DATABASE_FILE_MODE)  # exactly: the umask may have taken the owner's write bit
+    finally:
+        os.close(fd)
+    return True
+
+
+def _private_sqlite_file(path: Path) -> Callable[..., None]:
+    def before_connect(*_args: Any) -> None:  # SQLAlchemy's do_connect event: before SQLite opens the file
+        if path.parent.is_dir():  # else SQLite says itself that it cannot open the file
+            create_private_file(path)
+
+    return before_connect
+
+
 def open_engine(url: str) -> Engine:
     """A new engine for ``url``; the caller owns it and disposes of it. Entry points use
-    :func:`open_database`, which keeps one per URL for the process."""
+    :func:`open_database`, which keeps one per URL for the process. A SQLite file is made mode 0600 before
+    SQLite makes it (:func:`create_private_file`)."""
     engine = create_engine(url, pool_pre_ping=True)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+        path = sqlite_file(engine.url)
+        if path is not None:
+            event.listen(engine, "do_connect", _private_sqlite_file(path))
     return engine
 
 

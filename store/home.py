@@ -21,6 +21,7 @@ __all__ = [
     "RECORD_NAME",
     "ServeRecord",
     "clear_serve_record",
+    "host_actor",
     "read_serve_record",
     "record_path",
     "write_serve_record",
@@ -39,6 +40,7 @@ class ServeRecord(BaseModel):
     sandbox_url: str | None = None
     sandbox_env_file: str | None = None  # the emulator's client settings (export lines)
     approval_verify_key_file: str | None = None  # the approval key's public half; None: configured elsewhere
+    prefect_auth_file: str | None = None  # Prefect's login; None: configured, or not serve's own server
     ports: dict[str, int] = {}
 
     def lines(self) -> list[str]:
@@ -49,7 +51,15 @@ class ServeRecord(BaseModel):
             out.append(f"emulator: {self.sandbox_url} (client settings: {self.sandbox_env_file})")
         if self.approval_verify_key_file:
             out.append(f"approval verify key: {self.approval_verify_key_file}")
+        if self.prefect_auth_file:
+            out.append(f"Prefect login (the Prefect UI asks for it): {self.prefect_auth_file}")
         return out
+
+
+def host_actor() -> str:
+    """Who a command run on the server host without the server acts as, in the audit trail: the host account
+    running it, by its uid from the kernel (never a name from the environment, which anyone may set)."""
+    return f"host:{os.getuid()}"
 
 
 def record_path(home: Path) -> Path:

@@ -44,9 +44,10 @@ def current() -> None:
 def upgrade() -> None:
     """Bring the payops database's schema to the newest revision (safe to run again: nothing to do then). A
     host command: it needs write access to the payops home and is audited as host:<uid>."""
-    from payops.deployments.cli.host import audit_locally, host_actor, writable_home
+    from payops.deployments.cli.host import audit_locally, writable_home
     from payops.store import shown_url, upgrade_database
     from payops.store.database import SCHEMA_HEADS
+    from payops.store.home import host_actor
     from sqlalchemy.exc import SQLAlchemyError
 
     writable_home()

@@ -15,17 +15,13 @@ from pathlib import Path
 
 import typer
 from payops.deployments.cli._common import EXIT_INVALID, cli_settings, fail
+from payops.store.home import host_actor
 
 app = typer.Typer(
     no_args_is_help=True,
     help="Bootstrap and recovery on the server host (needs write access to the payops home; audited as "
     "host:<uid>): the first admin, an emergency approval policy.",
 )
-
-
-def host_actor() -> str:
-    """Who a local command acts as: the host account running it (its uid, from the kernel)."""
-    return f"host:{os.getuid()}"
 
 
 def writable_home() -> Path:

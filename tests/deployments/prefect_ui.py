@@ -2,8 +2,8 @@
 (started by ``tests/deployments/serve_harness.py``).
 
 The helpers find elements the way an operator does: by role, label and visible text (selectors read from
-PrefectHQ/prefect ``ui-v2/src``: the custom run form, the flow run's actions menu, the Resume dialog, the
-state badge, the event feed).
+PrefectHQ/prefect ``ui-v2/src``: the login page, the custom run form, the flow run's actions menu, the Resume
+dialog, the state badge, the event feed).
 """
 
 from __future__ import annotations
@@ -14,6 +14,18 @@ from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import Error as PlaywrightError
+
+
+def log_in(page: Any, ui: str, auth_string: str) -> None:
+    """Log in to Prefect's UI with its server's auth string: any page of a UI whose server has a login
+    redirects to its login page (``/login``: ui-v2/src/routes/__root.tsx, components/auth/login-page.tsx,
+    one password field and a Login button); the UI checks the string against the API and keeps it in the
+    browser's local storage. Returns once the UI has left the login page."""
+    page.goto(f"{ui}/dashboard")
+    page.wait_for_url(re.compile(r"/login(\?|$)"))
+    page.locator("input[type=password]").fill(auth_string)
+    page.get_by_role("button", name="Login", exact=True).click()
+    page.wait_for_url(lambda url: "/login" not in url)
 
 
 def start_custom_run(page: Any, ui: str, deployment_id: str, fill: Callable[[Any], None]) -> str:

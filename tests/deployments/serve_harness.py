@@ -4,6 +4,7 @@ it stopped when the block ends."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Any
 
 import httpx
 import psutil
+from payops.deployments.prefect_login import LOGIN_FILE
 from payops.deployments.processes import ROOT, prefect_server_command, read_env_file
 from payops.store.home import read_serve_record
 
@@ -38,18 +40,26 @@ class AllInOne:
     api: str
     console: str
     sandbox: str
+    auth_string: str  # Prefect's login, from the home's prefect-auth file
+    tokens: dict[str, str]  # each user's personal API token (what the docs give a person)
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
         return wait_until(predicate, timeout, what, self.proc, self.log)
 
+    def prefect(self, method: str, path: str, *, timeout: float = 10, **kwargs: Any) -> httpx.Response:
+        """``METHOD {api}{path}`` on serve's Prefect API with its login, as Prefect's client sends it
+        (``kwargs``: httpx's, e.g. ``json``)."""
+        headers = prefect_login_header(self.auth_string)
+        return httpx.request(method, f"{self.api}{path}", headers=headers, timeout=timeout, **kwargs)
+
     def flow_run(self, run_id: str) -> dict[str, Any]:
-        return httpx.get(f"{self.api}/flow_runs/{run_id}", timeout=10).json()
+        return self.prefect("GET", f"/flow_runs/{run_id}").json()
 
     def deployment_id(self, name: str) -> str:
         """The id of deployment ``name`` once the runner has registered it (shortly after "serving")."""
 
         def registered() -> str | None:
-            found = httpx.post(f"{self.api}/deployments/filter", json={}, timeout=10).json()
+            found = self.prefect("POST", "/deployments/filter", json={}).json()
             return next((d["id"] for d in found if d["name"] == name), None)
 
         return str(self.wait_for(registered, 60, f"deployment {name} registered"))
@@ -57,25 +67,32 @@ class AllInOne:
     def payment_events(self) -> list[dict[str, Any]]:
         """The ``payments.payout.*`` events Prefect holds (relayed from the emulator's webhooks)."""
         body = {"filter": {"event": {"prefix": ["payments.payout."]}}, "limit": 10}
-        return list(httpx.post(f"{self.api}/events/filter", json=body, timeout=10).json()["events"])
+        return list(self.prefect("POST", "/events/filter", json=body).json()["events"])
 
     def artifact_text(self, key: str) -> str:
         """The latest artifact under ``key`` as text (its markdown, or its table as JSON)."""
         body = {"artifacts": {"key": {"any_": [key]}}, "sort": "CREATED_DESC", "limit": 1}
-        found = httpx.post(f"{self.api}/artifacts/filter", json=body, timeout=10).json()
+        found = self.prefect("POST", "/artifacts/filter", json=body).json()
         assert found, f"no artifact {key!r}"
         data = found[0]["data"]
         return data if isinstance(data, str) else json.dumps(data)
 
     def payops(
-        self, *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 240
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        stdin: str = "",
+        timeout: float = 240,
+        as_user: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """``payops ARGS`` as a user of this home runs it (its PAYOPS_HOME, no PREFECT_API_URL), ``env`` over
-        serve's environment (e.g. the emulator's client settings)."""
+        """``payops ARGS`` as a user of this home runs it (its PAYOPS_HOME, so serve's console is its payops
+        server; no PREFECT_API_URL), ``as_user``'s token when given, ``env`` over serve's environment (e.g.
+        the emulator's client settings)."""
+        token = {"PAYOPS_API_TOKEN": self.tokens[as_user]} if as_user else {}
         return subprocess.run(
             [sys.executable, "-m", "payops.deployments.cli", *args],
             cwd=ROOT,
-            env={**self.env, **(env or {})},
+            env={**self.env, **token, **(env or {})},
             input=stdin,
             capture_output=True,
             text=True,
@@ -104,8 +121,8 @@ class AllInOne:
 
         def created() -> str | None:
             deployment_id = self.deployment_id(deployment)
-            url = f"{self.api}/deployments/{deployment_id}/create_flow_run"
-            answer = httpx.post(url, json=body, timeout=30)
+            path = f"/deployments/{deployment_id}/create_flow_run"
+            answer = self.prefect("POST", path, json=body, timeout=30)
             if answer.status_code == 503:
                 return None
             assert answer.status_code == 201, f"create_flow_run answered {answer.status_code}: {answer.text}"
@@ -143,6 +160,11 @@ class AllInOne:
         """Payouts the emulator has accepted so far (every POST of a batch item creates one)."""
         stats = httpx.get(f"{self.sandbox}/_sandbox/stats", timeout=10).json()
         return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
+
+
+def prefect_login_header(auth_string: str) -> dict[str, str]:
+    """The header Prefect's clients send with ``PREFECT_API_AUTH_STRING`` (``Basic base64(auth string)``)."""
+    return {"Authorization": f"Basic {base64.b64encode(auth_string.encode()).decode()}"}
 
 
 def is_prefect_server(cmdline: list[str]) -> bool:
@@ -188,37 +210,33 @@ def wait_until(
     raise AssertionError(f"{what} not reached in {timeout:.0f} s:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-def payops_cli(env: dict[str, str], *args: str, stdin: str = "") -> str:
-    """``payops ARGS`` in ``env``; its output (CalledProcessError when it fails)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "payops.deployments.cli", *args],
-        input=stdin,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-    )
-    return done.stdout
+def host_setup(env: dict[str, str], users: dict[str, str], policy: str | None) -> dict[str, str]:
+    """What the server host's admin sets up before serve starts (the test holds the home, as that admin
+    does): ``users`` (name → role, password ``PASSWORD``) each with a personal API token, and the approval
+    ``policy`` when given. Returns the tokens by name."""
+    from payops.store import PayopsSettings, upgrade_database
+    from payops.store.approvals import state_policy
+    from payops.store.users import Users
 
-
-def add_user(env: dict[str, str], name: str, role: str) -> None:
-    """``payops users add NAME --role ROLE`` with the test password on stdin."""
-    subprocess.run(
-        [sys.executable, "-m", "payops.deployments.cli", "users", "add", name, "--role", role],
-        input=PASSWORD + "\n",
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-    )
+    settings = PayopsSettings(home=Path(env["PAYOPS_HOME"]))
+    engine = upgrade_database(settings)
+    try:
+        people = Users(engine)
+        tokens = {}
+        for name, role in users.items():
+            people.add(name, role, PASSWORD)
+            tokens[name] = people.issue_token(name, "tests")
+        if policy is not None:
+            state_policy(engine, policy)
+        return tokens
+    finally:
+        engine.dispose()
 
 
 def serve_env(tmp_path: Path, settings: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a ``payops serve`` whose payops home is ``tmp_path/payops-home`` (and Prefect
     home ``tmp_path/prefect-home``), no Prefect API configured, ``settings`` over it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and k != "PAYOPS_API_TOKEN"}
     env.update(
         {
             "PREFECT_HOME": str(tmp_path / "prefect-home"),
@@ -235,16 +253,13 @@ def serve_env(tmp_path: Path, settings: dict[str, str] | None = None) -> dict[st
 def all_in_one(
     tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None, policy: str | None = None
 ) -> Iterator[AllInOne]:
-    """``payops serve --sandbox`` with ``users`` (name → role) added first, the approval ``policy`` stated
-    when given (else a new install's default), and ``settings`` over the environment (Prefect's UI on unless
-    they turn it off), on the free ports serve picks itself (read back from the record it keeps in its payops
-    home); yields once it serves its deployments and stops it, and every process under it, when the block
-    ends, whatever happened in it."""
+    """``payops serve --sandbox`` with ``users`` (name → role) added first with their tokens, the approval
+    ``policy`` stated when given (else a new install's default), and ``settings`` over the environment
+    (Prefect's UI on unless they turn it off), on the free ports serve picks itself (read back from the
+    record it keeps in its payops home); yields once it serves its deployments and stops it, and every
+    process under it, when the block ends, whatever happened in it."""
     env = serve_env(tmp_path, settings)
-    for name, role in users.items():
-        add_user(env, name, role)
-    if policy is not None:
-        payops_cli(env, "approvals", "policy", "--set", policy)
+    tokens = host_setup(env, users, policy)
     log = tmp_path / "serve.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
@@ -270,6 +285,8 @@ def all_in_one(
             api=record.prefect_api_url,
             console=record.console_url,
             sandbox=record.sandbox_url,
+            auth_string=(tmp_path / "payops-home" / LOGIN_FILE).read_text().strip(),
+            tokens=tokens,
         )
     finally:
         stop_tree(proc)

@@ -14,7 +14,7 @@ from payops.store.home import read_serve_record
 from payops.tasks.approval.approval_keys import SIGNING_KEY_FILE, VERIFY_KEY_FILE
 
 from tests.deployments.console_harness import PASSWORD
-from tests.deployments.serve_harness import AllInOne, all_in_one
+from tests.deployments.serve_harness import AllInOne, all_in_one, prefect_login_header
 from tests.flows.support import payroll_rows, write_sheet
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -62,14 +62,19 @@ def test_two_homes_on_one_host_never_see_each_others_runs_caches_keys_or_console
         code, summary, stderr = _pay(home, sheet)
         assert code == 0 and summary["outcome"] == "completed", stderr
         assert "starting a local Prefect server" not in stderr  # found its serve, started none
-        listed = home.payops("runs", "--json")
+        listed = home.payops("runs", "--json", as_user="olu")
         assert listed.returncode == 0, listed.stderr
         (run,) = [r for r in json.loads(listed.stdout) if r["label"] == LABEL]
         ids[home.payops_home] = run["id"]
     id_a, id_b = ids[a.payops_home], ids[b.payops_home]
     assert id_a != id_b
-    assert httpx.get(f"{a.api}/flow_runs/{id_a}", timeout=10).status_code == 200
-    assert httpx.get(f"{b.api}/flow_runs/{id_a}", timeout=10).status_code == 404  # B's server never saw it
+    assert a.prefect("GET", f"/flow_runs/{id_a}").status_code == 200
+    assert b.prefect("GET", f"/flow_runs/{id_a}").status_code == 404  # B's server never saw it
+    # Each home's Prefect has its own login: without one, or with the other home's, it is refused.
+    assert a.auth_string != b.auth_string
+    assert httpx.get(f"{a.api}/flow_runs/{id_a}", timeout=10).status_code == 401
+    other = prefect_login_header(b.auth_string)
+    assert httpx.get(f"{a.api}/flow_runs/{id_a}", headers=other, timeout=10).status_code == 401
 
     # Consoles: each lists its own home's run.
     for home, mine, other in ((a, id_a, id_b), (b, id_b, id_a)):
@@ -85,12 +90,12 @@ def test_two_homes_on_one_host_never_see_each_others_runs_caches_keys_or_console
     cleared_b = b.payops("cache", "clear")
     assert cleared_b.returncode == 0 and " 0 entries" not in cleared_b.stdout, cleared_b.stdout
 
-    # Keys: beside serve, a run needing approval finds the home's key and waits (then times out: not
+    # Keys: through the home's server, a run needing approval is signed and waits (then times out: not
     # approved, exit 3) instead of stopping with "no approval verify key".
     sheet = write_sheet(tmp_path / "approve.xlsx", payroll_rows(2, prefix="HK"))
     code, summary, stderr = _pay(a, sheet, "--require-approval", "--approval-timeout", "10")
     assert code == 3 and summary["outcome"] == "not_approved", stderr
     assert "approval verify key" not in stderr
-    # `payops approve` finds the key too and goes on to the password (wrong here).
+    # `payops approve` goes to the home's server, which checks the password (wrong here).
     approve = a.payops("approve", id_a, "--user", "olu", stdin="not the password\n")
     assert approve.returncode == 2 and "wrong user name or password" in approve.stderr, approve.stderr

@@ -1,8 +1,9 @@
 """Acceptance of issue 23: Prefect's own UI, served by ``payops serve --sandbox``, as an operator uses it.
 
 In headless Debian Chromium, against the all-in-one (Prefect server + UI, emulator, console, served
-deployments): a payout run of the example sheet is started from the payout deployment's Custom run form with
-approval required. While it is paused, the Resume dialog shows the sheet's totals and points approvers to the
+deployments): the operator logs in to Prefect's UI with serve's Prefect login (the home's prefect-auth file);
+a payout run of the example sheet is started from the payout deployment's Custom run form with approval
+required. While it is paused, the Resume dialog shows the sheet's totals and points approvers to the
 console; it can only reject: a rejection in the dialog ends non-green ("Rejected"), and unticking "Reject this
 run" without the console's signed approvals leaves the run waiting, nothing sent to the emulator. A run
 approved in the console by a named approver ends Completed; the report link of its summary artifact opens and
@@ -29,6 +30,7 @@ from payops.deployments.serve import ROOT
 
 from tests.deployments.browser_harness import ARGS, CHROMIUM, SHOTS, acknowledge_all, log_in
 from tests.deployments.console_harness import PASSWORD
+from tests.deployments.prefect_ui import log_in as log_in_to_prefect
 from tests.deployments.prefect_ui import (
     open_flow_run,
     open_resume_dialog,
@@ -120,6 +122,10 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
             context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
             page = context.new_page()
             page.set_default_timeout(30_000)
+
+            # Prefect's UI asks for serve's Prefect login (the home's prefect-auth file) before anything.
+            log_in_to_prefect(page, served.ui, served.auth_string)
+            shot(page, "prefect-logged-in")
 
             # Three runs of the example sheet from the Custom run form, approval required (started together:
             # each pauses after its pre-flight while the previous one is handled).

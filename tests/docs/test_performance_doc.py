@@ -20,6 +20,7 @@ HELPERS = {
     "emulator",
     "exactly_once",
     "scale_runs",
+    "front_door",
     "__init__",
 }
 

@@ -112,6 +112,7 @@ def test_python_m_sandbox_prints_and_writes_env(tmp_path) -> None:
                 time.sleep(0.1)
         assert r.status_code == 200
         lines = env_file.read_text().splitlines()
+        assert env_file.stat().st_mode & 0o777 == 0o600  # it holds the demo credential
         assert (
             lines[0] == first.strip() and lines[1] == f"export PAYOPS_AUTH_URL=http://127.0.0.1:{port}/auth"
         )

@@ -127,3 +127,49 @@ def test_a_database_behind_the_newest_revision_is_migrated(tmp_path: Path) -> No
         assert "webhook_inbox" in inspect(engine).get_table_names()
     finally:
         engine.dispose()
+
+
+def test_a_new_sqlite_database_and_its_wal_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    import os
+
+    from payops.store.database import DATABASE_FILE_MODE
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)  # a home others may list, as `mkdir` makes one
+    previous = os.umask(0o022)
+    try:
+        settings = PayopsSettings(home=home)
+        engine = upgrade_database(settings)
+        with engine.begin() as connection:  # a write: SQLite makes its -wal and -shm files
+            connection.execute(text("CREATE TABLE IF NOT EXISTS probe (n INTEGER)"))
+            connection.execute(text("INSERT INTO probe VALUES (1)"))
+            modes = {
+                name: (home / name).stat().st_mode & 0o777
+                for name in ("payops.sqlite3", "payops.sqlite3-wal", "payops.sqlite3-shm")
+            }
+        engine.dispose()
+    finally:
+        os.umask(previous)
+    assert modes == dict.fromkeys(modes, DATABASE_FILE_MODE) and DATABASE_FILE_MODE == 0o600
+
+
+def test_an_existing_database_file_keeps_its_mode(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite3"
+    path.touch(mode=0o640)
+    path.chmod(0o640)  # an admin's choice, e.g. a group of readers
+    engine = open_engine(f"sqlite:///{path}")
+    with engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
+    engine.dispose()
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_in_memory_and_uri_databases_make_no_file(tmp_path: Path) -> None:
+    from payops.store.database import sqlite_file
+    from sqlalchemy.engine import make_url
+
+    assert sqlite_file(make_url("sqlite://")) is None
+    assert sqlite_file(make_url("sqlite:///:memory:")) is None
+    assert sqlite_file(make_url(f"sqlite:///file:{tmp_path}/x.db?uri=true")) is None
+    assert sqlite_file(make_url(f"sqlite:///{tmp_path}/x.db")) == tmp_path / "x.db"
