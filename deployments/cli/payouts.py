@@ -156,40 +156,48 @@ def payouts(
     mapping = format_column_map(column_map(column))  # a bad --column exits 2 before anything starts
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     _threshold(approval_threshold)  # a bad amount is refused before anything starts
+    options = _options(
+        require_approval, approval_timeout, poll_deadline, settle_window, no_name_check,
+        label=label,
+        dry_run=dry_run,
+        on_invalid_rows="skip" if skip_invalid else "refuse",
+        column_map=mapping,
+    )
     with front_door(cli_settings(), user=user) as door:
         if door is not None:
             _no_credentials_option(credentials_block)
-            options = {
-                "label": label,
-                "dry_run": dry_run,
-                "on_invalid_rows": "skip" if skip_invalid else "refuse",
-                "require_approval": require_approval,
-                "approval_threshold": approval_threshold,
-                "approval_timeout_s": approval_timeout,
-                "poll_deadline_s": poll_deadline,
-                "settle_window_s": settle_window,
-                "check_names": not no_name_check,
-                "column_map": mapping,
-            }
-            pay_through_server(door, file, options, json_out=json_out, report_dir=report_dir)
+            server_options = {**options, "approval_threshold": approval_threshold}
+            pay_through_server(door, file, server_options, json_out=json_out, report_dir=report_dir)
     who = _who(user, dry_run, "payops payouts")
     _run_payouts(
         json_out,
         approval_threshold,
         who,
         source=file,
-        label=label,
-        dry_run=dry_run,
-        on_invalid_rows="skip" if skip_invalid else "refuse",
-        require_approval=require_approval,
-        approval_timeout_s=approval_timeout,
-        poll_deadline_s=poll_deadline,
         report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
-        check_names=not no_name_check,
-        column_map=mapping,
-        settle_window_s=settle_window,
+        **options,
     )
+
+
+def _options(
+    require_approval: bool,
+    approval_timeout: int,
+    poll_deadline: float,
+    settle_window: float,
+    no_name_check: bool,
+    **more: object,
+) -> dict[str, object]:
+    """A run's options as the flow's parameters (`PayoutRunParams`) and the server's `RunOptions` name them:
+    one dict for a run on this host and one through the server."""
+    return {
+        "require_approval": require_approval,
+        "approval_timeout_s": approval_timeout,
+        "poll_deadline_s": poll_deadline,
+        "settle_window_s": settle_window,
+        "check_names": not no_name_check,
+        **more,
+    }
 
 
 @app.command("retry-failed")
@@ -218,18 +226,12 @@ def retry_failed(
     from payops.tasks.payouts.retry_sheet import RetryRefused, prepare_retry
 
     _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
+    options = _options(require_approval, approval_timeout, poll_deadline, settle_window, no_name_check)
     with front_door(cli_settings(), user=user) as door:
         if door is not None:
             _no_credentials_option(credentials_block)
-            options = {
-                "require_approval": require_approval,
-                "approval_threshold": approval_threshold,
-                "approval_timeout_s": approval_timeout,
-                "poll_deadline_s": poll_deadline,
-                "settle_window_s": settle_window,
-                "check_names": not no_name_check,
-            }
-            retry_through_server(door, label, options, json_out=json_out, report_dir=report_dir)
+            server_options = {**options, "approval_threshold": approval_threshold}
+            retry_through_server(door, label, server_options, json_out=json_out, report_dir=report_dir)
     who = _who(user, False, "payops payouts retry-failed")
     with payops_database() as engine:
         try:
@@ -248,14 +250,10 @@ def retry_failed(
         who,
         source=sheet.source,
         label=sheet.label,
-        require_approval=require_approval,
-        approval_timeout_s=approval_timeout,
-        poll_deadline_s=poll_deadline,
         report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
-        check_names=not no_name_check,
         column_map=sheet.column_map,  # the retry sheet keeps the run's headers: read it the same way
-        settle_window_s=settle_window,
+        **options,
     )
 
 

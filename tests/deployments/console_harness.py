@@ -46,6 +46,27 @@ def serve_in_thread(app: Any) -> Iterator[str]:
         thread.join(10)
 
 
+def payops(env: dict[str, str], *args: str, stdin: str = "", timeout: float = 240) -> Any:
+    """``payops ARGS`` as a person runs it in ``env`` (a subprocess; ``stdin`` for a password); never a
+    traceback."""
+    import subprocess
+    import sys
+
+    from payops.deployments.processes import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-m", "payops.deployments.cli", *args],
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout, done.stderr[-2000:]
+    return done
+
+
 def good_sheet(path: Path, n: int = 6, prefix: str = "CON") -> Path:
     return write_sheet(path, payroll_rows(n, prefix=prefix, specials={1: "0002"}))
 

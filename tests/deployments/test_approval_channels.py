@@ -29,7 +29,7 @@ from payops.deployments.serve import ROOT
 from payops.store import open_engine
 from payops.store.approval_requests import ApprovalRequest
 
-from tests.deployments.console_harness import PASSWORD, payroll_rows, write_sheet
+from tests.deployments.console_harness import PASSWORD, payops, payroll_rows, write_sheet
 from tests.deployments.serve_harness import AllInOne, all_in_one
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -76,18 +76,6 @@ def admin_env(served: AllInOne, where: Path) -> dict[str, str]:
     logged = payops(env, "login", "--user", "admin", stdin=password + "\n")
     assert logged.returncode == 0, logged.stderr
     return env
-
-
-def payops(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "payops.deployments.cli", *args],
-        input=stdin,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        timeout=180,
-    )
 
 
 def in_background(env: dict[str, str], *args: str) -> subprocess.Popen[str]:

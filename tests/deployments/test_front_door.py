@@ -25,7 +25,7 @@ from payops.store.approvals import state_policy
 from payops.store.audit import search
 
 from tests.deployments.browser_harness import local_console, payouts_at
-from tests.deployments.console_harness import PASSWORD, bad_sheet, good_sheet, serve_in_thread
+from tests.deployments.console_harness import PASSWORD, bad_sheet, good_sheet, payops, serve_in_thread
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -62,18 +62,6 @@ def bare_env(server: dict[str, Any], who: str | None, where: Path) -> dict[str, 
     if who:
         env["PAYOPS_API_TOKEN"] = server["tokens"][who]
     return env
-
-
-def payops(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "payops.deployments.cli", *args],
-        cwd=ROOT,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
 
 
 def api(server: dict[str, Any], who: str | None) -> httpx.Client:
@@ -310,3 +298,15 @@ def test_admins_record_who_holds_prefects_login_on_the_console_and_through_the_a
         "payops.user.prefect_login_granted",
         "payops.user.prefect_login_granted",
     ]
+
+
+def test_a_sheet_is_checked_on_the_server_as_the_flow_reads_it(
+    server: dict[str, Any], tmp_path: Path
+) -> None:
+    bad = bad_sheet(tmp_path / "bad.xlsx").read_bytes()
+    with api(server, "olu") as olu:
+        checked = olu.post("/sheets/check", files={"sheet": ("bad.xlsx", bad)}).json()
+    assert checked["outcome"] == "invalid_input" and checked["rows_invalid"] == 2
+    assert {(e["row"], e["column"]) for e in checked["errors"]} == {(3, "amount"), (4, "provider")}
+    with api(server, "bea") as bea:
+        assert bea.post("/sheets/check", files={"sheet": ("bad.xlsx", bad)}).status_code == 403

@@ -4,14 +4,16 @@ personal tokens, the approval policy and the audit trail (with its verification)
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from payops.store.approvals import parse_policy
+from payops.store.approvals import ApprovalPolicy, parse_policy
 from payops.store.audit import chain_id, search, verify
-from payops.store.users import UserError
+from payops.store.users import User, UserError
 
 from ..deps import ConsoleDep
+from ..state import Console
 from .auth import ApiAdmin, ApiCaller, ApiViewer
 from .errors import ApiError
 from .models import (
@@ -78,13 +80,13 @@ async def approval_key(console: ConsoleDep, account: ApiViewer) -> VerifyKey:
 
 
 # -- users and tokens ------------------------------------------------------------------------------------
-def _user_out(user: object) -> UserOut:
+def _user_out(user: User) -> UserOut:
     return UserOut(
-        name=user.name,  # type: ignore[attr-defined]
-        role=user.role,  # type: ignore[attr-defined]
-        disabled=bool(user.disabled),  # type: ignore[attr-defined]
-        prefect_login=bool(getattr(user, "prefect_login", False)),
-        created_at=user.created_at.isoformat(),  # type: ignore[attr-defined]
+        name=user.name,
+        role=user.role,
+        disabled=bool(user.disabled),
+        prefect_login=bool(user.prefect_login),
+        created_at=user.created_at.isoformat(),
     )
 
 
@@ -104,7 +106,10 @@ async def add_user(request: Request, console: ConsoleDep, admin: ApiAdmin, body:
     return _user_out(user)
 
 
-async def _change(request: Request, console: ConsoleDep, admin: str, name: str, action: str, call) -> None:  # noqa: ANN001
+async def _change(
+    request: Request, console: Console, admin: str, name: str, action: str, call: Callable[[], object]
+) -> None:
+    """Run one change of a user (``call``, blocking) and audit it; a refusal is one line."""
     try:
         await asyncio.to_thread(call)
     except UserError as exc:
@@ -199,8 +204,8 @@ async def revoke_token(request: Request, token_id: int, console: ConsoleDep, adm
 
 
 # -- the approval policy ---------------------------------------------------------------------------------
-def _policy_out(policy: object) -> PolicyOut:
-    return PolicyOut(policy=policy.describe(), text=policy.to_text())  # type: ignore[attr-defined]
+def _policy_out(policy: ApprovalPolicy) -> PolicyOut:
+    return PolicyOut(policy=policy.describe(), text=policy.to_text())
 
 
 @router.get("/approval-policy", response_model=PolicyOut)

@@ -97,6 +97,39 @@ async def start_run(
     return StartedRun(id=str(run_id), name=name, label=params.label)
 
 
+@router.post("/sheets/check", response_model=dict[str, Any], dependencies=[Depends(size_within_limit)])
+async def check(
+    console: ConsoleDep,
+    account: ApiOperator,
+    sheet: Annotated[UploadFile, File(description="The payout sheet (.xlsx, .xlsm or .csv)")],
+    column_map: Annotated[str, Form(max_length=2000, description='"Header=field; ..."')] = "",
+    label: Annotated[str | None, Form(max_length=128)] = None,
+) -> dict[str, Any]:
+    """`payops check` on the server: the flow's intake alone (same rules, same errors by row and column),
+    nothing started or sent; the validation report stays with the upload."""
+    from payops.tasks.intake import IntakeOptions
+    from payops.tasks.intake.columns import ColumnMapError, parse_column_map
+    from payops.tasks.payouts.sheet_check import check_sheet
+
+    try:
+        columns = parse_column_map(column_map)
+    except ColumnMapError as exc:
+        raise ApiError(422, f"column_map: {exc}") from None
+    options = IntakeOptions(max_bytes=console.settings.max_upload_bytes, column_map=columns)
+    data = await _read_sheet(sheet, console.settings.max_upload_bytes)
+    try:
+        saved = await asyncio.to_thread(console.store.save, sheet.filename or "sheet.xlsx", data)
+    except StorageError as exc:
+        raise ApiError(422, str(exc)) from None
+    saved.uploaded_by = account.name
+    await asyncio.to_thread(console.store.write_meta, saved)
+    big = console.settings.stream_csv_over_bytes
+    report_dir = console.store.report_dir(saved.id)
+    return await asyncio.to_thread(
+        check_sheet, saved.source, report_dir, label, options, stream_over_bytes=big
+    )
+
+
 async def _newest(name_or_id: str) -> list[RunRecord]:
     found = await find_payout_runs(name_or_id)
     if not found:
