@@ -154,3 +154,23 @@ def run_summary(state: State) -> RunSummary:
     if not isinstance(data, RunSummary):
         raise TypeError(f"the run ended {state.name} without a run summary: {data!r}"[:500])
     return data
+
+
+async def keep_summary(engine: Any, summary: RunSummary) -> None:
+    """Keep a run's summary in the payops database (``engine``; anything else: not opened), by its flow run
+    id, where the payops server reads it for whoever started the run (`store.run_summaries`). Best effort:
+    the run's work is done and reported either way; a failure is a warning in the run's log."""
+    import asyncio
+
+    from payops.store.run_summaries import RunSummaries
+    from prefect import get_run_logger
+    from prefect.runtime import flow_run
+    from sqlalchemy import Engine
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if not isinstance(engine, Engine) or not flow_run.id:
+        return
+    try:
+        await asyncio.to_thread(RunSummaries(engine).keep, str(flow_run.id), summary.as_json())
+    except SQLAlchemyError as exc:
+        get_run_logger().warning("run summary not kept for the server (%s)", type(exc).__name__)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 from payops.connectors.payments import PaymentsSettings
 from payops.flows.approval import Answer, Ask, ask_approval, resume_description
 from payops.flows.flow_decorator import flow
-from payops.flows.outcomes import end_run, state_message
+from payops.flows.outcomes import end_run, keep_summary, state_message
 from payops.flows.payout_parts import (
     accepted_state,
     batch_said,
@@ -112,7 +112,6 @@ from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field, field_validator
 from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
 
 if TYPE_CHECKING:
     from payops.store.approvals import ApprovalPolicy
@@ -344,20 +343,6 @@ async def _start(
     return read_start(key, params.start, params.source)
 
 
-async def _keep_summary(store: Engine | PolicyUnreadable, summary: PayoutRunSummary) -> None:
-    """Keep the run's summary in the payops database, where the payops server reads it for whoever started
-    the run (`store.run_summaries`). Best effort: the payouts are done and reported either way."""
-    from payops.store.run_summaries import RunSummaries
-    from prefect.runtime import flow_run
-
-    if not isinstance(store, Engine) or not flow_run.id:
-        return
-    try:
-        await asyncio.to_thread(RunSummaries(store).keep, str(flow_run.id), summary.as_json())
-    except SQLAlchemyError as exc:
-        get_run_logger().warning("run summary not kept for the server (%s)", type(exc).__name__)
-
-
 @flow(name="payout-spreadsheet", flow_run_name=sheet_run_name, log_prints=False, **PAYOUT_RUN_HOOKS)
 async def payout_spreadsheet(params: PayoutRunParams) -> State:
     """Read, validate, pre-flight, (approve), send in batches of 100, poll to final, report.
@@ -369,7 +354,7 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
     try:
         async with open_clients(), payops_store(settings) as store:
             summary = PayoutRunSummary.model_validate(await _pay(params, store, settings))
-            await _keep_summary(store, summary)
+            await keep_summary(store, summary)
         try:
             await publish_run_record(summary.as_json())
         except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from payops.flows.flow_decorator import flow
-from payops.flows.outcomes import end_run
+from payops.flows.outcomes import end_run, keep_summary
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
 from payops.flows.summaries import ReconciliationSummary
 from payops.store.settings import PayopsSettings
@@ -70,9 +70,11 @@ async def reconcile_run(params: ReconcileRunParams) -> State:
     """Match one payout run with the service's payouts and transactions now; store and report the check.
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
+    payops = PayopsSettings.from_env()
     async with open_clients():
-        summary = await _reconcile_run(params, PayopsSettings.from_env())
-    return end_run(ReconciliationSummary.model_validate(summary))
+        summary = ReconciliationSummary.model_validate(await _reconcile_run(params, payops))
+    await _keep(payops, summary)
+    return end_run(summary)
 
 
 async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> dict[str, Any]:
@@ -159,9 +161,23 @@ async def reconcile_day(params: ReconcileDayParams = ReconcileDayParams()) -> St
     """The daily close: snapshot, match, attribute, store, report (xlsx/csv/JSON, an artifact), alert.
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
+    payops = PayopsSettings.from_env()
     async with open_clients():
-        summary = await _reconcile_day(params, PayopsSettings.from_env())
-    return end_run(ReconciliationSummary.model_validate(summary))
+        summary = ReconciliationSummary.model_validate(await _reconcile_day(params, payops))
+    await _keep(payops, summary)
+    return end_run(summary)
+
+
+async def _keep(payops: PayopsSettings, summary: ReconciliationSummary) -> None:
+    """The check's summary for the payops server (`flows.outcomes.keep_summary`), on the run's database."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        store = await asyncio.to_thread(open_store, payops)
+    except (SQLAlchemyError, RuntimeError, ValueError, OSError) as exc:  # the check is stored and reported
+        get_run_logger().warning("run summary not kept for the server (%s)", type(exc).__name__)
+        return
+    await keep_summary(store.engine, summary)
 
 
 async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> dict[str, Any]:

@@ -160,6 +160,20 @@ class Check:
     snapshots: dict[str, tuple[str, str]] = field(default_factory=dict)  # currency -> (balance, reserved)
     taken_at: datetime | None = None
 
+    def as_json(self) -> dict[str, Any]:
+        """The check as `payops reconcile history --json` and the server's API give it."""
+        return {
+            "id": self.id,
+            "scope": self.scope,
+            "key": self.key,
+            "checked_at": self.checked_at.isoformat(),
+            "trigger": self.trigger,
+            "status": self.status,
+            "summary": self.summary,
+            "differences": [d.as_dict() for d in self.differences],
+            "snapshot": {cur: {"balance": b, "reserved": r} for cur, (b, r) in self.snapshots.items()},
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class IntendedPayout:

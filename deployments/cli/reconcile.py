@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from typing import Any
 
 import typer
 from payops.deployments.cli._common import (
     EXIT_INVALID,
     REPORTS_DEFAULT,
+    cli_settings,
     default_report_dir,
     fail,
     payops_database,
@@ -16,6 +18,8 @@ from payops.deployments.cli._common import (
     run_flow,
     validation_message,
 )
+from payops.deployments.cli.front_door import ask, front_door
+from payops.deployments.cli.remote_runs import follow
 from payops.flows.summaries import ReconciliationSummary
 
 app = typer.Typer(
@@ -48,6 +52,12 @@ def reconcile(
             date.fromisoformat(day)
         except ValueError:
             fail(f"--date: {day!r} is not a date; use YYYY-MM-DD", EXIT_INVALID)
+    with front_door(cli_settings()) as door:
+        if door is not None:
+            _only_on_this_host(report_dir, credentials_block)
+            body = {"run": run, "date": day, "unchecked_after_hours": unchecked_after_hours}
+            started = ask(door, "POST", "/reconcile", json=body)
+            follow(door, started["id"], json_out=json_out, kind=ReconciliationSummary)
     with quiet_prefect(json_out):
         from payops.flows.reconcile import (
             ReconcileDayParams,
@@ -80,6 +90,16 @@ def reconcile(
     run_flow(call, json_out, ReconciliationSummary, "run it again; reconciliation only reads the service")
 
 
+def _only_on_this_host(report_dir: str | None, credentials_block: str | None) -> None:
+    """Options that name a place on this host mean nothing to the server: refused in one line."""
+    if report_dir or credentials_block:
+        fail(
+            "--report-dir and --credentials-block are for a reconciliation on this host without a payops "
+            "server: through the server its workers hold the credential and its reports stay on the server",
+            EXIT_INVALID,
+        )
+
+
 @app.command("history")
 def history(
     run: str | None = typer.Option(None, "--run", help="Only this payout run's checks"),
@@ -87,38 +107,35 @@ def history(
     limit: int = typer.Option(20, min=1, max=1000, help="Newest checks shown"),
     json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON"),
 ) -> None:
-    """Checks of runs and closes from the payops database, newest first, with their differences."""
+    """Checks of runs and closes from the payops database, newest first, with their differences (through
+    the payops server when there is one)."""
+    with front_door(cli_settings()) as door:
+        if door is not None:
+            query = {k: v for k, v in {"run": run, "date": day, "limit": limit}.items() if v is not None}
+            rows = ask(door, "GET", "/reconciliation", params=query)
+        else:
+            rows = _history_here(run, day, limit)
+    if json_out:
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if not rows:
+        typer.echo("no reconciliation yet (runs reconcile when they end; `payops reconcile` closes a day)")
+        return
+    for c in rows:
+        kinds = ", ".join(f"{k} {v}" for k, v in (c["summary"].get("by_kind") or {}).items())
+        at = c["checked_at"][:19].replace("T", " ")
+        typer.echo(
+            f"{at} UTC  {c['scope']:3}  {c['key']:30}  {c['status']:11}  {c['trigger']:9}"
+            + (f"  {kinds}" if kinds else "")
+        )
+        for cur, snap in c["snapshot"].items():
+            typer.echo(f"    {cur}: balance {snap['balance']}, reserved {snap['reserved']}")
+
+
+def _history_here(run: str | None, day: str | None, limit: int) -> list[dict[str, Any]]:
+    """The checks in this host's payops database, as the server's API gives them."""
     from payops.store.reconciliation import ReconciliationStore
 
     scope, key = ("run", run) if run else (("day", day) if day else (None, None))
     with payops_database() as engine:
-        checks = ReconciliationStore(engine).checks(scope, key, limit)
-    if json_out:
-        rows = [
-            {
-                "id": c.id,
-                "scope": c.scope,
-                "key": c.key,
-                "checked_at": c.checked_at.isoformat(),
-                "trigger": c.trigger,
-                "status": c.status,
-                "summary": c.summary,
-                "differences": [d.as_dict() for d in c.differences],
-                "snapshot": {cur: {"balance": b, "reserved": r} for cur, (b, r) in c.snapshots.items()},
-            }
-            for c in checks
-        ]
-        typer.echo(json.dumps(rows, indent=2, default=str))
-        return
-    if not checks:
-        typer.echo("no reconciliation yet (runs reconcile when they end; `payops reconcile` closes a day)")
-        return
-    for c in checks:
-        kinds = ", ".join(f"{k} {v}" for k, v in (c.summary.get("by_kind") or {}).items())
-        typer.echo(
-            f"{c.checked_at:%Y-%m-%d %H:%M:%S} UTC  {c.scope:3}  {c.key:30}  {c.status:11}  {c.trigger:9}"
-            + (f"  {kinds}" if kinds else "")
-        )
-        for cur, (b, r) in c.snapshots.items():
-            typer.echo(f"    {cur}: balance {b}, reserved {r}")
-
+        return [c.as_json() for c in ReconciliationStore(engine).checks(scope, key, limit)]

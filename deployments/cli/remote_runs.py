@@ -16,7 +16,7 @@ from urllib.parse import quote
 import typer
 from payops.deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
 from payops.deployments.cli.front_door import FrontDoor, ServerRefused, ask, refused
-from payops.flows.summaries import PayoutRunSummary
+from payops.flows.summaries import PayoutRunSummary, RunSummary
 
 POLL_S = (0.25, 0.5, 1.0)
 """Seconds between two reads of the run: quick at first (a dry run ends in seconds), then once a second."""
@@ -78,14 +78,23 @@ def _news(run: dict[str, Any]) -> str:
     return f"run {run['name']}: {run['state']}"
 
 
-def follow(door: FrontDoor, run_id: str, *, json_out: bool, report_dir: str | None) -> NoReturn:
-    """Read the run until it is final, telling its state changes on stderr; then print its summary (only its
-    JSON with ``json_out``), save its reports in ``report_dir`` when given, and exit with its outcome's
-    code. Ctrl-C stops following, never the run."""
+def follow(
+    door: FrontDoor,
+    run_id: str,
+    *,
+    json_out: bool,
+    report_dir: str | None = None,
+    kind: type[RunSummary] = PayoutRunSummary,
+) -> NoReturn:
+    """Read the run until it is final, telling its state changes on stderr; then print its summary (a
+    ``kind``; only its JSON with ``json_out``), save its reports in ``report_dir`` when given, and exit with
+    its outcome's code. Ctrl-C stops following, never the run. A payout run is read with what it waits for
+    (``/runs``), any other flow run as such (``/flow-runs``)."""
+    where = "/runs" if kind is PayoutRunSummary else "/flow-runs"
     told, step = "", 0
     try:
         while True:
-            run = ask(door, "GET", f"/runs/{run_id}")
+            run = ask(door, "GET", f"{where}/{run_id}")
             news = _news(run)
             if news != told:
                 _say(json_out, news)
@@ -96,12 +105,14 @@ def follow(door: FrontDoor, run_id: str, *, json_out: bool, report_dir: str | No
             step += 1
     except KeyboardInterrupt:
         fail(f"interrupted: the run goes on on the server; follow it with `payops runs show {run_id}`")
-    _finish(door, run, json_out=json_out, report_dir=report_dir)
+    _finish(door, run, kind, json_out=json_out, report_dir=report_dir)
 
 
-def _finish(door: FrontDoor, run: dict[str, Any], *, json_out: bool, report_dir: str | None) -> NoReturn:
+def _finish(
+    door: FrontDoor, run: dict[str, Any], kind: type[RunSummary], *, json_out: bool, report_dir: str | None
+) -> NoReturn:
     data = run.get("summary")
-    summary = PayoutRunSummary.model_validate(data) if isinstance(data, dict) else None
+    summary = kind.model_validate(data) if isinstance(data, dict) else None
     if summary is not None:
         if json_out:
             sys.stdout.write(json.dumps(summary.as_json(), default=str) + "\n")

@@ -32,9 +32,12 @@ class RunLauncher(Protocol):
 
     async def start(self, params: PayoutRunParams, run_name: str) -> UUID: ...
 
+    async def start_flow(self, flow: Any, parameters: dict[str, Any], run_name: str) -> UUID: ...
+
 
 class DeploymentLauncher:
-    """Runs the payout deployment; a worker (or ``payops serve``) picks the run up."""
+    """Runs the payout deployment (and the other flows' deployments, named as their flows are, as
+    prefect.yaml names them); a worker (or ``payops serve``) picks the run up."""
 
     mode = "deployment"
 
@@ -42,11 +45,18 @@ class DeploymentLauncher:
         self.name = deployment if "/" in deployment else f"{FLOW_NAME}/{deployment}"
 
     async def start(self, params: PayoutRunParams, run_name: str) -> UUID:
+        return await self._run(self.name, {"params": params.model_dump(mode="json")}, run_name)
+
+    async def start_flow(self, flow: Any, parameters: dict[str, Any], run_name: str) -> UUID:
+        return await self._run(f"{flow.name}/{flow.name}", parameters, run_name)
+
+    @staticmethod
+    async def _run(deployment: str, parameters: dict[str, Any], run_name: str) -> UUID:
         from prefect.deployments import run_deployment
 
         flow_run = await run_deployment(
-            name=self.name,
-            parameters={"params": params.model_dump(mode="json")},
+            name=deployment,
+            parameters=parameters,
             timeout=0,
             flow_run_name=run_name,
             tags=[CONSOLE_TAG],
@@ -64,34 +74,34 @@ class LocalLauncher:
         self.threads: dict[UUID, threading.Thread] = {}
 
     async def start(self, params: PayoutRunParams, run_name: str) -> UUID:
-        from prefect.client.orchestration import get_client
+        return await self.start_flow(payout_spreadsheet, {"params": params}, run_name)
 
+    async def start_flow(self, flow: Any, parameters: dict[str, Any], run_name: str) -> UUID:
+        from prefect.client.orchestration import get_client
+        from pydantic import BaseModel
+
+        stored = {
+            k: v.model_dump(mode="json") if isinstance(v, BaseModel) else v for k, v in parameters.items()
+        }
         async with get_client() as client:
             flow_run = await client.create_flow_run(
-                payout_spreadsheet,
-                name=run_name,
-                parameters={"params": params.model_dump(mode="json")},
-                tags=[CONSOLE_TAG],
+                flow, name=run_name, parameters=stored, tags=[CONSOLE_TAG]
             )
         thread = threading.Thread(
-            target=self._execute, args=(flow_run, params), name=f"payout-{run_name}", daemon=True
+            target=self._execute, args=(flow, flow_run, parameters), name=f"flow-{run_name}", daemon=True
         )
         self.threads[flow_run.id] = thread
         thread.start()
         return flow_run.id
 
     @staticmethod
-    def _execute(flow_run: Any, params: PayoutRunParams) -> None:
+    def _execute(flow: Any, flow_run: Any, parameters: dict[str, Any]) -> None:
         from prefect.flow_engine import run_flow_async
 
         try:
-            asyncio.run(
-                run_flow_async(
-                    payout_spreadsheet, flow_run=flow_run, parameters={"params": params}, return_type="state"
-                )
-            )
+            asyncio.run(run_flow_async(flow, flow_run=flow_run, parameters=parameters, return_type="state"))
         except Exception as exc:  # noqa: BLE001 - the Prefect state records the failure; log it for the operator
-            log.error("local payout run %s ended with %s", flow_run.id, type(exc).__name__)
+            log.error("local flow run %s ended with %s", flow_run.id, type(exc).__name__)
 
     def join(self, timeout: float | None = None) -> None:
         for thread in list(self.threads.values()):

@@ -139,6 +139,14 @@ def test_the_cli_pays_through_the_server_with_nothing_but_its_token(
     own_credential = payops(env, "payouts", str(sheet), "--credentials-block", "someone-elses")
     assert own_credential.returncode == 2 and "credential its workers hold" in own_credential.stderr
 
+    checked = payops(env, "reconcile", "--run", "front-door-1", "--json")  # on the server's workers
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    result = json.loads(checked.stdout)
+    facts = (result["scope"], result["label"], result["rows"], result["differences"])
+    assert facts == ("run", "front-door-1", 6, 0), result
+    history = json.loads(payops(env, "reconcile", "history", "--run", "front-door-1", "--json").stdout)
+    assert history[0]["id"] == result["check_id"] and len(history) == 3  # both runs' ends, and this one
+
 
 def test_approvers_approve_through_the_server_and_the_operator_cannot(
     server: dict[str, Any], tmp_path: Path

@@ -35,7 +35,7 @@ def _answer(status: int, message: str) -> JSONResponse:
 
 def create_api(console: Console | None) -> FastAPI:
     """The API app on ``console``'s state (None: the app alone, for its OpenAPI document)."""
-    from . import people, runs
+    from . import people, reconciliation, runs
 
     api = FastAPI(
         title="payops server API",
@@ -49,6 +49,7 @@ def create_api(console: Console | None) -> FastAPI:
     api.state.console = console
     api.include_router(people.router)
     api.include_router(runs.router)
+    api.include_router(reconciliation.router)
 
     @api.exception_handler(ApiError)
     async def refused(request: Request, exc: ApiError) -> JSONResponse:

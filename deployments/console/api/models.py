@@ -191,3 +191,22 @@ class VerifyKey(BaseModel):
     """The public half of the approval signing key: what workers verify starts and approvals with."""
 
     pem: str
+
+
+class ReconcileRequest(Body):
+    run: str | None = Field(None, max_length=200, description="A payout run's label")
+    date: str | None = Field(None, max_length=10, description="A business day to close (YYYY-MM-DD)")
+    unchecked_after_hours: float = Field(24, ge=0)
+
+
+class FlowRunOut(BaseModel):
+    """A flow run the server started: its state and (once final) the summary it kept."""
+
+    id: str
+    name: str
+    state: str
+    state_type: str
+    final: bool
+    paused: bool
+    message: str | None = None
+    summary: dict[str, Any] | None = None
