@@ -18,8 +18,8 @@ from payops.deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
 from payops.deployments.cli.front_door import FrontDoor, ServerRefused, ask, refused
 from payops.flows.summaries import PayoutRunSummary, RunSummary
 
-POLL_S = (0.25, 0.5, 1.0)
-"""Seconds between two reads of the run: quick at first (a dry run ends in seconds), then once a second."""
+POLL_S = (0.2,)
+"""Seconds between two reads of the run's state (a light read: one Prefect call on the server)."""
 
 
 def read_sheet(file: str) -> bytes:
@@ -88,13 +88,19 @@ def follow(
 ) -> NoReturn:
     """Read the run until it is final, telling its state changes on stderr; then print its summary (a
     ``kind``; only its JSON with ``json_out``), save its reports in ``report_dir`` when given, and exit with
-    its outcome's code. Ctrl-C stops following, never the run. A payout run is read with what it waits for
-    (``/runs``), any other flow run as such (``/flow-runs``)."""
-    where = "/runs" if kind is PayoutRunSummary else "/flow-runs"
-    told, step = "", 0
+    its outcome's code. Ctrl-C stops following, never the run.
+
+    The run's state is read often and cheaply (``/flow-runs/ID``: one Prefect read on the server); a payout
+    run's whole page (``/runs/ID``: what it waits for, its record, reports) when its state changes, and every
+    2 s while it waits for approvals."""
+    told, state, step = "", None, 0
     try:
         while True:
-            run = ask(door, "GET", f"{where}/{run_id}")
+            run = ask(door, "GET", f"/flow-runs/{run_id}")
+            waiting_news = run["paused"] and step % 10 == 0  # approvals given meanwhile
+            if kind is PayoutRunSummary and ((run["state"], run["final"]) != state or waiting_news):
+                state = (run["state"], run["final"])
+                run = ask(door, "GET", f"/runs/{run_id}")
             news = _news(run)
             if news != told:
                 _say(json_out, news)
