@@ -36,12 +36,14 @@ def console(
     host: str = typer.Option("127.0.0.1", help="Address to bind"),
     port: int = typer.Option(8400, help="Port to bind"),
 ) -> None:
-    """Serve the operations console (upload page, runs, webhook receiver) on the configured Prefect API.
+    """Serve the operations console and the payops server's API (upload page, runs, approvals, webhook
+    receiver, /api/v1) on the configured Prefect API: the front door people use.
 
-    Users log in by name (`payops users add`); settings: PAYOPS_DATABASE_URL (users, audit, the webhook
-    inbox), PAYOPS_APPROVAL_SIGNING_KEY_FILE (default: approval-signing-key.pem in the payops home),
-    PAYOPS_PAYOUT_DEPLOYMENT (unset: runs execute inside the console process), PAYOPS_UPLOAD_URL,
-    PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS, PAYOPS_WEBHOOK_FORWARD, PAYOPS_CONSOLE_TRUSTED_PROXIES (see
+    The first admin comes from `payops host create-admin NAME` on this host; settings: PAYOPS_DATABASE_URL
+    (users, audit, the webhook inbox), PAYOPS_APPROVAL_SIGNING_KEY_FILE (the key it signs with; default the
+    home's approval-signing-key.pem), PAYOPS_PAYOUT_DEPLOYMENT (unset: runs execute inside the console
+    process), PAYOPS_UPLOAD_URL, PAYOPS_REPORT_URL, PAYOPS_WEBHOOK_SECRETS, PAYOPS_WEBHOOK_FORWARD,
+    PAYOPS_CONSOLE_TRUSTED_PROXIES, and Prefect's PREFECT_API_URL and PREFECT_API_AUTH_STRING (see
     docs/operations.md).
     """
     from payops.deployments.console.__main__ import main
