@@ -145,17 +145,20 @@ def test_a_configured_server_is_used_and_no_server_starts(prefect_harness, tmp_p
     served_home.mkdir()
     record = ServeRecord(pid=os.getpid(), prefect_api_url=PREFECT_API_URL.value(), console_url="http://x")
     write_serve_record(record, served_home)
-    for env in (
-        {**bare_env, "PREFECT_API_URL": PREFECT_API_URL.value()},  # configured
-        {**bare_env, "PAYOPS_HOME": str(served_home)},  # the home's `payops serve`
+    # A command that runs a flow on this host (payouts go through the home's payops server; a transactions
+    # report does not) finds the configured Prefect server, or the home's serve's by its record.
+    host_args = ["transactions", "report", "--report-dir", str(tmp_path / "r")]
+    for command, env, code in (
+        (args, {**bare_env, "PREFECT_API_URL": PREFECT_API_URL.value()}, 2),  # configured; cannot price: 2
+        (host_args, {**bare_env, "PAYOPS_HOME": str(served_home)}, 1),  # the home's serve; no credential: 1
     ):
-        cli = Cli(args, env)
+        cli = Cli(command, env)
         seen_servers = []
         while cli.proc.poll() is None:
             seen_servers += _servers(cli)
             time.sleep(0.2)
         cli._reader.join(10)
-        assert cli.proc.returncode == 2, cli.stderr  # a dry run without credentials cannot price: exit 2
+        assert cli.proc.returncode == code and "no Payments credentials" in cli.stderr, cli.stderr
         assert NOTICE not in cli.stderr and not seen_servers
 
 
