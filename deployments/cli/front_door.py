@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
+import typer
 from payops.deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
 
 if TYPE_CHECKING:
@@ -118,6 +119,20 @@ class FrontDoor:
         answer = self.send(method, path, **kwargs)
         return answer.json() if answer.content else None
 
+    def sign_in(self, user: str, password: str, purpose: str) -> dict[str, Any]:
+        """A personal token for ``user`` (their password, sent once); later calls carry it."""
+        issued = self.call("POST", "/login", json={"purpose": purpose}, auth=httpx.BasicAuth(user, password))
+        self.client.headers["Authorization"] = f"Bearer {issued['token']}"
+        return issued
+
+    def sign_out(self) -> None:
+        """Revoke the token this door carries. Best effort: the command's work is done either way, and an
+        admin can revoke a token left behind (`payops users tokens`)."""
+        try:
+            self.send("POST", "/logout")
+        except ServerRefused as exc:
+            typer.echo(f"note: the command's token was not revoked: {exc.detail}", err=True)
+
 
 def _detail(answer: httpx.Response) -> str:
     """The server's one line (its ``detail``); the HTTP status only when the server failed."""
@@ -141,28 +156,38 @@ def refused(exc: ServerRefused) -> NoReturn:
     fail(exc.detail + hint, EXIT_INVALID if exc.status in FIXABLE else EXIT_ERROR)
 
 
-def _credential(settings: PayopsSettings, url: str, user: str | None) -> httpx.Auth | dict[str, str]:
-    if user:
-        from payops.deployments.cli.identity import read_password
-
-        return httpx.BasicAuth(user, read_password())
+def _saved_token(settings: PayopsSettings, url: str) -> str:
     token = settings.api_token.get_secret_value().strip() if settings.api_token else ""
-    token = token or saved_logins(settings).get(url, {}).get("token", "")
-    return {"Authorization": f"Bearer {token}"} if token else {}
+    return token or saved_logins(settings).get(url, {}).get("token", "")
 
 
 @contextmanager
 def front_door(settings: PayopsSettings, *, user: str | None = None) -> Iterator[FrontDoor | None]:
-    """The server's API as the caller (see the module docstring), or None when no server is known."""
+    """The server's API as the caller (see the module docstring), or None when no server is known. With
+    ``user``, the password is asked once and exchanged for a token this command uses and revokes at its end
+    (the server checks a password slowly on purpose: once, not on every call)."""
     url = server_url(settings)
     if url is None:
         yield None
         return
-    credential = _credential(settings, url, user)
-    auth = credential if isinstance(credential, httpx.Auth) else None
-    headers = credential if isinstance(credential, dict) else {}
-    with httpx.Client(base_url=url, auth=auth, headers=headers, timeout=TIMEOUT_S) as client:
-        yield FrontDoor(url, client)
+    with httpx.Client(base_url=url, timeout=TIMEOUT_S) as client:
+        door = FrontDoor(url, client)
+        if not user:
+            token = _saved_token(settings, url)
+            if token:
+                client.headers["Authorization"] = f"Bearer {token}"
+            yield door
+            return
+        from payops.deployments.cli.identity import read_password
+
+        try:
+            door.sign_in(user, read_password(), "one command")
+        except ServerRefused as exc:
+            refused(exc)
+        try:
+            yield door
+        finally:
+            door.sign_out()
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from payops.deployments.cli.front_door import (
     saved_logins,
     server_url,
 )
+from payops.deployments.cli.identity import read_password
 
 URL = typer.Option(None, "--url", help="The payops server (default: PAYOPS_URL, else this home's serve)")
 
@@ -31,11 +32,11 @@ def login(
     settings = cli_settings()
     if url:
         settings = settings.model_copy(update={"url": url})
-    with front_door(settings, user=user) as door:
+    with front_door(settings.model_copy(update={"api_token": None})) as door:
         if door is None:
             fail("which payops server? give --url URL or set PAYOPS_URL", EXIT_INVALID)
         try:
-            issued = door.call("POST", "/login", json={"purpose": "payops login"})
+            issued = door.sign_in(user, read_password(), "payops login")
         except ServerRefused as exc:
             refused(exc)
         path = save_login(settings, door.url, issued["token"], issued["user"])

@@ -158,7 +158,7 @@ def test_a_configured_server_is_used_and_no_server_starts(prefect_harness, tmp_p
             seen_servers += _servers(cli)
             time.sleep(0.2)
         cli._reader.join(10)
-        assert cli.proc.returncode == code and "no Payments credentials" in cli.stderr, cli.stderr
+        assert cli.proc.returncode == code and "no Payments credentials" in "\n".join(cli.stderr), cli.stderr
         assert NOTICE not in cli.stderr and not seen_servers
 
 
