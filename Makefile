@@ -32,11 +32,19 @@ demo: $(STAMP)
 # Every test passes alone and in any order: these run shuffled (the modules, and the tests in each), the rest
 # in file order. `make test SEED=N` replays the order a run printed.
 SHUFFLED := tests/architecture tests/connectors tests/store tests/tasks tests/deployments/test_alerts_e2e.py
+# Most of the time goes to end-to-end tests that wait (for payouts to settle, servers to start, approvals):
+# the suite runs on TEST_WORKERS processes at once (pytest-xdist), each test file on one worker with its own
+# fixtures and its own Prefect test server (shuffled files stay shuffled). schemathesis' run counts its
+# requests across its tests, which xdist folds into one item: it runs alone, in one process.
+TEST_WORKERS ?= 2
+ALONE := tests/sandbox/test_sandbox_schemathesis.py
 
 test: $(DEV_STAMP) browser-deps
 	@seed=$${SEED:-$$RANDOM}; echo "shuffled: $(SHUFFLED) (SEED=$$seed)"; \
-	  $(PY) -m pytest -q --random-order-bucket=module --random-order-seed=$$seed $(SHUFFLED)
-	@$(PY) -m pytest -q $(addprefix --ignore=,$(SHUFFLED))
+	  $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --random-order-bucket=module \
+	    --random-order-seed=$$seed $(SHUFFLED)
+	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
+	@$(PY) -m pytest -q $(ALONE)
 
 lint: $(DEV_STAMP)
 	@$(VENV)/bin/ruff check .
