@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: benchmarks.front_door beside it
 SHEET = ROOT / "examples" / "payouts-demo.xlsx"
 
 
@@ -142,7 +143,7 @@ def main() -> None:
             warm = [_timed(dry, served) for _ in range(max(1, args.repeat - 1))]
             no_names = [_timed([*dry, "--no-name-check"], served) for _ in range(max(1, args.repeat - 1))]
 
-        from benchmarks.front_door import compare
+        from benchmarks.front_door import compare  # noqa: PLC0415 - after sys.path has the repository
 
         front_door = compare(Path(tmp), base_without(sandbox.env, base), SHEET, args.repeat, _timed)
 

@@ -13,6 +13,7 @@ Runs alternate (direct, through, direct, ...) so both see the same machine; medi
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import statistics
 import subprocess
@@ -45,7 +46,7 @@ def served(tmp: Path, base: dict[str, str]) -> Iterator[dict[str, Any]]:
     engine = upgrade_database(settings)
     state_policy(engine, "none")
     users = Users(engine)
-    users.add("bench", "operator", "a benchmark password")
+    users.add("bench", "operator", secrets.token_urlsafe(18))
     token = users.issue_token("bench", "benchmark")
     engine.dispose()
     log = tmp / "serve.log"

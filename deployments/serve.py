@@ -442,14 +442,16 @@ def run_all_in_one(
             verify_key_file = approval_key(payops)  # the console signs, the flows served here verify
             ensure_first_admin(payops, say)
             console_url = f"http://{host}:{ports['console']}"
+            # Report links in the artifacts of every run served here, the console's warm runs included.
+            os.environ.setdefault("PAYOPS_CONSOLE_URL", console_url)
             console_env = dict(os.environ)
             console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
+            console_env.setdefault("PAYOPS_WARM_RUNS", "true")  # its runs start on this host: no cold start
             if sandbox:
                 wire_webhooks(sandbox_url, f"{console_url}{WEBHOOK_PATH}", console_env, say)
             console = [sys.executable, "-m", "payops.deployments.console", "--host", host]
             proc = sup.start("console", [*console, "--port", str(ports["console"])], console_env)
             wait_http(f"{console_url}/healthz", proc, 60, "the console")
-            os.environ.setdefault("PAYOPS_CONSOLE_URL", console_url)
             apply_alerts(payops, payops.console or console_url, say)
             specs = asyncio.run(resolve_templates(load_specs()))
             deployments = runner_deployments(specs, warn=say)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 
 from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
@@ -26,6 +27,21 @@ from .webhooks import Emitter, WebhookService, default_emitter, webhook_router
 log = logging.getLogger("payops.console")
 
 
+def default_launcher(settings: ConsoleSettings) -> RunLauncher:
+    """The configured payout deployment (its runs handed to warm processes when ``warm_runs``), else local
+    single-process mode."""
+    deployment = settings.payout_deployment
+    if not deployment:
+        return LocalLauncher()
+    if not settings.warm_runs:
+        return DeploymentLauncher(deployment)
+    from payops.deployments.warm_runs import WarmRuns
+
+    warm = WarmRuns()
+    threading.Thread(target=warm.warm_up, name="warm-runs", daemon=True).start()
+    return DeploymentLauncher(deployment, warm)
+
+
 def create_app(
     settings: ConsoleSettings | None = None,
     *,
@@ -35,8 +51,7 @@ def create_app(
     """The console app. ``launcher`` default: the configured deployment, else local single-process mode."""
     settings = settings or ConsoleSettings()
     if launcher is None:
-        deployment = settings.payout_deployment
-        launcher = DeploymentLauncher(deployment) if deployment else LocalLauncher()
+        launcher = default_launcher(settings)
     console = Console(settings, launcher, emitter)
     # -- webhooks: durable inbox, receiver and relay (all in .webhooks); the relay runs in the lifespan --
     webhooks = WebhookService(settings, emitter)

@@ -15,12 +15,15 @@ import asyncio
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from payops.deployments.run_history import FLOW_NAME, payout_flow_runs
 from payops.flows.outcomes import state_tone
 from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
+
+if TYPE_CHECKING:
+    from payops.deployments.warm_runs import WarmRuns
 
 log = logging.getLogger("payops.console.runs")
 
@@ -41,11 +44,17 @@ class DeploymentLauncher:
 
     mode = "deployment"
 
-    def __init__(self, deployment: str) -> None:
+    def __init__(self, deployment: str, warm: WarmRuns | None = None) -> None:
         self.name = deployment if "/" in deployment else f"{FLOW_NAME}/{deployment}"
+        self.warm = warm
 
     async def start(self, params: PayoutRunParams, run_name: str) -> UUID:
-        return await self._run(self.name, {"params": params.model_dump(mode="json")}, run_name)
+        """A run of the payout deployment; with ``warm``, handed at once to a process that has the flow
+        imported (`deployments.warm_runs`), else left to the deployment's runner or worker."""
+        run_id = await self._run(self.name, {"params": params.model_dump(mode="json")}, run_name)
+        if self.warm is not None:
+            await asyncio.to_thread(self.warm.take, run_id)
+        return run_id
 
     async def start_flow(self, flow: Any, parameters: dict[str, Any], run_name: str) -> UUID:
         return await self._run(f"{flow.name}/{flow.name}", parameters, run_name)

@@ -42,6 +42,11 @@ class ConsoleSettings(PayopsSettings):
     payout_deployment: str | None = Field(
         None, description="Deployment that pays sheets ('payout-spreadsheet/NAME'); unset: local mode"
     )
+    warm_runs: bool = Field(
+        False,
+        description="Hand each payout run the console starts to a process with the flow imported already "
+        "(deployments/warm_runs.py; `payops serve` turns it on for its own runner's host)",
+    )
     credentials_block: str | None = Field(None, description="PaymentsCredentials block passed to runs")
     webhook_secrets: SecretStr | None = Field(None, description="Comma-separated webhook signing secrets")
     webhook_forward: str = Field(

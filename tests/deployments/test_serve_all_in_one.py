@@ -101,6 +101,10 @@ def test_serve_pays_an_upload_through_the_served_deployment_and_stops_cleanly(
         assert report.status_code == 200 and report.content[:2] == b"PK"  # an xlsx (zip) file
         flow_run = served.flow_run(flow_run_id)
         assert flow_run["name"] == "serve"  # the sheet's name (no label given)
+        # A deployment run, started at once in a warm process of the console's fork server.
+        assert flow_run["deployment_id"] == served.deployment_id("payout-spreadsheet")
+        states = served.prefect("GET", f"/flow_run_states/?flow_run_id={flow_run_id}").json()
+        assert [st["message"] for st in states if st["type"] == "PENDING"] == ["taken by a warm process"]
         assert any(tag.startswith("sheet-") for tag in flow_run["tags"])  # the label it paid under
         # The run's own process (started by serve's runner) reached Prefect with the login: it set its states
         # (the run completed) and its task runs' events came through Prefect's events socket.
