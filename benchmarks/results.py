@@ -160,6 +160,11 @@ def _cli(r: Mapping[str, Any]) -> tuple[str, str]:
         f"the dry run without a server {float(_get(r, 'dry_run_no_server.seconds')):.2f} s: `check` "
         f"{r['check_speedup_vs_dry_run_no_server']}× faster"
     )
+    door = r.get("dry_run_through_the_payops_server")
+    if door:
+        through, direct = door["through_server"]["median_s"], door["direct"]["median_s"]
+        figure += f"; through the payops server {through:.2f} s, {door['ratio']}× the direct path"
+        baseline += f"; the direct path on the same `payops serve` {direct:.2f} s"
     return figure, baseline
 
 
