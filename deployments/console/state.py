@@ -7,11 +7,13 @@ import logging
 import secrets
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from payops.deployments.approving import decide as decide_run
 from payops.store import open_database
 from payops.store.approval_requests import ApprovalRequests
 from payops.store.approvals import Approvals
@@ -132,6 +134,31 @@ class Console:
     def run_link(self, flow_run_id: str) -> str | None:
         ui = self.settings.ui_url()
         return f"{ui}/runs/flow-run/{flow_run_id}" if ui else None
+
+    async def decide(
+        self,
+        request: Request,
+        account: Account,
+        run_id: UUID,
+        *,
+        approve: bool,
+        reason: str,
+        acknowledged: list[str],
+    ) -> str:
+        """``account``'s decision on a paused run, signed by this server (`deployments.approving.decide`):
+        the one path of the console's approval page and the API. DecisionError when refused."""
+        return await decide_run(
+            self.engine,
+            self.auditor,
+            self.settings,
+            run_id=run_id,
+            user=account.name,
+            role=account.role,
+            approve=approve,
+            reason=reason,
+            client=self.client(request),
+            acknowledged=acknowledged,
+        )
 
     async def approval_key(self) -> Ed25519PrivateKey | None:
         """The approval key's private half this server signs with, or None when it has none (runs then

@@ -91,9 +91,8 @@ class ApprovalWait(BaseModel):
     deadline: str
 
 
-class RunOut(BaseModel):
-    """One payout run: its Prefect state, its record, the approval it waits for, and (once final) the summary
-    the flow wrote."""
+class FlowRunOut(BaseModel):
+    """A flow run the server started: its state and (once final) the summary it kept."""
 
     id: str
     name: str
@@ -102,10 +101,16 @@ class RunOut(BaseModel):
     final: bool
     paused: bool
     message: str | None = None
+    summary: dict[str, Any] | None = None
+
+
+class RunOut(FlowRunOut):
+    """One payout run: its Prefect state, its record, the approval it waits for, and (once final) the summary
+    the flow wrote."""
+
     progress: float | None = None
     record: dict[str, Any] | None = None
     approval: ApprovalWait | None = None
-    summary: dict[str, Any] | None = None
     reports: list[str] = Field(default_factory=list)
     others: list[str] = Field(default_factory=list, description="Older runs of the same name")
 
@@ -197,16 +202,3 @@ class ReconcileRequest(Body):
     run: str | None = Field(None, max_length=200, description="A payout run's label")
     date: str | None = Field(None, max_length=10, description="A business day to close (YYYY-MM-DD)")
     unchecked_after_hours: float = Field(24, ge=0)
-
-
-class FlowRunOut(BaseModel):
-    """A flow run the server started: its state and (once final) the summary it kept."""
-
-    id: str
-    name: str
-    state: str
-    state_type: str
-    final: bool
-    paused: bool
-    message: str | None = None
-    summary: dict[str, Any] | None = None

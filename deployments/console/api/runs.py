@@ -10,7 +10,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import Response
-from payops.deployments.approving import DecisionError, decide, pending
+from payops.deployments.approving import DecisionError, pending
 from payops.deployments.run_history import RunRecord, find_payout_runs, recent_payout_runs
 from payops.flows.payouts import PayoutRunParams
 from payops.store.retries import RetryRows
@@ -254,17 +254,13 @@ async def approval(
     rows and totals the run recorded; the run resumes once the policy's count is in."""
     run_id = await _paused_run(run)
     try:
-        message = await decide(
-            console.engine,
-            console.auditor,
-            console.settings,
-            run_id=run_id,
-            user=account.name,
-            role=account.role,
+        message = await console.decide(
+            request,
+            account,
+            run_id,
             approve=body.decision == "approve",
             reason=body.comment,
-            client=console.client(request),
-            acknowledged=body.acknowledge,
+            acknowledged=list(body.acknowledge),
         )
     except DecisionError as exc:
         raise ApiError(exc.status, exc.message) from None

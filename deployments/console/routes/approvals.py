@@ -15,7 +15,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
-from payops.deployments.approving import decide, missing_acknowledgements, pending
+from payops.deployments.approving import missing_acknowledgements, pending
 from payops.store.users import Account
 from payops.tasks.approval.approval_gate import FINDING_TITLES
 from starlette.datastructures import FormData
@@ -66,16 +66,12 @@ async def approval(
 ) -> Response:
     flow_run_id = parse_run_id(run_id)
     approve = form.get("decision") == "approve"
-    message = await decide(
-        console.engine,
-        console.auditor,
-        console.settings,
-        run_id=flow_run_id,
-        user=account.name,
-        role=account.role,
+    message = await console.decide(
+        request,
+        account,
+        flow_run_id,
         approve=approve,
         reason=str(form.get("comment") or ""),
-        client=console.client(request),
         acknowledged=[str(v) for v in form.getlist("acknowledge")],
     )
     log.info("run %s %s by %s: %s", run_id, "approved" if approve else "rejected", account.name, message)
