@@ -93,9 +93,18 @@ async def _claim(run_id: UUID) -> Any:
         if flow_run.state is None or flow_run.state.type != StateType.SCHEDULED:
             return None
         answer = await client.set_flow_run_state(run_id, Pending(message="taken by a warm process"))
-        if answer.state is None or answer.state.type != StateType.PENDING:
+        if not granted(answer):
             return None
         return await client.read_flow_run(run_id)
+
+
+def granted(answer: Any) -> bool:
+    """Whether Prefect accepted a proposed state (an ``OrchestrationResult``). Its ``state`` is no answer:
+    a refused Pending (a runner took the run between our read and our proposal) comes back with the run's
+    current state, which is Pending too, the runner's."""
+    from prefect.client.schemas.responses import SetStateStatus
+
+    return answer.status == SetStateStatus.ACCEPT
 
 
 def _end_when_cancelled(run_id: UUID) -> None:

@@ -103,6 +103,17 @@ def test_a_warm_process_claims_pays_and_ends_with_its_run(
     left = warm.take(taken.id)
     left.join(60)
     assert left.exitcode == 0 and _state(taken.id).message == "a runner took it"  # left alone
+    # The race: the run read Scheduled, a runner's Pending lands, then ours. Prefect refuses ours but
+    # answers with the run's state, Pending (the runner's): only the answer's status says who holds it.
+    from payops.deployments.warm_runs import granted
+
+    raced = asyncio.run(
+        _create(PayoutRunParams(source=str(tmp_path / "w.xlsx"), label="warm-race", report_dir=reports))
+    )
+    with get_client(sync_client=True) as client:
+        assert granted(client.set_flow_run_state(raced.id, Pending(message="a runner took it")))
+        late = client.set_flow_run_state(raced.id, Pending(message="taken by a warm process"))
+    assert late.state.type == StateType.PENDING and not granted(late)
 
     waiting = asyncio.run(
         _create(
