@@ -188,9 +188,23 @@ def prefect_api(settings: PayopsSettings, say: Callable[[str], None]) -> Iterato
     server.start()
     try:
         with use_prefect_api(server.api_url, None):
-            yield server.api_url
+            try:
+                yield server.api_url
+            finally:
+                _send_what_prefect_holds()
     finally:
         server.stop()
+
+
+def _send_what_prefect_holds(timeout_s: float = 5.0) -> None:
+    """Send the run logs and events Prefect's background workers still hold to the temporary server before
+    it stops; else they are sent at exit to a server that is gone, and the command ends with Prefect's
+    "Error logging to API" on the operator's screen."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=timeout_s)
 
 
 @contextmanager

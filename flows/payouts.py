@@ -823,6 +823,13 @@ async def _mark_retried_parts(retries: RetryRows | None, label: str, spill: RowS
 
 
 APPROVAL_REQUIRED = "**Approval required**: nothing is sent until this run is approved."
+NO_APPROVAL_KEY = (
+    "this run needs approval, and approvals are given through the payops server, which holds the approval "
+    "key; this host has none. Nothing was sent. Start `payops serve` for this home (or set PAYOPS_URL to "
+    "your payops server) and run the same command again: the approvers then approve it in the console"
+)
+"""Why a run needing approval ends at once where no approval key is set up (a CLI-only home, a worker
+without the key): what to set up, for the person who started it."""
 
 
 async def _approve(
@@ -842,8 +849,9 @@ async def _approve(
         key = await asyncio.to_thread(load_verify_key, run.settings)  # no key: no pause, nothing sent
         audit_key = await asyncio.to_thread(run.settings.audit_key_bytes)
     except (ApprovalKeyMissing, ValueError, OSError) as exc:
-        get_run_logger().error("%s; nothing sent", exc)
-        return Answer(False, str(exc), refusal=Decision(kind="not_approved", reason=str(exc)))
+        reason = f"{NO_APPROVAL_KEY} ({exc})"
+        get_run_logger().error("%s", reason)
+        return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))
     from prefect.runtime import flow_run
 
     run_id = str(flow_run.id)

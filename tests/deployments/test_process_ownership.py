@@ -121,6 +121,22 @@ def test_sigkill_while_the_temporary_server_starts_leaves_nothing(tmp_path: Path
     cli.kill_and_check_nothing_is_left()
 
 
+def test_a_run_on_a_temporary_server_ends_with_its_logs_sent_and_the_server_gone(
+    tmp_path: Path, bare_env, slow_emulator: SandboxServer
+) -> None:
+    """The temporary server stops after Prefect's workers have sent the run's last logs and events: no
+    "Error logging to API" at the end of an operator's command (issue 46)."""
+    sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix="OWL"))
+    env = {**bare_env, **slow_emulator.env, "PREFECT_LOGGING_LEVEL": "INFO"}  # an operator's level
+    args = ["payouts", str(sheet), "--report-dir", str(tmp_path / "r"), "--dry-run"]
+    cli = Cli(args, env)
+    assert cli.proc.wait(240) == 0, cli.stderr
+    cli._reader.join(10)
+    assert any(NOTICE in line for line in cli.stderr), cli.stderr  # it did run on a temporary server
+    assert any("Finished in state Dry run" in line for line in cli.stderr), cli.stderr
+    assert not [line for line in cli.stderr if "Error logging to API" in line or "Traceback" in line]
+
+
 def test_sigkill_during_a_run_leaves_nothing(tmp_path: Path, bare_env, slow_emulator: SandboxServer) -> None:
     before = emulator_stats(slow_emulator.base_url)["payouts"]
     sheet = write_sheet(tmp_path / "s.xlsx", payroll_rows(3, prefix="OWR"))

@@ -293,6 +293,8 @@ def test_without_a_verify_key_a_run_needing_approval_ends_not_approved_without_p
     assert (state.type.value, state.name) == ("CANCELLED", "Not approved")
     assert f"no approval verify key: {missing} does not exist" in state.message
     assert "PAYOPS_APPROVAL_VERIFY_KEY" in state.message
+    # and what the person who started it sets up (issue 46: a CLI-only home's first run)
+    assert "Start `payops serve` for this home (or set PAYOPS_URL" in state.message
     assert run_summary(state).outcome == "not_approved" and payouts_sent(env) == before
 
 
