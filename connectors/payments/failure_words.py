@@ -221,10 +221,12 @@ FAILURE_WORDS: dict[str, FailureWords] = {
 def failure_words(code: str | None) -> FailureWords:
     """The words and next step of ``code``; a code the table lacks (the spec's enums are open) is named as
     it is, with support as the next step."""
-    found = FAILURE_WORDS.get(code or "")
+    if not code:
+        return FailureWords("The service gave no reason.", _SUPPORT)
+    found = FAILURE_WORDS.get(code)
     if found is not None:
         return found
-    return FailureWords(f"The service gave the code {code or '(none)'}.", _SUPPORT)
+    return FailureWords(f"The service gave the code {code}.", _SUPPORT)
 
 
 def retried_next_step(retry_label: str) -> str:
