@@ -789,6 +789,7 @@ async def _close(
         summary,
         intake.mapped.get("reference"),  # whatever header the intake mapped to the reference
         facts,
+        intake.mapped,  # the columns payops read: the amount's echoed as the typed amount
     )
     run.meter.phase("report")
     summary["duration_s"] = run.meter.elapsed

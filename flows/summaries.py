@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
+from payops.connectors.payments.failure_words import failure_words
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
@@ -90,6 +91,25 @@ def _row_errors(errors: list[dict[str, Any]], *, file_level: bool) -> list[str]:
     return lines
 
 
+def _in_words(title: str, counts: Mapping[Any, int]) -> list[str]:
+    """``title: n``, then one line per code: how many, what happened and the next step, in words (the codes
+    stay in the JSON summary)."""
+    lines = [f"  {title}: {sum(counts.values())}"]
+    for code, n in sorted(counts.items(), key=lambda item: -item[1]):
+        words, next_step = failure_words(None if code is None else str(code))
+        lines.append(f"    {n} × {words} Next: {next_step}")
+    return lines
+
+
+def _failed_by_code(attention: Any) -> dict[str | None, int]:
+    """The failed payouts listed among a summary's rows needing a person, counted by code."""
+    counts: dict[str | None, int] = {}
+    for a in attention if isinstance(attention, list) else []:
+        if isinstance(a, dict) and a.get("kind") == "failed":
+            counts[a.get("code")] = counts.get(a.get("code"), 0) + 1
+    return counts
+
+
 class Decision(BaseModel):
     """Why a run that needed approval sent nothing: rejected by a person, or no valid approval."""
 
@@ -131,8 +151,11 @@ class PayoutRunSummary(RunSummary):
         ]
         if self.payouts_by_status:
             lines.append("  payouts: " + ", ".join(f"{k} {v}" for k, v in self.payouts_by_status.items()))
+        failed = _failed_by_code((self.model_extra or {}).get("attention_rows"))
+        if failed:
+            lines += _in_words("failed", failed)
         if self.refused_items:
-            lines.append(f"  refused by the service: {self.refused_items} {self.refused_by_code}")
+            lines += _in_words("refused by the service", self.refused_by_code or {None: self.refused_items})
         if self.replayed_payouts:
             lines.append(
                 f"  already sent by an earlier run with this label (replayed): {self.replayed_payouts}"
@@ -215,7 +238,7 @@ class PurchaseRunSummary(RunSummary):
         if self.purchases_by_status:
             lines.append("  purchases: " + ", ".join(f"{k} {v}" for k, v in self.purchases_by_status.items()))
         if self.refused_items:
-            lines.append(f"  refused by the service: {self.refused_items} {self.refused_by_code}")
+            lines += _in_words("refused by the service", self.refused_by_code or {None: self.refused_items})
         if self.replayed_purchases:
             lines.append(f"  bought by an earlier run with this label (replayed): {self.replayed_purchases}")
         for ref in self.unresolved:

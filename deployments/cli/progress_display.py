@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import TextIO
 
+from payops.connectors.payments.failure_words import failure_words
 from payops.tasks.runtime.progress import ProgressWatcher, watching
 
 PHASES = {
@@ -99,8 +100,11 @@ class TerminalBars:
 
 
 def failure_line(reference: str, status: str, reason: str | None) -> str:
-    """The line a payout failing mid-run prints (before the run ends: its retry can be prepared)."""
-    return f"payout {reference} {status}" + (f": {reason}" if reason else "")
+    """The line a payout failing mid-run prints (before the run ends: its retry can be prepared): what
+    happened and the next step in words (`connectors.payments.failure_words`), from its failure reason or,
+    without one, its status."""
+    words, next_step = failure_words(reason or status)
+    return f"payout {reference} {status}: {words} Next: {next_step}"
 
 
 def is_terminal(out: TextIO) -> bool:

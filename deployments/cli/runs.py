@@ -130,10 +130,13 @@ def show(
     for a in attention[:20]:
         where = f"row {a['row']}" if a.get("row") is not None else "sheet"
         state = f" [{a['status']}, paid: {a['paid']}]" if a.get("paid") else ""
+        detail = f" ({a['detail']})" if a.get("detail") else ""
         lines.append(
             f"  {where} {a['kind']}: {a.get('payee') or '-'} {a.get('amount') or ''} "
-            f"{a.get('currency') or ''} - {a['reason']}{state}"
+            f"{a.get('currency') or ''} - {a['reason']}{detail}{state}"
         )
+        if a.get("next_step"):
+            lines.append(f"      next: {a['next_step']}")
     if len(attention) > 20:
         lines.append(f"  ... and {len(attention) - 20} more rows needing a person (see the report)")
     lines += [f"  report {kind}: {path}" for kind, path in record.report_files.items()]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,8 @@ from payops.connectors.payments.models import (
 )
 from payops.store.retries import RetryRows
 from payops.tasks.intake import IntakeResult
-from payops.tasks.reports.attention import KINDS
+from payops.tasks.reports.attention import KINDS, RETRY_KINDS
+from payops.tasks.reports.run_reports import resubmit_reference
 
 PAGE_SIZE = 50
 KIND_TITLES = {
@@ -125,25 +126,43 @@ _REFERENCE = re.compile(REFERENCE_PATTERN)
 @dataclass(frozen=True)
 class RetryUpload:
     """A retry sheet in preview: the run it retries (flow run id and label), its column mapping, the
-    references dropped so far and those it pays (claimed for it when it is submitted)."""
+    references dropped so far and those it pays (claimed for it when it is submitted), and why each row
+    failed (`failure_reasons`)."""
 
     run_id: str
     column_map: str = ""
     dropped: frozenset[str] = field(default_factory=frozenset)
     parent: str = ""
     references: tuple[str, ...] = ()
+    reasons: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def failure_reasons(summary: Mapping[str, Any] | None) -> dict[str, tuple[str, str]]:
+    """Why each failed or refused row of a finished run failed, in words, and the next step, by the fresh
+    reference its retry pays it under (`tasks.reports.run_reports.resubmit_reference`); none for a run still
+    running (its summary is not written yet)."""
+    found: dict[str, tuple[str, str]] = {}
+    for a in (summary or {}).get("attention_rows") or []:
+        if isinstance(a, dict) and a.get("kind") in RETRY_KINDS and a.get("reference"):
+            found[resubmit_reference(str(a["reference"]))] = (
+                str(a.get("reason") or ""),
+                a.get("next_step") or "",
+            )
+    return found
 
 
 def dropped_rows(values: Iterable[Any]) -> frozenset[str]:
     """The references a retry form asks to drop (anything that is not a reference is ignored)."""
-    return frozenset(
-        v for v in list(values)[:MAX_RETRY_ROWS] if isinstance(v, str) and _REFERENCE.match(v)
-    )
+    return frozenset(v for v in list(values)[:MAX_RETRY_ROWS] if isinstance(v, str) and _REFERENCE.match(v))
 
 
-def sheet_rows(result: IntakeResult) -> list[dict[str, Any]]:
-    """Every row of a retry sheet as the preview lists it: row, reference, payee, amount, destination and
-    its problems (none: it will be paid)."""
+def sheet_rows(
+    result: IntakeResult, reasons: Mapping[str, tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
+    """Every row of a retry sheet as the preview lists it: row, reference, payee, amount, destination, why
+    it failed and the next step (``reasons``, by reference: `failure_reasons`) and its problems (none: it
+    will be paid)."""
+    reasons = reasons or {}
     mapped = result.mapped
     problems: dict[int, list[str]] = {}
     for e in result.errors:
@@ -151,15 +170,19 @@ def sheet_rows(result: IntakeResult) -> list[dict[str, Any]]:
     rows = []
     for rec in result.table[:MAX_RETRY_ROWS]:
         number = int(rec["__row__"])
+        reference = rec.get(mapped.get("reference", ""), "")
+        why, next_step = reasons.get(reference, ("", ""))
         rows.append(
             {
                 "row": number,
-                "reference": rec.get(mapped.get("reference", ""), ""),
+                "reference": reference,
                 "payee": rec.get(mapped.get("payee_name", ""), ""),
                 "amount": " ".join(
                     rec.get(mapped.get(f, ""), "") for f in ("currency", "amount") if f in mapped
                 ),
                 "destination": rec.get(mapped.get("destination", ""), ""),
+                "why": why,
+                "next_step": next_step,
                 "problems": "; ".join(problems.get(number, [])),
             }
         )

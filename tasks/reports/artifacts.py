@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from payops.connectors.payments.failure_words import failure_words
 from payops.store.settings import PayopsSettings
+from payops.tasks.reports.attention import ATTENTION_TABLE_HEADERS
 from payops.tasks.reports.run_reports import console_report_url
 
 _KEY = re.compile(r"[^a-z0-9-]+")
@@ -97,8 +100,20 @@ def summary_markdown(summary: Mapping[str, Any], settings: PayopsSettings, why: 
     problems = (summary.get("preflight") or {}).get("problems") or []
     if problems:
         lines += ["", "## Pre-flight problems", ""] + [f"- {p}" for p in problems]
+    lines += reason_lines(summary.get("attention_rows") or [])
     lines += report_lines(summary.get("report_files"), settings)
     return "\n".join(lines)
+
+
+def reason_lines(attention: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ``## What needs a person`` section: the rows needing a person counted by what happened, in words,
+    with the next step and the code (empty when none do)."""
+    counts = Counter(a.get("code") for a in attention if isinstance(a, Mapping))
+    if not counts:
+        return []
+    rows = [[*failure_words(code), n, f"`{code}`" if code else "-"] for code, n in counts.most_common()]
+    table = markdown_table(["what happened", "next step", "rows", "code"], rows)
+    return ["", "## What needs a person", "", table]
 
 
 async def publish_run_artifacts(
@@ -119,7 +134,7 @@ async def publish_run_artifacts(
     )
     if failed_rows is None:
         return
-    headers = ["row", "reference", "submission", "status", "failure reason", "error code"]
+    headers = ATTENTION_TABLE_HEADERS
     await acreate_table_artifact(
         key=artifact_key(label, "attention"),
         table=[dict(zip(headers, r, strict=True)) for r in failed_rows[:500]],

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from payops.connectors.payments.failure_words import FailureWords, failure_words, retried_next_step
 from payops.connectors.payments.models import (
     PAYOUT_AWAITING_REVIEW_STATUSES,
     PAYOUT_FAILED_STATUSES,
@@ -73,14 +74,37 @@ def paid(submission: str | None, status: str | None) -> Paid:
     return "not yet"
 
 
-def _reason(o: RowOutcome, kind: str) -> str:
-    if kind == "refused":
-        return f"{o.error_code}: {o.error_message}" if o.error_message else str(o.error_code)
+def failure_code(o: RowOutcome) -> str | None:
+    """The code of what happened to a row needing a person (None: nothing to say): the service's refusal
+    code, the payout's failure reason (else its status: ``refunded``, ``in_review``...), or payops' own
+    ``invalid_row``. Put in words by `connectors.payments.failure_words`."""
+    kind = outcome_kind(o.submission, o.status)
     if kind == "invalid":
-        return o.error_message or "invalid row"
+        return "invalid_row"
+    if kind == "refused":
+        return o.error_code
     if kind == "failed":
-        return o.failure_reason or o.status or "failed"
-    return f"{o.status} at the service"
+        return o.failure_reason or o.status
+    if kind == "awaiting_review":
+        return o.status
+    return None
+
+
+def outcome_words(o: RowOutcome) -> tuple[str, str] | None:
+    """What happened to a row and the operator's next step, in words (None: nothing happened to it); a row
+    a retry claimed says so as its next step. The reports' and the artifact's words columns."""
+    if outcome_kind(o.submission, o.status) is None:
+        return None
+    words, next_step = failure_words(failure_code(o))
+    return words, retried_next_step(o.retried_as) if o.retried_as else next_step
+
+
+def _explained(o: RowOutcome) -> tuple[str | None, FailureWords, str | None]:
+    """A row's code, its words and next step, and the detail the words leave out: the service's message
+    for a refusal, the sheet's problems for an invalid row."""
+    code = failure_code(o)
+    detail = o.error_message if o.submission in ("refused", "invalid") else None
+    return code, failure_words(code), detail or None
 
 
 def _name_reason(n: NameCheck) -> str:
@@ -103,7 +127,9 @@ def attention_rows(
     keep: int = ATTENTION_ROWS_KEPT,
 ) -> tuple[list[dict[str, Any]], int]:
     """The first ``keep`` entries (one per row and kind, ordered by kind, failed first, then row number) and
-    how many there are in all; each says the row's reference, status and whether it was paid.
+    how many there are in all; each says the row's reference, status, whether it was paid, its ``code``,
+    the ``reason`` in words (a name check's own sentence), the ``detail`` the words leave out and the
+    ``next_step`` (`connectors.payments.failure_words`).
     ``no_name_column``: why no payee name was checked at all (one entry for the whole sheet, row ``None``)."""
     flagged: list[tuple[int, int, int | None, str]] = [
         (KINDS.index(kind), o.row, o.row, kind) for o in outcomes.values() if (kind := row_kind(o))
@@ -125,12 +151,17 @@ def attention_rows(
     for _, _, row, kind in flagged:
         payout = by_row.get(row) if row is not None else None
         o = outcomes.get(row) if row is not None else None
+        code: str | None = kind
+        detail: str | None = None
+        next_step = failure_words(kind).next_step
         if row is None:
             reason = no_name_column or ""
         elif kind in NAME_KINDS.values():
             reason = _name_reason(checks[row])
+        elif o is not None:
+            code, (reason, next_step), detail = _explained(o)
         else:
-            reason = _reason(o, kind) if o else ""
+            reason = ""
         found.append(
             {
                 "row": row,
@@ -141,16 +172,35 @@ def attention_rows(
                 "currency": payout.currency if payout else None,
                 "status": o.status if o else None,
                 "paid": paid(o.submission, o.status) if o else None,
+                "code": code,
                 "reason": reason,
+                "detail": detail,
+                "next_step": next_step,
             }
         )
     return found, total
 
 
+ATTENTION_TABLE_HEADERS = [
+    "row",
+    "reference",
+    "submission",
+    "status",
+    "failure reason",
+    "error code",
+    "what happened",
+    "next step",
+]
+"""Columns of the attention artifact (:func:`attention_table`): the codes for machines, then the words."""
+
+
 def attention_table(outcomes: Mapping[int, RowOutcome]) -> list[list[Any]]:
-    """The attention artifact's rows: every row whose outcome needs a person."""
-    return [
-        [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code]
-        for o in outcomes.values()
-        if row_kind(o)
-    ]
+    """The attention artifact's rows: every row whose outcome needs a person, with its words and next step."""
+    table = []
+    for o in outcomes.values():
+        if row_kind(o):
+            _, (words, next_step), _ = _explained(o)
+            table.append(
+                [o.row, o.reference, o.submission, o.status, o.failure_reason, o.error_code, words, next_step]
+            )
+    return table

@@ -1,4 +1,19 @@
-"""Run reports: xlsx (results, summary, resubmit), csv and the JSON summary, to a folder or fsspec URL."""
+"""Run reports: xlsx (results, summary, resubmit), csv and the JSON summary, to a folder or fsspec URL.
+
+The results sheet echoes the sheet's own columns, then payops' outcome columns (`RESULT_COLUMNS`). In the
+xlsx the echoed cells are the values payops read, so finance sums the sheet's own amount column too:
+
+- the column payops read as the amount holds the typed amount (a number, Decimal-exact) on every row payops
+  validated; a row it could not read keeps the sheet's text, so the column sums to the typed total;
+- the other columns payops read (reference, phone number, payee, currency, ...) stay text as the sheet had
+  them: ``+233 24 ...`` and ``0244...`` keep their plus and leading zero;
+- a column payops did not read is echoed as numbers when every non-empty cell is a plain decimal number
+  (`plain_number`: an optional minus, no leading zero, at most 11 digits before the point and 15 in all, so
+  Excel holds and shows it exactly); otherwise it stays text, so an "Employee ID" of 00123 or an account
+  number keeps its digits.
+
+The csv carries the sheet's text as read, in every column (a csv has no types).
+"""
 
 from __future__ import annotations
 
@@ -14,8 +29,8 @@ from urllib.parse import quote
 
 import fsspec
 from payops.store.settings import PayopsSettings, absolute_location
-from payops.tasks.reports.attention import needs_retry, outcome_kind
-from payops.tasks.reports.table_workbook import table_workbook
+from payops.tasks.reports.attention import needs_retry, outcome_kind, outcome_words
+from payops.tasks.reports.table_workbook import PlainNumber, table_workbook
 from payops.tasks.reports.xlsx import neutralise, write_csv
 from payops.tasks.wire.money import money
 
@@ -32,13 +47,20 @@ RESULT_COLUMNS = [
     "Failure reason",
     "Error code",
     "Error message",
+    "What happened",
+    "Next step",
     "Completed at (UTC)",
 ]
 """The outcome columns after the sheet's own. In the xlsx, Amount and Fee are numbers (two-decimal currency
-format) and Completed at an Excel date-time in UTC; in the csv they are the plain wire text."""
+format) and Completed at an Excel date-time in UTC; in the csv they are the plain wire text. The codes
+(Failure reason, Error code) are for machines; What happened and Next step say them in words
+(`tasks.reports.attention.outcome_words`)."""
 RESUBMIT_SHEET = "resubmit"
 """The report's sheet of rows to pay again, read back by `tasks.payouts.retry_sheet`."""
 _RESUBMIT_TAG = re.compile(r"-rs(\d+)$")
+_PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,10})(?:\.[0-9]+)?").fullmatch
+_EXACT_DIGITS = 15
+"""Significant digits a spreadsheet number holds exactly (a double, as Excel shows it)."""
 _UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -104,6 +126,7 @@ def _outcome_cells(o: RowOutcome, f: RowFacts, typed: bool) -> list[Any]:
         completed = _utc(completed) if completed else None
     elif amount is not None:
         amount = money(amount)
+    words, next_step = outcome_words(o) or (None, None)
     return [
         o.reference,
         o.batch,
@@ -117,6 +140,8 @@ def _outcome_cells(o: RowOutcome, f: RowFacts, typed: bool) -> list[Any]:
         o.failure_reason,
         o.error_code,
         o.error_message,
+        words,
+        next_step,
         completed,
     ]
 
@@ -199,6 +224,35 @@ def _result_headers(columns: Sequence[str]) -> list[str]:
     return [f"{c} (sheet)" if c in taken else c for c in columns] + RESULT_COLUMNS
 
 
+def plain_number(text: str) -> bool:
+    """Whether a sheet's cell is a plain decimal number a spreadsheet holds exactly (module docstring)."""
+    if not _PLAIN_NUMBER(text):
+        return False
+    return len(text.lstrip("-").replace(".", "").lstrip("0")) <= _EXACT_DIGITS
+
+
+def number_columns(
+    columns: Sequence[str], table: Iterable[Mapping[str, str]], read: Iterable[str] = ()
+) -> frozenset[str]:
+    """The columns not among ``read`` (the ones payops read) whose every non-empty cell is a
+    :func:`plain_number`, with at least one such cell: echoed as numbers (module docstring). Stops reading
+    the table once every column has a cell that is not a number."""
+    left = [c for c in columns if c not in set(read)]
+    seen: set[str] = set()
+    for rec in table:
+        if not left:
+            break
+        for c in list(left):
+            cell = rec.get(c) or ""
+            if not cell:
+                continue
+            if plain_number(cell):
+                seen.add(c)
+            else:
+                left.remove(c)
+    return frozenset(c for c in left if c in seen)
+
+
 def results_rows(
     columns: Sequence[str],
     table: Iterable[Mapping[str, str]],
@@ -206,14 +260,27 @@ def results_rows(
     facts: Mapping[int, RowFacts] | None = None,
     *,
     typed: bool = False,
+    amount_column: str | None = None,
+    numbers: frozenset[str] = frozenset(),
 ) -> Iterator[list[Any]]:
-    """The results sheet's rows, one at a time: the sheet's cells as read, then the outcome's (money and times
-    typed for the xlsx when ``typed``; the writers neutralise every cell)."""
+    """The results sheet's rows, one at a time: the sheet's cells, then the outcome's (the writers neutralise
+    every cell). ``typed`` (the xlsx): money and times typed, the sheet's ``amount_column`` as the typed
+    amount where the row has one and its ``numbers`` columns (`number_columns`) as numbers; else the cells
+    as read (module docstring)."""
     facts = facts or {}
+    amount_at = columns.index(amount_column) if typed and amount_column in columns else None
+    number_at = [i for i, c in enumerate(columns) if c in numbers] if typed else []
     for rec in table:
         row = int(rec["__row__"])
         o = outcomes.get(row) or RowOutcome(row)
-        yield [rec.get(c, "") for c in columns] + _outcome_cells(o, facts.get(row, _NO_FACTS), typed)
+        f = facts.get(row, _NO_FACTS)
+        cells: list[Any] = [rec.get(c, "") for c in columns]
+        if amount_at is not None and f.amount is not None:
+            cells[amount_at] = f.amount
+        for i in number_at:
+            if cells[i]:
+                cells[i] = PlainNumber(cells[i])
+        yield cells + _outcome_cells(o, f, typed)
 
 
 def resubmit_rows(
@@ -276,9 +343,12 @@ def write_reports(
     summary: dict[str, Any],
     reference_column: str | None,
     facts: Mapping[int, RowFacts] | None = None,
+    read_columns: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Write LABEL.xlsx, LABEL.csv and LABEL.json under `report_dir` (a folder or an fsspec URL); ``facts``
-    (`row_facts`) fill the amount, currency and name-check columns."""
+    (`row_facts`) fill the amount, currency and name-check columns; ``read_columns`` (the intake's field →
+    header mapping) says which of the sheet's columns payops read, the amount's among them (module
+    docstring)."""
     paths = {k: v for k, v in report_paths(report_dir, label).items() if k != "validation"}
     fs, root = fsspec.core.url_to_fs(report_root(report_dir))
     fs.makedirs(root, exist_ok=True)
@@ -292,8 +362,12 @@ def write_reports(
     def attention(r: Sequence[Any]) -> bool:
         return outcome_kind(r[sub_col], r[status_col]) is not None
 
+    read = dict(read_columns or {})
+    numbers = number_columns(columns, table, read.values())
     with table_workbook(paths["xlsx"]) as wb:
-        rows = results_rows(columns, table, outcomes, facts, typed=True)
+        rows = results_rows(
+            columns, table, outcomes, facts, typed=True, amount_column=read.get("amount"), numbers=numbers
+        )
         wb.add_long_sheet("results", headers, rows, highlight=attention)
         wb.add_sheet("summary", ["field", "value"], summary_pairs(summary))
         rh, rr = resubmit_rows(columns, table, outcomes, reference_column)

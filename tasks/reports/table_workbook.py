@@ -13,7 +13,9 @@ written as inline strings and never interpreted as a formula, number or link (a 
 number ``+233 24 123 4567`` keeps its text with Excel's quote-prefix style instead of an apostrophe,
 :func:`tasks.reports.xlsx.quote_prefixed`). A ``Decimal`` is written as a number in a two-decimal currency
 format (``#,##0.00``) and a ``datetime`` as an Excel date-time (UTC, ``yyyy-mm-dd hh:mm:ss``), so SUM, pivot
-tables and date filters work on them; the header of such a column says the zone.
+tables and date filters work on them; the header of such a column says the zone. A :class:`PlainNumber` (a
+sheet's own number echoed in a report: a count, an amount of another kind) is a number in the General format,
+its decimal text written as it is.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import fsspec
 from payops.tasks.reports.xlsx import HIGHLIGHT, neutralise, quote_prefixed, safe_cell
 from xlsxwriter.utility import xl_col_to_name as column_letter
 
-__all__ = ["SHEET_ROWS", "TableWorkbook", "table_workbook"]
+__all__ = ["SHEET_ROWS", "PlainNumber", "TableWorkbook", "table_workbook"]
 
 SHEET_ROWS = 1_048_575
 """Data rows a sheet holds under its header (Excel's 1,048,576 rows)."""
@@ -59,6 +61,12 @@ DATETIME_FORMAT = "yyyy-mm-dd hh:mm:ss"
 _NUMBER_FORMATS = {MONEY_FORMAT: 164, DATETIME_FORMAT: 165}
 """Custom number formats (ids from 164 up, as Excel numbers its own)."""
 _EXCEL_EPOCH = datetime(1899, 12, 30)
+
+
+class PlainNumber(Decimal):
+    """A number cell in the General format (not money's two decimals), its digits exactly as given."""
+
+    __slots__ = ()
 
 
 def _relationships(*targets: tuple[str, str]) -> str:
@@ -120,6 +128,8 @@ def _cell(
     if typed is not None:
         if kind is Decimal and value.is_finite():
             return f'<c r="{ref}"{typed("money")}><v>{value:f}</v></c>'
+        if kind is PlainNumber and value.is_finite():
+            return f'<c r="{ref}"{style}><v>{value:f}</v></c>'
         if kind is datetime:
             return f'<c r="{ref}"{typed("datetime")}><v>{_excel_time(value)}</v></c>'
     if value is None or value == "":

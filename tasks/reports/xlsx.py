@@ -30,6 +30,9 @@ _RISKY = frozenset("=+-@\t\r")
 """First characters a spreadsheet may run as a formula."""
 _SIGNED_NUMBER = re.compile(r"[+-][0-9][0-9 ().-]*").fullmatch
 """Text that starts like a formula but holds only a sign, digits, spaces and number punctuation."""
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?").fullmatch
+"""A plain number: an optional sign, digits, at most one decimal point. A spreadsheet opening a csv reads it
+as a number, never as a formula (``-5.00``, ``+233241234567``)."""
 _OPTIONS = {
     # Cells are data, never formulas, links or numbers guessed from text.
     "strings_to_formulas": False,
@@ -48,6 +51,13 @@ and the retry sheet built from it (`payops.tasks.payouts.retry_sheet`) keep the 
 0001", "=Payroll"), because a guard character would change what the intake reads ("'+233…" is not a phone
 number). Those are written only as xlsx inline-string cells (``TableWorkbook.add_sheet(read_back=True)``),
 which no spreadsheet evaluates, so they stay safe to open; never as csv, which a spreadsheet would evaluate.
+
+A csv cell that is a plain number (``-5.00``, ``+233241234567``: a sign, digits, one decimal point) goes
+without the guard (``csv_row``): a spreadsheet reads it as a number, which can run nothing, and an apostrophe
+there would make finance's ``-5.00`` text. Anything else starting with = + - @ tab or CR keeps it, a phone
+number written with spaces included: Excel and LibreOffice evaluate ``+233 24 123 4567`` from a csv as a
+formula (an error cell), so it stays ``'+233 24 123 4567``. In the xlsx reports such a signed number keeps its
+text with the quote-prefix style instead (``quote_prefixed``).
 """
 
 
@@ -68,8 +78,8 @@ def quote_prefixed(text: str) -> bool:
     """Whether an xlsx text cell keeps ``text`` as it is, with Excel's quote-prefix style, instead of a
     leading apostrophe: a phone number ``+233 24 123 4567`` or ``-5`` (a sign, then digits, spaces and number
     punctuation only) cannot call a function or reach outside the sheet, and finance copies it without a stray
-    apostrophe. Everything else that starts like a formula is neutralised (:func:`neutralise`); csv reports
-    neutralise every such cell (a csv has no quote prefix)."""
+    apostrophe. Everything else that starts like a formula is neutralised (:func:`neutralise`); a csv has no
+    quote prefix, so its cells keep the guard unless they are plain numbers (:func:`csv_row`)."""
     return _SIGNED_NUMBER(text) is not None
 
 
@@ -89,8 +99,16 @@ def safe_row(values: Iterable[Any]) -> list[Any]:
     """Every value of a row (cells or a header row) through :func:`safe_cell` (plain text, None and numbers
     are checked inline: this runs for every cell of a 100,000-row csv report)."""
     return [
+        v if (t := type(v)) is str and v[:1] not in _RISKY or v is None or t in _NUMBERS else safe_cell(v)
+        for v in values
+    ]
+
+
+def csv_row(values: Iterable[Any]) -> list[Any]:
+    """:func:`safe_row` for a csv line: a plain number keeps its sign, unguarded (``READ_BACK_RULE``)."""
+    return [
         v
-        if (t := type(v)) is str and v[:1] not in _RISKY or v is None or t in _NUMBERS
+        if (t := type(v)) is str and (v[:1] not in _RISKY or _PLAIN_NUMBER(v)) or v is None or t in _NUMBERS
         else safe_cell(v)
         for v in values
     ]
@@ -98,12 +116,13 @@ def safe_row(values: Iterable[Any]) -> list[Any]:
 
 def write_csv(path: str, headers: Sequence[Any], rows: Iterable[Sequence[Any]]) -> None:
     """A csv report at ``path`` (local path or fsspec URL): the header line and every cell neutralised, as
-    in the xlsx reports (a column header can carry a formula as well as a cell). Rows are streamed through a
-    temporary file, so a failed report leaves no half-written file and no copy of the rows is held."""
+    in the xlsx reports (a column header can carry a formula as well as a cell), plain numbers excepted
+    (:func:`csv_row`). Rows are streamed through a temporary file, so a failed report leaves no half-written
+    file and no copy of the rows is held."""
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as tmp:
         writer = csv.writer(tmp)
-        writer.writerow(safe_row(headers))
-        writer.writerows(map(safe_row, rows))
+        writer.writerow(csv_row(headers))
+        writer.writerows(map(csv_row, rows))
         tmp.seek(0)
         with fsspec.open(path, "w", encoding="utf-8", newline="") as fh:
             shutil.copyfileobj(tmp, fh, 1024 * 1024)

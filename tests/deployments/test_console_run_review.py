@@ -78,7 +78,12 @@ def test_run_page_shows_failed_rows_first_and_retry_pays_them_once(
     table = page[start : page.index("</table>", start)]
     rows = re.findall(r"<tr class=\"kind-(\w+)\"><td>(\d+)</td>", table)
     assert rows == [("failed", "3"), ("failed", "5")]
-    assert "insufficient_funds_at_provider" in table and "account_not_found" in table
+    # Each failure in words with the next step (tasks/reports/attention.py); the code only as a tooltip.
+    assert "The provider could not fund the payout on its side." in table
+    assert "The number is not registered with the provider." in table
+    assert "Check the number with the payee, then retry the row." in table
+    assert 'title="account_not_found"' in table
+    assert re.search(r">[^<]*_[^<]*<", table.replace("<code>", "").replace("</code>", "")) is None
     assert "GHS 11.50" in table and "CRT-00001" in table
     # The chart is inline SVG; the page carries no script at all (CSP-friendly).
     chart = page[page.index('id="outcome-chart"') : page.index("</figure>")]
@@ -145,6 +150,15 @@ def test_the_retry_shows_what_it_pays_and_a_row_can_be_dropped(
     listed = re.findall(r'name="drop" value="([^"]+)"', retry.text)
     assert listed == ["DRP-00000-rs1", "DRP-00002-rs1", "DRP-00004-rs1"]
     assert "This retry pays 3 rows" in retry.text and "Pay 3 rows" in retry.text
+    # Each row says why it failed last time and what to check before paying it again.
+    listing = retry.text[retry.text.index('id="retry-table"') : retry.text.index("</table>")]
+    why = re.findall(r'<td class="reason">([^<]*)</td><td class="next-step">([^<]*)</td>', listing)
+    assert [w for w, _ in why] == [
+        "The provider could not fund the payout on its side.",
+        "The number is not registered with the provider.",
+        "The provider could not fund the payout on its side.",
+    ]
+    assert why[1][1] == "Check the number with the payee, then retry the row."
 
     # The operator leaves one row out (e.g. a number to check with the payee first): the sheet is built again.
     dropped = client.post(f"{run_path}/retry", data={"csrf_token": token, "drop": "DRP-00002-rs1"})

@@ -51,7 +51,10 @@ def test_retry_failed_pays_the_failed_rows_exactly_once(
     summary = json.loads(first.stdout)
     assert summary["payouts_by_status"] == {"delivered": 4, "failed": 2}
     assert [(a["row"], a["kind"]) for a in summary["attention_rows"]] == [(3, "failed"), (5, "failed")]
-    assert summary["attention_rows"][0]["reason"] == "insufficient_funds_at_provider"
+    first_row = summary["attention_rows"][0]
+    assert first_row["code"] == "insufficient_funds_at_provider"  # --json keeps the code for machines
+    assert first_row["reason"] == "The provider could not fund the payout on its side."
+    assert first_row["next_step"] == "Retry the row later; if it fails again, contact the provider."
     assert summary["attention_rows"][0]["amount"] == "11.50"
     paid_before = emulator_stats(server.base_url)["payouts"]
 
@@ -92,7 +95,9 @@ def test_retry_failed_pays_the_failed_rows_exactly_once(
     shown = payops(["runs", "show", "march"], server)
     assert shown.returncode == 0, shown.stderr
     assert "payouts: delivered 4, failed 2" in shown.stdout
-    assert "row 3 failed:" in shown.stdout and "insufficient_funds_at_provider" in shown.stdout
+    assert "row 3 failed:" in shown.stdout and "The provider could not fund the payout" in shown.stdout
+    assert "next: Check the number with the payee, then retry the row." in shown.stdout  # row 5
+    assert "insufficient_funds_at_provider" not in shown.stdout  # people read words, not codes
     by_id = payops(["runs", "show", runs[-1]["id"], "--json"], server)
     assert json.loads(by_id.stdout)["label"] == "march"
     unknown = payops(["runs", "show", "no-such-run"], server)

@@ -85,6 +85,15 @@ def test_name_verdicts_and_no_name_column_each_need_a_person_with_reference_stat
     mismatch = by_kind[(2, "name_mismatch")]
     assert (mismatch["reference"], mismatch["status"], mismatch["paid"]) == ("R-2", "delivered", "yes")
     assert "Kofi Boateng" in mismatch["reason"]
+    assert mismatch["next_step"] == "Confirm the number with the payee before paying it again."
+    refused = by_kind[(5, "refused")]
+    assert (refused["code"], refused["reason"]) == (
+        "insufficient_balance",
+        "The wallet did not hold enough for the amount plus the fee.",
+    )
+    assert refused["next_step"] == "Top up the wallet, then retry the row."
+    held = by_kind[(4, "awaiting_review")]
+    assert (held["code"], held["reason"]) == ("held", "The service holds the payout for a check.")
     assert by_kind[(3, "name_partial")]["paid"] == "yes"
     assert by_kind[(4, "name_unverified")]["paid"] == "not yet"
     assert by_kind[(5, "refused")]["paid"] == "no"
@@ -101,7 +110,10 @@ def test_name_verdicts_and_no_name_column_each_need_a_person_with_reference_stat
             "currency": None,
             "status": None,
             "paid": None,
+            "code": "no_name_column",
             "reason": "no payee name column",
+            "detail": None,
+            "next_step": "Add a payee name column to the sheet so names are checked next time.",
         }
     ]
 
@@ -140,3 +152,42 @@ def test_the_summary_lists_the_first_rows_by_kind_and_counts_them_all() -> None:
         (2, "name_mismatch"),
         (3, "name_mismatch"),
     ]
+
+
+def test_every_code_of_payops_own_has_words_of_its_own() -> None:
+    """The statuses a row can end in without a reason and payops' own kinds never fall to the fallback."""
+    from payops.connectors.payments.failure_words import FAILURE_WORDS
+    from payops.connectors.payments.models import PAYOUT_AWAITING_REVIEW_STATUSES, PAYOUT_FAILED_STATUSES
+    from payops.tasks.reports.attention import NAME_KINDS, NO_NAME_COLUMN, failure_code
+
+    statuses = PAYOUT_FAILED_STATUSES | PAYOUT_AWAITING_REVIEW_STATUSES
+    codes = {failure_code(RowOutcome(2, submission="accepted", status=s)) for s in statuses}
+    codes |= {failure_code(RowOutcome(2, submission="invalid")), *NAME_KINDS.values(), NO_NAME_COLUMN}
+    assert codes - set(FAILURE_WORDS) == set()
+
+
+def test_the_artifact_table_and_the_summary_markdown_say_what_happened_in_words() -> None:
+    from payops.store.settings import PayopsSettings
+    from payops.tasks.reports.artifacts import summary_markdown
+    from payops.tasks.reports.attention import ATTENTION_TABLE_HEADERS
+
+    outcomes = {
+        2: RowOutcome(2, "R-2", "B-0", "accepted", "failed", failure_reason="insufficient_funds_at_provider"),
+        3: RowOutcome(3, "R-3", "B-0", "accepted", "failed", failure_reason="insufficient_funds_at_provider"),
+        4: RowOutcome(4, "R-4", "B-0", "refused", error_code="rate_limited", error_message="slow down"),
+    }
+    table = [dict(zip(ATTENTION_TABLE_HEADERS, r, strict=True)) for r in attention_table(outcomes)]
+    assert table[0]["failure reason"] == "insufficient_funds_at_provider"
+    assert table[0]["what happened"] == "The provider could not fund the payout on its side."
+    assert table[2]["error code"] == "rate_limited"
+    assert table[2]["next step"].startswith("Wait a minute")
+
+    found, _ = attention_rows([_row(r) for r in (2, 3, 4)], outcomes, [])
+    assert found[2]["detail"] == "slow down"
+    text = summary_markdown({"label": "run", "attention_rows": found}, PayopsSettings())
+    assert "## What needs a person" in text
+    assert (
+        "| The provider could not fund the payout on its side. | Retry the row later; if it fails again, "
+        "contact the provider. | 2 | `insufficient_funds_at_provider` |"
+    ) in text
+    assert "| Too many requests reached the service at once." in text

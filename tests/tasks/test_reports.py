@@ -175,8 +175,22 @@ def test_finance_columns_amounts_numbers_sum_to_the_total_and_approvers_kept(tmp
             "decisions": decisions,
         },
     }
+    read = {
+        "reference": "Payment Reference",
+        "payee_name": "Full Name",
+        "amount": "Amount",
+        "destination": "Phone",
+    }
     paths = write_reports(
-        str(tmp_path), "run", columns, table, outcomes, summary, "Payment Reference", row_facts(rows, names)
+        str(tmp_path),
+        "run",
+        columns,
+        table,
+        outcomes,
+        summary,
+        "Payment Reference",
+        row_facts(rows, names),
+        read,
     )
     sheet = load_workbook(paths["xlsx"])["results"]
     head = [c.value for c in sheet[1]]
@@ -185,6 +199,12 @@ def test_finance_columns_amounts_numbers_sum_to_the_total_and_approvers_kept(tmp
     assert all(isinstance(a, float) for a in amounts)
     assert sheet.cell(2, col["Amount"]).number_format == "#,##0.00"
     assert sum(Decimal(str(a)) for a in amounts) == Decimal(summary["amount_total"])
+    # The sheet's own amount column ("1,200.50" as typed) is echoed as the amount payops read: finance sums
+    # either column and gets the total.
+    echoed = [sheet.cell(r, col["Amount (sheet)"]).value for r in (2, 3)]
+    assert all(isinstance(a, float) for a in echoed)
+    assert sum(Decimal(str(a)) for a in echoed) == Decimal(summary["amount_total"])
+    assert sheet.cell(2, col["Payment Reference"]).value == "P-1"
     assert sheet.cell(2, col["Fee"]).value == 12.01 and sheet.cell(3, col["Fee"]).number_format == "#,##0.00"
     assert sheet.cell(2, col["Completed at (UTC)"]).value == datetime(2026, 11, 22, 10, 0, 5, 123000)
     assert sheet.cell(2, col["Completed at (UTC)"]).is_date
@@ -200,5 +220,150 @@ def test_finance_columns_amounts_numbers_sum_to_the_total_and_approvers_kept(tmp
     assert json.loads(open(paths["json"]).read())["approval"]["decisions"] == decisions
 
     csv_lines = open(paths["csv"]).read().splitlines()
-    assert csv_lines[1].endswith(",1200.50,GHS,12.01,Ama Mensah,match,,,,2026-11-22T10:00:05.123+00:00")
+    assert csv_lines[1].endswith(",1200.50,GHS,12.01,Ama Mensah,match,,,,,,2026-11-22T10:00:05.123+00:00")
+    assert csv_lines[1].startswith('P-1,Ama Mensah,"1,200.50",')  # the csv keeps the sheet's text
     assert "'+233 24 123 4567" in csv_lines[1]  # csv stays plain text, neutralised as before
+
+
+def _payout_row(row: int, amount: str, destination: str) -> object:
+    from decimal import Decimal
+
+    from payops.tasks.intake import PayoutRow
+
+    return PayoutRow(
+        row=row,
+        reference=f"P-{row}",
+        amount=Decimal(amount),
+        currency="GHS",
+        provider="mtn",
+        destination_type="msisdn",
+        destination=destination,
+        payee_name="Ama Mensah",
+    )
+
+
+def test_a_failing_row_reads_in_words_beside_its_code_in_the_xlsx_and_the_csv(tmp_path) -> None:
+    """People read what happened and what to do; the codes keep their own columns for machines."""
+    import csv
+
+    columns = ["name", "amount", "destination"]
+    table = [
+        {"__row__": str(r), "name": "Ama", "amount": "10.00", "destination": f"23324000000{r}"}
+        for r in range(2, 7)
+    ]
+    outcomes = {
+        2: RowOutcome(2, "run-r2", "run-b0000", "accepted", "failed", "0.50", "account_not_found"),
+        3: RowOutcome(
+            3,
+            "run-r3",
+            "run-b0000",
+            "refused",
+            error_code="daily_limit_exceeded",
+            error_message="daily limit",
+        ),
+        4: RowOutcome(
+            4, submission="invalid", error_code="invalid_input", error_message="amount: not a number"
+        ),
+        5: RowOutcome(5, "run-r5", "run-b0000", "accepted", "delivered", "0.50"),
+        6: RowOutcome(
+            6, "run-r6", "run-b0000", "accepted", "failed", "0.50", "wallet_frozen", retried_as="run-rt1"
+        ),
+    }
+    summary = {"label": "run", "outcome": "completed", "errors": []}
+    paths = write_reports(str(tmp_path), "run", columns, table, outcomes, summary, None)
+    sheet = load_workbook(paths["xlsx"])["results"]
+    head = [c.value for c in sheet[1]]
+    by_row = {
+        r[0].row: {h: c.value for h, c in zip(head, r, strict=True)} for r in sheet.iter_rows(min_row=2)
+    }
+    failed, refused, invalid, delivered, retried = (by_row[r] for r in range(2, 7))
+    assert failed["Failure reason"] == "account_not_found"
+    assert failed["What happened"] == "The number is not registered with the provider."
+    assert failed["Next step"] == "Check the number with the payee, then retry the row."
+    assert (
+        refused["Error code"] == "daily_limit_exceeded"
+        and refused["What happened"] == "Today's payout limit is reached."
+    )
+    assert invalid["What happened"] == "The row has a problem in the sheet, so payops did not send it."
+    assert invalid["Error message"] == "amount: not a number"
+    assert delivered["What happened"] is None and delivered["Next step"] is None
+    assert retried["What happened"] == "The service gave the code wallet_frozen."
+    assert "run-rt1" in retried["Next step"]
+
+    with open(paths["csv"], newline="", encoding="utf-8") as fh:
+        lines = list(csv.DictReader(fh))
+    assert lines[0]["Failure reason"] == "account_not_found"
+    assert (
+        lines[0]["What happened"] == failed["What happened"] and lines[0]["Next step"] == failed["Next step"]
+    )
+    assert lines[1]["Next step"] == "Retry the row tomorrow, or ask the provider to raise the daily limit."
+
+
+def test_the_sheets_own_columns_are_echoed_as_the_values_payops_read(tmp_path) -> None:
+    """The amount payops read is a number in its own column; numbers stay numbers, identifiers and phone
+    numbers stay text; the csv keeps the sheet's text and guards only what a spreadsheet would evaluate."""
+    import csv
+    from decimal import Decimal
+
+    from payops.tasks.reports.run_reports import row_facts
+
+    columns = ["Employee ID", "Hours", "Bonus", "Phone", "Pay", "Note", "Account"]
+    cells = [
+        ["00123", "40", "-5.00", "+233 24 123 4567", "1,200.50", "12", "1234567890123"],
+        ["00456", "37.5", "", "0244000002", "99.99", "n/a", "1234567890124"],
+        ["00789", "", "12", "233244000003", "abc", "", "1234567890125"],
+    ]
+    table = [{"__row__": str(i), **dict(zip(columns, row, strict=True))} for i, row in enumerate(cells, 2)]
+    facts = row_facts([_payout_row(2, "1200.50", "233241234567"), _payout_row(3, "99.99", "233244000002")])
+    outcomes = {
+        2: RowOutcome(2, "P-2", "run-b0000", "accepted", "delivered", "1.00"),
+        3: RowOutcome(3, "P-3", "run-b0000", "accepted", "delivered", "1.00"),
+        4: RowOutcome(4, submission="invalid", error_code="invalid_input", error_message="Pay: not a number"),
+    }
+    read = {"amount": "Pay", "destination": "Phone"}
+    summary = {"label": "run", "outcome": "completed", "amount_total": "1300.49", "errors": []}
+    paths = write_reports(str(tmp_path), "run", columns, table, outcomes, summary, None, facts, read)
+    sheet = load_workbook(paths["xlsx"])["results"]
+    col = {c.value: c.column for c in sheet[1]}
+
+    def values(header: str) -> list[object]:
+        return [sheet.cell(r, col[header]).value for r in (2, 3, 4)]
+
+    pay = values("Pay")
+    assert isinstance(pay[0], float) and isinstance(pay[1], float) and pay[2] == "abc"  # unread: its text
+    numeric = [Decimal(str(v)) for v in pay if isinstance(v, int | float)]
+    assert sum(numeric) == Decimal(summary["amount_total"])  # finance's SUM of the sheet's own column
+    assert sheet.cell(2, col["Pay"]).number_format == "#,##0.00"
+    assert values("Hours") == [40, 37.5, None] and sheet.cell(3, col["Hours"]).number_format == "General"
+    assert values("Bonus") == [-5, None, 12]
+    assert values("Employee ID") == ["00123", "00456", "00789"]  # leading zeros: text
+    assert values("Phone") == ["+233 24 123 4567", "0244000002", "233244000003"]  # read as a phone: text
+    assert values("Note") == ["12", "n/a", None]  # a column with words stays text
+    assert values("Account") == ["1234567890123", "1234567890124", "1234567890125"]  # too long for a number
+    assert all(sheet.cell(r, col[h]).data_type == "s" for r in (2, 3, 4) for h in ("Employee ID", "Phone"))
+
+    with open(paths["csv"], newline="", encoding="utf-8") as fh:
+        lines = list(csv.DictReader(fh))
+    assert lines[0]["Pay"] == "1,200.50" and lines[0]["Employee ID"] == "00123"
+    assert lines[0]["Bonus"] == "-5.00"  # a plain number: no guard apostrophe
+    assert lines[0]["Phone"] == "'+233 24 123 4567"  # a spreadsheet evaluates this from a csv: guarded
+
+
+def test_plain_numbers_are_what_a_spreadsheet_holds_exactly() -> None:
+    from payops.tasks.reports.run_reports import plain_number
+
+    for text in ["0", "0.5", "40", "-5.00", "37.5", "12345678901", "123456789.123456"]:
+        assert plain_number(text), text
+    for text in [
+        "00123",
+        "01.5",
+        "+5",
+        "1,200.50",
+        "1e5",
+        "123456789012",
+        "1234567890.1234567",
+        " 5",
+        "5 ",
+        "",
+    ]:
+        assert not plain_number(text), text

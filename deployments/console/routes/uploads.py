@@ -30,7 +30,7 @@ from starlette.datastructures import FormData, UploadFile
 from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
 from ..errors import ConsoleError
 from ..launching import launch_payout_run
-from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, sheet_rows
+from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, failure_reasons, sheet_rows
 from ..runs import read_run
 from ..state import Console
 from ..storage import StorageError, Upload
@@ -139,7 +139,7 @@ async def check_upload(
         preview = _preview(result)
         if preview["no_name_column"]:
             mapping = _mapping_step(tuple(result.columns), ("payee_name",), saved.column_map)
-        retry_rows = sheet_rows(result) if retry is not None else None
+        retry_rows = sheet_rows(result, retry.reasons) if retry is not None else None
         totals = totals_by_currency(result.rows)
         saved.rows_total, saved.rows_invalid, saved.errors = (
             result.rows_total,
@@ -282,6 +282,7 @@ async def retry_failed_rows(
     if view is None or not view.upload_id:
         raise ConsoleError(409, "Only a run started from this console can be retried here.")
     retries = RetryRows(console.engine)
+    summary = None
     if view.final:
         summary = await asyncio.to_thread(console.store.summary, view.upload_id)
         label = str(summary["label"]) if summary and summary.get("label") else None
@@ -315,5 +316,7 @@ async def retry_failed_rows(
         f"{plan.label}.xlsx",
         data,
         label=plan.label,
-        retry=RetryUpload(run_id, plan.column_map, drop, parent=label, references=kept),
+        retry=RetryUpload(
+            run_id, plan.column_map, drop, parent=label, references=kept, reasons=failure_reasons(summary)
+        ),
     )
