@@ -124,21 +124,20 @@ _REFERENCE = re.compile(REFERENCE_PATTERN)
 
 @dataclass(frozen=True)
 class RetryUpload:
-    """A retry sheet in preview: the run it retries (flow run id and label), its column mapping, the
-    references dropped so far and those it pays (claimed for it when it is submitted)."""
+    """A retry sheet in preview: the run it retries (flow run id, label and the name it is shown by), its
+    column mapping, the references dropped so far and those it pays (claimed for it when it is submitted)."""
 
     run_id: str
     column_map: str = ""
     dropped: frozenset[str] = field(default_factory=frozenset)
     parent: str = ""
     references: tuple[str, ...] = ()
+    name: str = ""
 
 
 def dropped_rows(values: Iterable[Any]) -> frozenset[str]:
     """The references a retry form asks to drop (anything that is not a reference is ignored)."""
-    return frozenset(
-        v for v in list(values)[:MAX_RETRY_ROWS] if isinstance(v, str) and _REFERENCE.match(v)
-    )
+    return frozenset(v for v in list(values)[:MAX_RETRY_ROWS] if isinstance(v, str) and _REFERENCE.match(v))
 
 
 def sheet_rows(result: IntakeResult) -> list[dict[str, Any]]:

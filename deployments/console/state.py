@@ -23,7 +23,7 @@ from payops.tasks.approval.approval_keys import ApprovalKeyMissing, load_signing
 from payops.tasks.events.auditing import Auditor
 from payops.tasks.wire.money import money_text
 
-from .errors import ConsoleError, LoginNeeded
+from .errors import ConsoleError, LoginNeeded, console_words
 from .runs import RunLauncher
 from .security import CsrfTokens, LoginThrottle, client_address, new_nonce, parse_networks
 from .settings import ConsoleSettings
@@ -55,6 +55,7 @@ class Console:
         self.launcher = launcher
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["money"] = money_text
+        self.templates.env.filters["for_people"] = console_words
 
     # -- who is asking -------------------------------------------------------------------------------------
     def client(self, request: Request) -> str:

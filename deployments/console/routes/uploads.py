@@ -28,10 +28,10 @@ from payops.tasks.wire.money import money
 from starlette.datastructures import FormData, UploadFile
 
 from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
-from ..errors import ConsoleError
+from ..errors import ConsoleError, refusal_words
 from ..launching import launch_payout_run
 from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, sheet_rows
-from ..runs import read_run
+from ..runs import read_run, run_ids_named
 from ..state import Console
 from ..storage import StorageError, Upload
 
@@ -125,16 +125,17 @@ async def check_upload(
     preview: dict[str, Any] | None = None
     retry_rows: list[dict[str, Any]] | None = None
     totals: dict[str, Decimal] = {}
+    refused: str | None = None  # the refusal in the console's words (the upload keeps the intake's)
     options = IntakeOptions(
         max_bytes=settings.max_upload_bytes, column_map=parse_column_map(saved.column_map)
     )
     try:
         result = await asyncio.to_thread(read_payout_sheet, saved.source, options)
     except ColumnsUnmatched as exc:
-        saved.refused = str(exc)
+        saved.refused, refused = str(exc), refusal_words(exc)
         mapping = _mapping_step(exc.headers, exc.fields, saved.column_map)
     except IntakeError as exc:
-        saved.refused = str(exc)
+        saved.refused, refused = str(exc), refusal_words(exc)
     else:
         preview = _preview(result)
         if preview["no_name_column"]:
@@ -173,6 +174,7 @@ async def check_upload(
     policy = await asyncio.to_thread(console.approvals.policy)
     context = {
         "upload": saved,
+        "refused": refused,
         "preview": preview,
         "can_submit": can_submit,
         "required": policy.required(totals),
@@ -253,8 +255,14 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
     )
     # Without a key (and no approval needed) the run goes without a signed initiator.
     run_id, _ = await launch_payout_run(
-        console, request, account, params, channel="console", uploader=upload.uploaded_by,
-        upload=upload.id, total=upload.total,
+        console,
+        request,
+        account,
+        params,
+        channel="console",
+        uploader=upload.uploaded_by,
+        upload=upload.id,
+        total=upload.total,
     )
     log.info("upload %s: payout run %s started (%s mode)", upload.id, run_id, console.launcher.mode)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
@@ -274,9 +282,10 @@ async def retry_failed_rows(
     request: Request, run_id: str, console: ConsoleDep, account: Operator, form: RetryForm
 ) -> Response:
     """Retry failed rows, finished or still running (the rows failed so far): those no retry took yet
-    become a new upload labelled with the next free LABEL-retryN, checked and submitted like any upload, its
-    rows listed; the operator may drop rows (the form posts their references as ``drop``) and the sheet is
-    rebuilt without them. Submitting claims the rows for the retry: each is paid again at most once."""
+    become a new upload labelled with the next free NAME-retryN (NAME: the name the run is shown by),
+    checked and submitted like any upload, its rows listed; the operator may drop rows (the form posts their
+    references as ``drop``) and the sheet is rebuilt without them. Submitting claims the rows for the retry:
+    each is paid again at most once."""
     drop = dropped_rows(form.getlist("drop"))
     view = await read_run(parse_run_id(run_id), console.store.upload_id_of_report_dir)
     if view is None or not view.upload_id:
@@ -291,16 +300,18 @@ async def retry_failed_rows(
         raise ConsoleError(409, "This run has no failed rows to retry (yet).")
     report_dir = console.store.report_dir(view.upload_id)
     try:
-        plan = await asyncio.to_thread(plan_retry, retries, report_dir, label)
+        plan = await asyncio.to_thread(plan_retry, retries, report_dir, label, view.name)
     except RetryRefused as exc:
         raise ConsoleError(409, str(exc)) from None
     if not plan.rows:
         done = list(await asyncio.to_thread(retries.retries, label))
         if done:
+            ids = await run_ids_named(done)
             raise ConsoleError(
                 409,
                 f"A retry of this run already exists (run {', '.join(done)}) for every failed row; nothing "
-                "was sent again. See Runs.",
+                "was sent again.",
+                [*((name, f"/runs/{ids[name]}") for name in done if name in ids), ("Runs", "/runs")],
             )
         raise ConsoleError(409, "This run has no failed or refused rows to retry.")
     data, count = retry_sheet(plan.rows, drop)
@@ -315,5 +326,5 @@ async def retry_failed_rows(
         f"{plan.label}.xlsx",
         data,
         label=plan.label,
-        retry=RetryUpload(run_id, plan.column_map, drop, parent=label, references=kept),
+        retry=RetryUpload(run_id, plan.column_map, drop, parent=label, references=kept, name=view.name),
     )
