@@ -141,8 +141,8 @@ def dropped_rows(values: Iterable[Any]) -> frozenset[str]:
 
 
 def sheet_rows(result: IntakeResult) -> list[dict[str, Any]]:
-    """Every row of a retry sheet as the preview lists it: row, reference, payee, amount, destination and
-    its problems (none: it will be paid)."""
+    """Every row of a retry sheet as the preview lists it: row, reference, payee, currency and amount (cells
+    as written), destination and its problems (none: it will be paid)."""
     mapped = result.mapped
     problems: dict[int, list[str]] = {}
     for e in result.errors:
@@ -155,9 +155,8 @@ def sheet_rows(result: IntakeResult) -> list[dict[str, Any]]:
                 "row": number,
                 "reference": rec.get(mapped.get("reference", ""), ""),
                 "payee": rec.get(mapped.get("payee_name", ""), ""),
-                "amount": " ".join(
-                    rec.get(mapped.get(f, ""), "") for f in ("currency", "amount") if f in mapped
-                ),
+                "currency": rec.get(mapped.get("currency", ""), ""),
+                "amount": rec.get(mapped.get("amount", ""), ""),
                 "destination": rec.get(mapped.get("destination", ""), ""),
                 "problems": "; ".join(problems.get(number, [])),
             }

@@ -13,7 +13,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from payops.flows.payouts import PayoutRunParams
 from payops.store.retries import RetryConflict, RetryRows
 from payops.store.users import PERMISSIONS, Account
-from payops.tasks.approval.approval_gate import totals_by_currency
+from payops.tasks.approval.approval_gate import requirement, totals_by_currency
+from payops.tasks.approval.approvals import Start
 from payops.tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
 from payops.tasks.intake.columns import (
     FIELDS,
@@ -167,17 +168,21 @@ async def check_upload(
         rows=saved.rows_total,
         errors=saved.errors,
         total=saved.total,
-        refused=saved.refused,
+        refused=refused,  # as the operator was told (the upload keeps the intake's words)
     )
     can_submit = saved.refused is None and saved.errors == 0 and saved.rows_total > 0
     status = 200 if can_submit else 422
     policy = await asyncio.to_thread(console.approvals.policy)
+    start = Start("console", account.name, saved.uploaded_by or account.name)
+    required = requirement(policy, totals, start).required
     context = {
         "upload": saved,
         "refused": refused,
         "preview": preview,
         "can_submit": can_submit,
-        "required": policy.required(totals),
+        "required": required,
+        # the box is offered only when ticking it asks for more than the policy does
+        "can_raise": requirement(policy, totals, start, require_approval=True).required > required,
         "policy": policy.describe(),
         "retry": retry,
         "retry_rows": retry_rows,
