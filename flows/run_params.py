@@ -16,6 +16,7 @@ from payops.tasks.intake import IntakeOptions
 from payops.tasks.reports.run_reports import ensure_reports_spare_source
 from payops.tasks.runtime.progress import progress
 from payops.tasks.runtime.run_meter import RunMeter
+from payops.tasks.wire.references import LABEL_MAX
 from prefect import get_run_logger
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -78,7 +79,7 @@ class SheetRunParams(BaseModel):
     )
     label: Text = Field(
         "",
-        max_length=64,
+        max_length=LABEL_MAX,
         description=(
             "Name of this run, used for payment references, report files, the run's name and tags. Leave "
             "empty to derive it from the sheet's content: running the same sheet again never pays twice."

@@ -67,7 +67,8 @@ def create_app(
 
     @app.exception_handler(ConsoleError)
     async def console_error(request: Request, exc: ConsoleError) -> Response:
-        return await console.render(request, "error.html", {"message": exc.message}, status=exc.status)
+        context = {"message": exc.message, "links": exc.links}
+        return await console.render(request, "error.html", context, status=exc.status)
 
     @app.exception_handler(DecisionError)
     async def decision_error(request: Request, exc: DecisionError) -> Response:

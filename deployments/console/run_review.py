@@ -125,9 +125,9 @@ _REFERENCE = re.compile(REFERENCE_PATTERN)
 
 @dataclass(frozen=True)
 class RetryUpload:
-    """A retry sheet in preview: the run it retries (flow run id and label), its column mapping, the
-    references dropped so far and those it pays (claimed for it when it is submitted), and why each row
-    failed (`failure_reasons`)."""
+    """A retry sheet in preview: the run it retries (flow run id, label and the name it is shown by), its
+    column mapping, the references dropped so far and those it pays (claimed for it when it is submitted),
+    and why each row failed (`failure_reasons`)."""
 
     run_id: str
     column_map: str = ""
@@ -135,6 +135,7 @@ class RetryUpload:
     parent: str = ""
     references: tuple[str, ...] = ()
     reasons: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    name: str = ""
 
 
 def failure_reasons(summary: Mapping[str, Any] | None) -> dict[str, tuple[str, str]]:
@@ -159,9 +160,9 @@ def dropped_rows(values: Iterable[Any]) -> frozenset[str]:
 def sheet_rows(
     result: IntakeResult, reasons: Mapping[str, tuple[str, str]] | None = None
 ) -> list[dict[str, Any]]:
-    """Every row of a retry sheet as the preview lists it: row, reference, payee, amount, destination, why
-    it failed and the next step (``reasons``, by reference: `failure_reasons`) and its problems (none: it
-    will be paid)."""
+    """Every row of a retry sheet as the preview lists it: row, reference, payee, currency and amount (cells
+    as written), destination, why it failed and the next step (``reasons``, by reference: `failure_reasons`)
+    and its problems (none: it will be paid)."""
     reasons = reasons or {}
     mapped = result.mapped
     problems: dict[int, list[str]] = {}
@@ -177,9 +178,8 @@ def sheet_rows(
                 "row": number,
                 "reference": reference,
                 "payee": rec.get(mapped.get("payee_name", ""), ""),
-                "amount": " ".join(
-                    rec.get(mapped.get(f, ""), "") for f in ("currency", "amount") if f in mapped
-                ),
+                "currency": rec.get(mapped.get("currency", ""), ""),
+                "amount": rec.get(mapped.get("amount", ""), ""),
                 "destination": rec.get(mapped.get("destination", ""), ""),
                 "why": why,
                 "next_step": next_step,

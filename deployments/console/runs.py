@@ -194,3 +194,36 @@ async def recent_runs(upload_id_of: Any, limit: int = 25) -> list[RunView]:
     async with get_client() as client:
         runs = await payout_flow_runs(client, limit)
     return [_view(r, upload_id_of) for r in runs]
+
+
+async def run_ids_named(names: list[str]) -> dict[str, str]:
+    """``{name: flow run id}``: the newest payout run of each of ``names`` that has one."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    if not names:
+        return {}
+    async with get_client() as client:
+        found = await client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW_NAME])),
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=list(names))),
+            sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+        )
+    ids: dict[str, str] = {}
+    for flow_run in found:
+        ids.setdefault(flow_run.name, str(flow_run.id))
+    return ids
+
+
+async def run_names(ids: list[str]) -> dict[str, str]:
+    """``{flow run id: name}`` of the runs ``ids`` Prefect has: the one name the console shows a run by."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    wanted = sorted({UUID(i) for i in ids})
+    if not wanted:
+        return {}
+    async with get_client() as client:
+        found = await client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=wanted)))
+    return {str(r.id): r.name for r in found}

@@ -21,9 +21,9 @@ from payops.store.notices import Notices
 from payops.store.users import PERMISSIONS, Account, Users
 from payops.tasks.approval.approval_keys import ApprovalKeyMissing, load_signing_key
 from payops.tasks.events.auditing import Auditor
-from payops.tasks.wire.money import money_text
 
-from .errors import ConsoleError, LoginNeeded
+from .errors import ConsoleError, LoginNeeded, console_words
+from .formats import count, money
 from .runs import RunLauncher
 from .security import CsrfTokens, LoginThrottle, client_address, new_nonce, parse_networks
 from .settings import ConsoleSettings
@@ -54,7 +54,9 @@ class Console:
         self.store = UploadStore(settings.uploads, settings.reports)
         self.launcher = launcher
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
-        self.templates.env.filters["money"] = money_text
+        self.templates.env.filters["money"] = money
+        self.templates.env.filters["count"] = count
+        self.templates.env.filters["for_people"] = console_words
 
     # -- who is asking -------------------------------------------------------------------------------------
     def client(self, request: Request) -> str:

@@ -29,8 +29,11 @@ from payops.store.retries import RetryConflict, RetryRow, RetryRows
 from payops.tasks.intake.columns import map_columns, parse_column_map
 from payops.tasks.reports.run_reports import RESUBMIT_SHEET, report_filename, report_paths, report_root
 from payops.tasks.reports.table_workbook import TableWorkbook
+from payops.tasks.wire.references import LABEL_MAX
 
 _RETRY_TAG = re.compile(r"-retry(\d+)$")
+RETRY_ROOM = "-retry9999"
+"""The room a retry label leaves for its ``-retryN``."""
 SHEET_TITLE = "payouts"
 """The retry sheet's one sheet: the name the intake reads first."""
 
@@ -157,14 +160,24 @@ class RetryPlan:
         return self.rows[0].column_map if self.rows else ""
 
 
-def plan_retry(store: RetryRows, report_dir: str, label: str) -> RetryPlan:
+def plan_retry(store: RetryRows, report_dir: str, label: str, name: str | None = None) -> RetryPlan:
     """The rows of run ``label`` to pay again that no retry claimed (recorded so far, and from its report
-    once it has finished), and the next free retry label (free: no retry claimed it, and no report of that
-    name is in ``report_dir``, as a retry from before claims has)."""
+    once it has finished), and the next free retry label (free: no retry of any run claimed it, and no report
+    of that name is in ``report_dir``, as a retry from before claims has). The retry is named after
+    ``name``, the name the run is shown by (default its label; `retry_base`)."""
     finished = record_report(store, report_dir, label)
-    used = store.labels_starting(family_prefix(label))
-    retry = next_retry_label(label, lambda c: c in used or retry_exists(report_dir, c))
+    base = retry_base(name or label)
+    used = store.labels_starting(family_prefix(base))
+    retry = next_retry_label(base, lambda c: c in used or retry_exists(report_dir, c))
     return RetryPlan(label, retry, store.unclaimed(label), finished)
+
+
+def retry_base(name: str) -> str:
+    """What a run shown as ``name`` numbers its retries from: ``name`` (a retry's name keeps its
+    ``-retryN``), cut so that ``BASE-retryN`` still fits a run label (`LABEL_MAX`)."""
+    m = _RETRY_TAG.search(name)
+    base, tag = (name[: m.start()], m.group()) if m else (name, "")
+    return base[: LABEL_MAX - len(RETRY_ROOM)].rstrip("-_ ") + tag
 
 
 def nothing_to_retry(store: RetryRows, plan: RetryPlan, report_dir: str) -> str:

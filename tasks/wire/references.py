@@ -19,6 +19,8 @@ REFERENCE_PATTERN = re.compile(_REFERENCE_PATTERN)
 """The service's reference pattern (declared by the connector), compiled."""
 
 REFERENCE_MAX = 64
+LABEL_MAX = 64
+"""The longest run label a run's parameters accept."""
 RETRY_PREFIX = "payops-rs-"
 SETTLE_NOW_PREFIX = "payops-sn-"
 _INVALID = re.compile(r"[^A-Za-z0-9_-]+")

@@ -89,3 +89,32 @@ def acknowledge_all(page: Any) -> list[str]:
         box.check()
         kinds.append(str(box.get_attribute("value")))
     return kinds
+
+
+VIEWPORT = {"width": 1280, "height": 900}
+"""The window the layout checks run in: a laptop's width."""
+
+_OVERFLOWING = """() => {
+  const width = document.documentElement.clientWidth;
+  const scrolls = e => ["auto", "scroll", "hidden"].includes(getComputedStyle(e).overflowX);
+  const out = [];
+  for (const e of document.querySelectorAll("body *")) {
+    const box = e.getBoundingClientRect();
+    if (!box.width || !box.height) continue;
+    let holder = e.parentElement;
+    while (holder && !holder.classList.contains("card") && !scrolls(holder)) holder = holder.parentElement;
+    if (holder && scrolls(holder)) continue;  // clipped by a scroll container: reachable by scrolling it
+    const edge = holder ? holder.getBoundingClientRect().right : width;
+    if (box.right > Math.min(edge, width) + 1 || box.left < -1) {
+      const name = e.tagName.toLowerCase() + (e.id ? "#" + e.id : "");
+      out.push(`${name} right ${Math.round(box.right)} > ${Math.round(edge)}`);
+    }
+  }
+  return out;
+}"""
+
+
+def overflowing(page: Any) -> list[str]:
+    """Elements whose box reaches past their card or the window (those inside a scroll container count as
+    inside: they are reached by scrolling it)."""
+    return list(page.evaluate(_OVERFLOWING))

@@ -93,7 +93,7 @@ def test_an_approver_sees_the_rows_and_acknowledges_a_mismatch_before_approving(
             operator = session("olu")
             operator.set_input_files("#sheet", str(sheet))
             operator.wait_for_selector("#sample")
-            assert "needs 1 approval" in operator.inner_text("#approvals-needed")
+            assert "needs approval from 1 approver other" in operator.inner_text("#approvals-needed")
             operator.click("#submit")
             operator.wait_for_url("**/runs/*")
             run_url = operator.url

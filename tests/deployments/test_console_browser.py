@@ -2,6 +2,7 @@
 nothing runs; a good sheet is paid (after approval) against the emulator and its report downloads.
 
 Local single-process mode: the console runs the payout flow in a thread, on the session's Prefect test server.
+Upload, preview, approval and run pages at 1280 px wide: nothing reaches past its card or the window.
 Screenshots go to tests/deployments/screenshots/ (git-ignored).
 """
 
@@ -19,9 +20,11 @@ from tests.deployments.browser_harness import (
     ARGS,
     CHROMIUM,
     SHOTS,
+    VIEWPORT,
     acknowledge_all,
     console_runs,
     log_in,
+    overflowing,
     payouts_at,
     reload_until,
 )
@@ -43,7 +46,7 @@ def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            page = browser.new_context(accept_downloads=True).new_page()
+            page = browser.new_context(accept_downloads=True, viewport=VIEWPORT).new_page()
             page.set_default_timeout(30_000)
 
             page.goto(url + "/")
@@ -54,6 +57,7 @@ def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
             page.wait_for_selector("#upload-form")
             assert PASSWORD not in page.content()
             page.screenshot(path=str(SHOTS / "01-upload.png"), full_page=True)
+            assert overflowing(page) == []
 
             # A sheet with errors: choosing the file sends it (upload.js); errors shown, no submit button.
             page.set_input_files("#sheet", str(bad_sheet(tmp / "bad.xlsx")))
@@ -75,17 +79,19 @@ def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
             assert page.inner_text("#counts").startswith("6 rows: 6 valid")
             page.check("input[name=require_approval]")
             page.screenshot(path=str(SHOTS / "03-preview.png"), full_page=True)
+            assert overflowing(page) == []
             page.click("#submit")
             page.wait_for_url("**/runs/*")
             run_url = page.url
             reload_until(page, "#approval", 90)
             assert payouts_at(emulator) == payouts_before  # nothing sent before approval
-            approver = browser.new_context().new_page()
+            approver = browser.new_context(viewport=VIEWPORT).new_page()
             approver.set_default_timeout(30_000)
             approver.goto(url + "/login")
             log_in(approver, "bea", PASSWORD)
             approver.goto(run_url)
             approver.screenshot(path=str(SHOTS / "04-approval.png"), full_page=True)
+            assert overflowing(approver) == []
             approver.fill("#comment", "checked by the browser test")
             assert acknowledge_all(approver) == ["no_name_column"]  # the sheet names no payees
             approver.click("#approve")
@@ -96,6 +102,7 @@ def test_login_refuse_bad_sheet_pay_good_sheet_download_report(
             assert page.eval_on_selector("#state", "e => getComputedStyle(e).backgroundColor") == amber
             assert "delivered 5" in page.inner_text("#summary") and "failed 1" in page.inner_text("#summary")
             page.screenshot(path=str(SHOTS / "05-completed.png"), full_page=True)
+            assert overflowing(page) == []
             assert payouts_at(emulator) == payouts_before + 6
 
             link = page.query_selector("#reports a[href$='.xlsx']:not([href$='-validation.xlsx'])")

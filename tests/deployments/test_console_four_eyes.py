@@ -89,7 +89,7 @@ def test_two_approvers_needed_operator_cannot_approve_audit_lists_every_step(con
             operator = session("olu")
             operator.set_input_files("#sheet", str(good_sheet(console["tmp"] / "four-eyes.xlsx")))
             operator.wait_for_selector("#sample")
-            assert "needs 2 approvals" in operator.inner_text("#approvals-needed")
+            assert "needs approval from 2 approvers" in operator.inner_text("#approvals-needed")
             operator.click("#submit")
             operator.wait_for_url("**/runs/*")
             run_url = operator.url

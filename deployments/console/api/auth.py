@@ -80,7 +80,10 @@ def api_need(permission: str):  # noqa: ANN201 - a FastAPI dependency
     ) -> Account:
         if account.role not in PERMISSIONS[permission]:
             console.audit(
-                request, account.name, "access.denied", f"api:{request.method} {request.url.path}",
+                request,
+                account.name,
+                "access.denied",
+                f"api:{request.method} {request.url.path}",
                 role=account.role,
             )
             allowed_roles = " or ".join(sorted(PERMISSIONS[permission]))

@@ -66,9 +66,7 @@ async def _read_sheet(file: UploadFile, limit: int) -> bytes:
     return bytes(data)
 
 
-@router.post(
-    "/runs", status_code=201, response_model=StartedRun, dependencies=[Depends(size_within_limit)]
-)
+@router.post("/runs", status_code=201, response_model=StartedRun, dependencies=[Depends(size_within_limit)])
 async def start_run(
     request: Request,
     console: ConsoleDep,

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from pathlib import Path
+from typing import Any
+from uuid import UUID
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from payops.store.notices import NoticeView
 from payops.store.retries import RetryRows
 from payops.store.users import PERMISSIONS
 
@@ -15,7 +19,8 @@ from ..deps import ConsoleDep, Viewer, parse_run_id
 from ..errors import ConsoleError
 from ..reconciliation_view import reconciliation_context
 from ..run_review import failed_so_far, review_context
-from ..runs import read_run, recent_runs
+from ..runs import RunView, read_run, recent_runs, run_ids_named, run_names
+from ..state import Console
 from ..storage import StorageError
 from .approvals import approval_context
 
@@ -41,14 +46,46 @@ def report_response(path: str, data: bytes) -> Response:
 async def runs(request: Request, console: ConsoleDep, account: Viewer) -> Response:
     views = await recent_runs(console.store.upload_id_of_report_dir)
     notices = await asyncio.to_thread(console.notices.for_user, account.name, account.role)
-    return await console.render(request, "runs.html", {"runs": views, "notices": notices})
+    return await console.render(request, "runs.html", {"runs": views, "notices": await named(notices)})
 
 
 @router.get("/notices", response_class=HTMLResponse)
 async def notices(request: Request, console: ConsoleDep, account: Viewer) -> Response:
     """Every notice for this user, newest first (open ones marked): runs to approve, reminders, expiries."""
     found = await asyncio.to_thread(console.notices.for_user, account.name, account.role, open_only=False)
-    return await console.render(request, "notices.html", {"notices": found})
+    return await console.render(request, "notices.html", {"notices": await named(found)})
+
+
+async def named(notices: list[NoticeView]) -> list[NoticeView]:
+    """Notices naming each run as its page does: the flow names a run by its label in a notice, and a run
+    started without one (its label the sheet's fingerprint) is shown by its sheet's name."""
+    names = await run_names([n.flow_run_id for n in notices])
+    renamed = []
+    for n in notices:
+        name = names.get(n.flow_run_id, n.label)
+        renamed.append(dataclasses.replace(n, label=name, text=n.text.replace(n.label, name)))
+    return renamed
+
+
+async def retry_family(console: Console, view: RunView, summary: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's place among retries, for links: the run a retry pays the failed rows of (``retry_of``:
+    name, id) and this run's own retries (``retries``: name, id or None before it starts)."""
+    retries = RetryRows(console.engine)
+    label = summary.get("label") if summary else None
+    if not label:
+        label = await asyncio.to_thread(retries.label_of_run, view.id)
+    names = list(await asyncio.to_thread(retries.retries, str(label))) if label else []
+    ids = await run_ids_named(names)
+    retry_of, upload = None, None
+    if view.upload_id:
+        try:
+            upload = await asyncio.to_thread(console.store.load, view.upload_id)
+        except StorageError:
+            upload = None
+    if upload is not None and upload.retry_of:
+        original = await read_run(UUID(upload.retry_of), console.store.upload_id_of_report_dir)
+        retry_of = (original.name, original.id) if original else None
+    return {"retries": [(name, ids.get(name)) for name in names], "retry_of": retry_of}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -78,6 +115,7 @@ async def run_page(request: Request, run_id: str, console: ConsoleDep, account: 
             "prefect_link": console.run_link(view.id),
             "decisions": decisions,
             "early_retry": early_retry,
+            **await retry_family(console, view, summary),
             **await approval_context(console, flow_run_id, account, request.query_params),
             **review_context(summary, request.query_params.get("page")),
             **reconciliation,

@@ -13,7 +13,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from payops.flows.payouts import PayoutRunParams
 from payops.store.retries import RetryConflict, RetryRows
 from payops.store.users import PERMISSIONS, Account
-from payops.tasks.approval.approval_gate import totals_by_currency
+from payops.tasks.approval.approval_gate import requirement, totals_by_currency
+from payops.tasks.approval.approvals import Start
 from payops.tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
 from payops.tasks.intake.columns import (
     FIELDS,
@@ -28,10 +29,10 @@ from payops.tasks.wire.money import money
 from starlette.datastructures import FormData, UploadFile
 
 from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
-from ..errors import ConsoleError
+from ..errors import ConsoleError, refusal_words
 from ..launching import launch_payout_run
 from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, failure_reasons, sheet_rows
-from ..runs import read_run
+from ..runs import read_run, run_ids_named
 from ..state import Console
 from ..storage import StorageError, Upload
 
@@ -125,16 +126,17 @@ async def check_upload(
     preview: dict[str, Any] | None = None
     retry_rows: list[dict[str, Any]] | None = None
     totals: dict[str, Decimal] = {}
+    refused: str | None = None  # the refusal in the console's words (the upload keeps the intake's)
     options = IntakeOptions(
         max_bytes=settings.max_upload_bytes, column_map=parse_column_map(saved.column_map)
     )
     try:
         result = await asyncio.to_thread(read_payout_sheet, saved.source, options)
     except ColumnsUnmatched as exc:
-        saved.refused = str(exc)
+        saved.refused, refused = str(exc), refusal_words(exc)
         mapping = _mapping_step(exc.headers, exc.fields, saved.column_map)
     except IntakeError as exc:
-        saved.refused = str(exc)
+        saved.refused, refused = str(exc), refusal_words(exc)
     else:
         preview = _preview(result)
         if preview["no_name_column"]:
@@ -166,16 +168,21 @@ async def check_upload(
         rows=saved.rows_total,
         errors=saved.errors,
         total=saved.total,
-        refused=saved.refused,
+        refused=refused,  # as the operator was told (the upload keeps the intake's words)
     )
     can_submit = saved.refused is None and saved.errors == 0 and saved.rows_total > 0
     status = 200 if can_submit else 422
     policy = await asyncio.to_thread(console.approvals.policy)
+    start = Start("console", account.name, saved.uploaded_by or account.name)
+    required = requirement(policy, totals, start).required
     context = {
         "upload": saved,
+        "refused": refused,
         "preview": preview,
         "can_submit": can_submit,
-        "required": policy.required(totals),
+        "required": required,
+        # the box is offered only when ticking it asks for more than the policy does
+        "can_raise": requirement(policy, totals, start, require_approval=True).required > required,
         "policy": policy.describe(),
         "retry": retry,
         "retry_rows": retry_rows,
@@ -253,8 +260,14 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
     )
     # Without a key (and no approval needed) the run goes without a signed initiator.
     run_id, _ = await launch_payout_run(
-        console, request, account, params, channel="console", uploader=upload.uploaded_by,
-        upload=upload.id, total=upload.total,
+        console,
+        request,
+        account,
+        params,
+        channel="console",
+        uploader=upload.uploaded_by,
+        upload=upload.id,
+        total=upload.total,
     )
     log.info("upload %s: payout run %s started (%s mode)", upload.id, run_id, console.launcher.mode)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
@@ -274,9 +287,10 @@ async def retry_failed_rows(
     request: Request, run_id: str, console: ConsoleDep, account: Operator, form: RetryForm
 ) -> Response:
     """Retry failed rows, finished or still running (the rows failed so far): those no retry took yet
-    become a new upload labelled with the next free LABEL-retryN, checked and submitted like any upload, its
-    rows listed; the operator may drop rows (the form posts their references as ``drop``) and the sheet is
-    rebuilt without them. Submitting claims the rows for the retry: each is paid again at most once."""
+    become a new upload labelled with the next free NAME-retryN (NAME: the name the run is shown by),
+    checked and submitted like any upload, its rows listed; the operator may drop rows (the form posts their
+    references as ``drop``) and the sheet is rebuilt without them. Submitting claims the rows for the retry:
+    each is paid again at most once."""
     drop = dropped_rows(form.getlist("drop"))
     view = await read_run(parse_run_id(run_id), console.store.upload_id_of_report_dir)
     if view is None or not view.upload_id:
@@ -292,16 +306,18 @@ async def retry_failed_rows(
         raise ConsoleError(409, "This run has no failed rows to retry (yet).")
     report_dir = console.store.report_dir(view.upload_id)
     try:
-        plan = await asyncio.to_thread(plan_retry, retries, report_dir, label)
+        plan = await asyncio.to_thread(plan_retry, retries, report_dir, label, view.name)
     except RetryRefused as exc:
         raise ConsoleError(409, str(exc)) from None
     if not plan.rows:
         done = list(await asyncio.to_thread(retries.retries, label))
         if done:
+            ids = await run_ids_named(done)
             raise ConsoleError(
                 409,
                 f"A retry of this run already exists (run {', '.join(done)}) for every failed row; nothing "
-                "was sent again. See Runs.",
+                "was sent again.",
+                [*((name, f"/runs/{ids[name]}") for name in done if name in ids), ("Runs", "/runs")],
             )
         raise ConsoleError(409, "This run has no failed or refused rows to retry.")
     data, count = retry_sheet(plan.rows, drop)
@@ -317,6 +333,12 @@ async def retry_failed_rows(
         data,
         label=plan.label,
         retry=RetryUpload(
-            run_id, plan.column_map, drop, parent=label, references=kept, reasons=failure_reasons(summary)
+            run_id,
+            plan.column_map,
+            drop,
+            parent=label,
+            references=kept,
+            reasons=failure_reasons(summary),
+            name=view.name,
         ),
     )
