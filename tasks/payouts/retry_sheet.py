@@ -198,11 +198,12 @@ def nothing_to_retry(store: RetryRows, plan: RetryPlan, report_dir: str) -> str:
     return f"run {label} has no failed or refused rows to retry"
 
 
-def prepare_retry(report_dir: str, label: str, store: RetryRows) -> RetrySheet:
+def prepare_retry(report_dir: str, label: str, store: RetryRows, name: str | None = None) -> RetrySheet:
     """Claim the rows of run ``label`` (finished or still running) nobody retried yet, under the next free
-    retry label, and write their sheet next to the reports. With none left, a retry that claimed rows but has
-    not finished (no report: interrupted) is written again, to replay; else :class:`RetryRefused`."""
-    plan = plan_retry(store, report_dir, label)
+    retry label (named after ``name``, the name the run is shown by: `plan_retry`), and write their sheet
+    next to the reports. With none left, a retry that claimed rows but has not finished (no report:
+    interrupted) is written again, to replay; else :class:`RetryRefused`."""
+    plan = plan_retry(store, report_dir, label, name)
     retry, rows = plan.label, plan.rows
     if rows:
         try:

@@ -139,15 +139,17 @@ async def _newest(name_or_id: str) -> list[RunRecord]:
 async def retry_failed(
     request: Request, console: ConsoleDep, account: ApiOperator, body: RetryRequest
 ) -> StartedRun:
-    """Pay a run's failed and refused rows again as LABEL-retryN (each row at most once: the retry claims its
-    rows; nothing is paid twice)."""
+    """Pay a run's failed and refused rows again as NAME-retryN, NAME being the name the run is shown by (as
+    the console names it; each row at most once: the retry claims its rows; nothing is paid twice). The run
+    is given by its name, label or flow run id."""
     await _require_key(console)
     record = (await _newest(body.label))[0]
-    report_dir = record.report_dir
+    report_dir, label = record.report_dir, record.label or body.label
     if not report_dir or not console.store.holds_reports_of(report_dir):
         raise ApiError(409, f"the reports of {body.label} are not under this server's report folder")
+    retries = RetryRows(console.engine)
     try:
-        sheet = await asyncio.to_thread(prepare_retry, report_dir, body.label, RetryRows(console.engine))
+        sheet = await asyncio.to_thread(prepare_retry, report_dir, label, retries, record.name)
     except RetryRefused as exc:
         raise ApiError(409, str(exc)) from None
     except OSError as exc:
@@ -155,7 +157,7 @@ async def retry_failed(
     options = body.options.model_copy(update={"label": sheet.label, "column_map": sheet.column_map})
     params = _params(console, options, source=sheet.source, report_dir=report_dir)
     run_id, name = await launch_payout_run(
-        console, request, account, params, channel=options.channel, retry_of=body.label, rows=sheet.rows
+        console, request, account, params, channel=options.channel, retry_of=label, rows=sheet.rows
     )
     return StartedRun(
         id=str(run_id), name=name, label=sheet.label, rows=sheet.rows, while_running=sheet.while_running
