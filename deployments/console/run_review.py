@@ -132,6 +132,7 @@ class RetryUpload:
     dropped: frozenset[str] = field(default_factory=frozenset)
     parent: str = ""
     references: tuple[str, ...] = ()
+    currency: str = ""
 
 
 def dropped_rows(values: Iterable[Any]) -> frozenset[str]:

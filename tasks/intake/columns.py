@@ -8,7 +8,8 @@ reports. Required: amount, currency (see below), provider, destination.
 
 An explicit mapping (``IntakeOptions.column_map``, ``Header=field`` entries: `parse_column_map`) names the
 column of a field when the sheet's header is none of these, or picks one of two headers meaning the same
-field; it wins over the aliases, and a header an alias would have given that field is then ignored. Every
+field; it wins over the aliases, and a header an alias would have given that field is then ignored
+(``Header=none`` ignores a header an alias would map). Every
 header that ends up mapped to no field is an ignored column (`ColumnMap.ignored`), listed by `payops check`,
 the console preview and the run summary.
 
@@ -36,10 +37,14 @@ class ColumnsUnmatched(IntakeError):
     the ``fields`` left without one, so a person can say which header holds which (the console's mapping
     step, ``--column``)."""
 
-    def __init__(self, message: str, headers: list[str], fields: list[str]) -> None:
+    def __init__(
+        self, message: str, headers: list[str], fields: list[str], guessed: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.headers = tuple(headers)
         self.fields = tuple(fields)
+        self.guessed = dict(guessed or {})
+        """``{field: header}`` matched before the problem was found (what a mapping form pre-selects)."""
 
 
 FIELDS: tuple[str, ...] = (
@@ -213,6 +218,9 @@ class ColumnMapError(ValueError):
     """A column mapping that cannot be read (the message names the entry and what is allowed)."""
 
 
+NO_FIELD = "none"
+"""The field of an explicit mapping entry that ignores its column (``Type=none``)."""
+
 _MAPPING_HINT = 'map a column with --column "Header=field" (fields: ' + ", ".join(FIELDS) + ")"
 
 
@@ -227,13 +235,14 @@ def parse_column_map(text: str) -> dict[str, str]:
         header, name = header.strip(), "_".join(name.strip().lower().replace("-", " ").split())
         if not sep or not header:
             raise ColumnMapError(f"column mapping {entry.strip()!r} is not Header=field; {_MAPPING_HINT}")
-        if name not in FIELDS:
+        if name not in FIELDS and name != NO_FIELD:
             raise ColumnMapError(
-                f"column mapping {entry.strip()!r}: {name!r} is not a field (fields: {', '.join(FIELDS)})"
+                f"column mapping {entry.strip()!r}: {name!r} is not a field "
+                f"(fields: {', '.join(FIELDS)}; {NO_FIELD} ignores the column)"
             )
         if header_key(header) in {header_key(h) for h in mapping}:
             raise ColumnMapError(f"column mapping names the header {header!r} twice")
-        if name in mapping.values():
+        if name != NO_FIELD and name in mapping.values():
             raise ColumnMapError(f"column mapping gives {name} two columns; keep only one")
         mapping[header] = name
     return mapping
@@ -242,6 +251,27 @@ def parse_column_map(text: str) -> dict[str, str]:
 def format_column_map(mapping: dict[str, str]) -> str:
     """The mapping as one line (`parse_column_map` reads it back), entries sorted so equal maps are equal."""
     return "; ".join(f"{h}={f}" for h, f in sorted(mapping.items()))
+
+
+def mapping_from_choices(
+    columns: list[str], chosen: dict[str, str], previous: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The explicit mapping a mapping form's choices mean: ``chosen`` ``{field: header, or "" for none}`` for
+    the fields the form showed; ``previous`` entries of fields it did not show are kept. An entry is written
+    only where the aliases would read the sheet otherwise: a header no alias gives that field (or one of
+    several that do), or ``Header=none`` for a field left without a column that an alias would give one."""
+    by_alias: dict[str, list[str]] = {}
+    for header in columns:
+        if (name := field_for_header(header)) is not None:
+            by_alias.setdefault(name, []).append(header)
+    mapping = {h: f for h, f in (previous or {}).items() if f not in chosen and f != NO_FIELD}
+    picked = {h for h in chosen.values() if h}
+    for name, header in chosen.items():
+        if header and by_alias.get(name) != [header]:
+            mapping[header] = name
+        elif not header:
+            mapping |= {h: NO_FIELD for h in by_alias.get(name, []) if h not in picked}
+    return mapping
 
 
 def sheet_columns(columns: list[str], options: IntakeOptions) -> ColumnMap:
@@ -294,7 +324,7 @@ def map_columns(
             name = field_for_header(header)
             if name in claimed:
                 name = None  # the explicit mapping chose another column for this field
-        if name is None:
+        if name is None or name == NO_FIELD:
             extras.append(index)
         elif name in fields:
             raise ColumnsUnmatched(
@@ -302,6 +332,7 @@ def map_columns(
                 f"keep only one, or {_MAPPING_HINT}",
                 columns,
                 [name],
+                {f: columns[i] for f, i in fields.items()},
             )
         else:
             fields[name] = index
@@ -310,9 +341,12 @@ def map_columns(
         amount_header = columns[fields["amount"]]
         code = header_currency(amount_header, known_currencies)
         if code is not None and currency is not None and code != currency:
-            raise IntakeError(
+            raise ColumnsUnmatched(
                 f"the amount header {amount_header!r} says the currency is {code}, but {currency} was "
-                f"chosen for the sheet; choose {code}, or rename the header"
+                f"chosen for the sheet; choose {code}, or rename the header",
+                columns,
+                ["currency"],
+                {f: columns[i] for f, i in fields.items()},
             )
         if code is not None:
             currency, from_header = code, amount_header
@@ -329,5 +363,6 @@ def map_columns(
             f"see docs/intake.md for accepted header names, or {_MAPPING_HINT}",
             columns,
             missing,
+            {f: columns[i] for f, i in fields.items()},
         )
     return ColumnMap(fields=fields, extras=extras, currency=currency, currency_header=from_header)
