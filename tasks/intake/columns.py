@@ -62,8 +62,8 @@ REQUIRED: tuple[str, ...] = ("amount", "currency", "provider", "destination")
 """Fields every sheet gives a column (the currency may come from the amount header or be chosen instead)."""
 
 ALIASES: dict[str, tuple[str, ...]] = {
-    # "Employee ID", "Staff ID" stay extra columns: an employee is paid once per run but may appear on
-    # several runs (and on two rows of one, e.g. salary and bonus), so their ID is not a payout reference.
+    # "Employee ID", "Staff ID" stay extra columns: an employee is on every month's run (and may be on two
+    # rows of one, salary and bonus), so their ID is no payout reference (docs/intake.md says more).
     "reference": ("reference", "ref", "payout reference", "payment reference"),
     "amount": (
         "amount",
