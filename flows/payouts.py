@@ -205,6 +205,12 @@ class PayoutRunParams(SheetRunParams):
         description="Which sheet column holds which field, when its header is not one payops knows: "
         '"Full Name=payee_name; Staff Mobile=destination". Part of the run\'s fingerprint.',
     )
+    currency: str | None = Field(
+        None,
+        pattern=r"^[A-Z]{3}$",
+        description="The sheet's currency when it has no currency column (and for its blank currency cells), "
+        "e.g. GHS; an amount header naming another one refuses the sheet. Part of the run's fingerprint.",
+    )
 
     @field_validator("approval_threshold", mode="before")
     @classmethod
@@ -213,6 +219,12 @@ class PayoutRunParams(SheetRunParams):
         if value is None:
             return ""
         return str(value) if isinstance(value, Decimal | int) else value
+
+    @field_validator("currency", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        """An empty currency (a form left blank) means none was chosen."""
+        return None if value == "" else value
 
     @field_validator("column_map")
     @classmethod
@@ -463,7 +475,7 @@ async def _read(run: SheetRun, held: ExitStack) -> Sheet:
     too large to hold is read into a spill file that ``held`` closes and deletes when the run ends."""
     params, logger = run.params, run.logger
     columns = params.columns  # the explicit column mapping, read by the intake and the label
-    options = run.options.model_copy(update={"column_map": columns})
+    options = run.options.model_copy(update={"column_map": columns, "default_currency": params.currency})
     spill = None
     if streams(params.source, run.settings.stream_csv_over_bytes):
         work = Path(held.enter_context(scratch_dir("run")))  # a killed run's is swept by the next
@@ -480,7 +492,7 @@ async def _read(run: SheetRun, held: ExitStack) -> Sheet:
     logger.info(
         "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
     )
-    run.label = run_label(params.label, intake, columns)
+    run.label = run_label(params.label, intake, columns, params.currency)
     await tag_run(run.label)
     ensure_reports_spare_source(params.report_dir, run.label, params.source)
     run.summary = intake_summary(params.source, run.label, intake, columns)

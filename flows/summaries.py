@@ -189,9 +189,15 @@ class PayoutRunSummary(RunSummary):
         return lines
 
     def column_lines(self) -> list[str]:
-        """The sheet's headers that pay nothing (kept in the reports), and the explicit mapping if any."""
+        """The sheet's currency and where it came from, the explicit mapping if any, and the sheet's headers
+        that pay nothing (kept in the reports)."""
+        from payops.tasks.intake.columns import currency_note
+
         lines = []
-        mapping = (self.model_extra or {}).get("column_map")
+        extra = self.model_extra or {}
+        if extra.get("currency"):
+            lines.append(f"  {currency_note(extra['currency'], extra.get('currency_header'))}")
+        mapping = extra.get("column_map")
         if mapping:
             lines.append(f"  column mapping: {mapping}")
         if self.ignored_columns:

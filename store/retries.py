@@ -37,6 +37,7 @@ class RetryRowRecord(Base):
     headers: Mapped[list[str]] = mapped_column(JSON)
     cells: Mapped[list[str]] = mapped_column(JSON)
     column_map: Mapped[str] = mapped_column(Text, default="")
+    currency: Mapped[str] = mapped_column(String(3), default="", server_default="")
     recorded_at: Mapped[datetime] = mapped_column(DateTime)
     retry_label: Mapped[str | None] = mapped_column(String(200), index=True, nullable=True)
     claimed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
@@ -45,13 +46,15 @@ class RetryRowRecord(Base):
 @dataclass(frozen=True)
 class RetryRow:
     """One row to pay again: its resubmit row (``headers``, ``cells``; ``reference`` is the fresh one it is
-    sent with), the run's explicit column mapping, and the retry that claimed it (None: not retried yet)."""
+    sent with), the run's explicit column mapping, the retry that claimed it (None: not retried yet), and the
+    sheet's currency its run read it with ("" when every row had its own currency cell)."""
 
     reference: str
     headers: tuple[str, ...]
     cells: tuple[str, ...]
     column_map: str = ""
     retry_label: str | None = None
+    currency: str = ""
 
 
 class RetryConflict(ValueError):
@@ -76,6 +79,7 @@ class RetryRows:
                 "headers": list(r.headers),
                 "cells": list(r.cells),
                 "column_map": r.column_map,
+                "currency": r.currency,
                 "recorded_at": now,
             }
             for r in rows
@@ -203,6 +207,8 @@ class RetryRows:
     def _read(self, query: object) -> list[RetryRow]:
         with Session(self.engine) as db:
             return [
-                RetryRow(r.reference, tuple(r.headers), tuple(r.cells), r.column_map, r.retry_label)
+                RetryRow(
+                    r.reference, tuple(r.headers), tuple(r.cells), r.column_map, r.retry_label, r.currency
+                )
                 for r in db.scalars(query.order_by(RetryRowRecord.id))  # type: ignore[attr-defined]
             ]

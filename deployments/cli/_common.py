@@ -193,6 +193,26 @@ COLUMN = typer.Option(
 )
 
 
+CURRENCY = typer.Option(
+    None,
+    "--currency",
+    help="The sheet's currency when it has no currency column and its amount header names none, e.g. GHS "
+    "(also for blank currency cells); a header naming another currency refuses the sheet",
+)
+
+
+def sheet_currency(value: str | None) -> str | None:
+    """The ``--currency`` option as a code (``ghs`` → ``GHS``); anything but three letters exits 2."""
+    import re
+
+    if value is None or not value.strip():
+        return None
+    code = value.strip().upper()
+    if not re.fullmatch(r"[A-Z]{3}", code):
+        fail(f"--currency must be a three-letter currency code such as GHS, got {value!r}", EXIT_INVALID)
+    return code
+
+
 def column_map(entries: list[str] | None) -> dict[str, str]:
     """The ``--column`` options as one ``{header: field}`` mapping; a bad entry exits 2 naming it."""
     from payops.tasks.intake.columns import ColumnMapError, parse_column_map

@@ -11,6 +11,7 @@ import click
 import typer
 from payops.deployments.cli._common import (
     COLUMN,
+    CURRENCY,
     EXIT_INVALID,
     REPORTS_DEFAULT,
     cli_settings,
@@ -22,6 +23,7 @@ from payops.deployments.cli._common import (
     quiet_prefect,
     refuse_unsafe_sheet,
     run_flow,
+    sheet_currency,
 )
 from payops.deployments.cli.front_door import front_door
 from payops.deployments.cli.identity import TOKEN_ENV, CliUser, audit_start, authenticate
@@ -143,6 +145,7 @@ def payouts(
     credentials_block: str | None = CREDENTIALS_BLOCK,
     no_name_check: bool = NO_NAME_CHECK,
     column: list[str] | None = COLUMN,
+    currency: str | None = CURRENCY,
     settle_window: float = SETTLE_WINDOW,
     user: str | None = USER,
     json_out: bool = JSON_OUT,
@@ -154,6 +157,7 @@ def payouts(
     from payops.tasks.intake.columns import format_column_map
 
     mapping = format_column_map(column_map(column))  # a bad --column exits 2 before anything starts
+    code = sheet_currency(currency)  # as a bad --currency
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     _threshold(approval_threshold)  # a bad amount is refused before anything starts
     options = _options(
@@ -162,6 +166,7 @@ def payouts(
         dry_run=dry_run,
         on_invalid_rows="skip" if skip_invalid else "refuse",
         column_map=mapping,
+        currency=code,
     )
     with front_door(cli_settings(), user=user) as door:
         if door is not None:
@@ -253,6 +258,7 @@ def retry_failed(
         report_dir=report_dir or default_report_dir(),
         credentials_block=credentials_block,
         column_map=sheet.column_map,  # the retry sheet keeps the run's headers: read it the same way
+        currency=sheet.currency or None,  # and its currency
         **options,
     )
 

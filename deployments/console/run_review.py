@@ -136,6 +136,7 @@ class RetryUpload:
     references: tuple[str, ...] = ()
     reasons: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     name: str = ""
+    currency: str = ""
 
 
 def failure_reasons(summary: Mapping[str, Any] | None) -> dict[str, tuple[str, str]]:

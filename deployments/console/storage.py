@@ -69,7 +69,8 @@ class Upload:
     uploaded_by: str = ""
     total: str = ""
     totals: dict[str, str] | None = None  # per currency; what the approval policy is applied to
-    column_map: str = ""  # a retry: the original run's explicit column mapping, read with the sheet
+    column_map: str = ""  # the explicit column mapping (a retry: the original run's), read with the sheet
+    currency: str = ""  # the currency chosen for a sheet without a currency column ("": none chosen)
     retry_of: str = ""  # a retry: the flow run id whose failed rows this sheet pays again
     retry_parent: str = ""  # a retry: that run's label (its rows are claimed when the retry is submitted)
     retry_refs: list[str] = field(default_factory=list)  # a retry: the fresh references it pays

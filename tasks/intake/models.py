@@ -99,6 +99,10 @@ class IntakeResult:
     """Each field's header text (``{"reference": "Payment Reference", ...}``): what a report writes back."""
     ignored: list[str] = field(default_factory=list)
     """Headers mapped to no field, in sheet order: kept in reports, never paid from."""
+    currency: str | None = None
+    """The sheet's currency (`tasks.intake.columns.ColumnMap`): what rows without a currency cell take."""
+    currency_header: str | None = None
+    """The amount header ``currency`` was read from (``None``: chosen for the sheet)."""
 
     @property
     def rows_invalid(self) -> int:

@@ -11,7 +11,7 @@ import os
 
 from payops.tasks.runtime.memory import gc_paused
 
-from .columns import map_columns
+from .columns import sheet_columns
 from .errors import IntakeError, Located
 from .models import IntakeResult, RowTable
 from .options import IntakeOptions
@@ -139,9 +139,7 @@ def _locate(ref: str, raw: RawSheet | None) -> Located:
 
 def _read(name: str, options: IntakeOptions) -> IntakeResult:
     raw, digest = _read_cells(name, options)
-    cmap = map_columns(
-        raw.columns, currency_defaulted=options.default_currency is not None, explicit=options.column_map
-    )
+    cmap = sheet_columns(raw.columns, options)
     checked = validate_sheet(raw, cmap, options)
     return IntakeResult(
         source=name,
@@ -155,4 +153,6 @@ def _read(name: str, options: IntakeOptions) -> IntakeResult:
         table=RowTable(raw.columns, raw.data, raw.row_numbers),
         mapped=cmap.headers(raw.columns),
         ignored=cmap.ignored(raw.columns),
+        currency=cmap.currency,
+        currency_header=cmap.currency_header,
     )

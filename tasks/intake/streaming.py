@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING
 import fsspec
 
 from .cells import shorten
-from .columns import ColumnMap, map_columns
+from .columns import ColumnMap, sheet_columns
 from .errors import IntakeError
 from .models import RowIssue
 from .options import IntakeOptions
@@ -59,6 +59,8 @@ class StreamedSheet:
     columns: list[str]
     mapped: dict[str, str] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
+    currency: str | None = None
+    currency_header: str | None = None
 
     def summary(self, spill: RowSpill) -> dict[str, int]:
         """Counts a run summary shows (valid rows, rows with errors, warnings) from the spill."""
@@ -234,9 +236,7 @@ class _Chunks:
             self.limits,
         )
         options = self.options
-        cmap = map_columns(
-            raw.columns, currency_defaulted=options.default_currency is not None, explicit=options.column_map
-        )
+        cmap = sheet_columns(raw.columns, options)
         if self.cols is None:
             fields = cmap.fields
             self.cols = _Columns(raw.columns, cmap, fields.get("reference"), fields.get("destination"))
@@ -307,6 +307,8 @@ def _stream(
         columns=cols.names,
         mapped=cols.cmap.headers(cols.names),
         ignored=cols.cmap.ignored(cols.names),
+        currency=cols.cmap.currency,
+        currency_header=cols.cmap.currency_header,
     )
 
 

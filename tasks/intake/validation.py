@@ -111,8 +111,8 @@ def parse_distinct(texts: list[Any], parse: Callable[[Any], Any]) -> tuple[list[
     return list(map(results.__getitem__, texts)), bad
 
 
-def _check_currency(options: IntakeOptions) -> Callable[[str], str | None]:
-    default = options.default_currency
+def _check_currency(options: IntakeOptions, default: str | None) -> Callable[[str], str | None]:
+    """A currency cell's check; a blank cell takes ``default`` (the sheet's currency) when there is one."""
 
     def check(text: str) -> str | None:
         if not text:
@@ -289,9 +289,11 @@ class _SheetCheck:
 
     def currencies(self) -> list[str | None]:
         i_cur, cur_texts = self.column("currency")
-        if i_cur is None and self.options.default_currency:
-            return [self.options.default_currency] * self.n
-        currencies, bad = parse_distinct(cur_texts, self.bounded(_check_currency(self.options)))
+        sheet_currency = self.cmap.currency
+        if i_cur is None and sheet_currency:
+            return [sheet_currency] * self.n
+        check = self.bounded(_check_currency(self.options, sheet_currency))
+        currencies, bad = parse_distinct(cur_texts, check)
         self.refuse(i_cur, bad, cur_texts)
         return currencies
 

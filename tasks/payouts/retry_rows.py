@@ -37,11 +37,14 @@ def retry_rows_of(
     outcomes: Mapping[int, RowOutcome],
     reference_column: str | None,
     column_map: str,
+    currency: str | None = None,
 ) -> list[RetryRow]:
-    """The rows to pay again among ``outcomes``, as the resubmit sheet carries them."""
+    """The rows to pay again among ``outcomes``, as the resubmit sheet carries them, with the column mapping
+    and the sheet's currency their run read them with."""
     headers, rows = resubmit_rows(columns, list(table), outcomes, reference_column)
     ref = headers.index(reference_column or "reference")
-    return [RetryRow(str(r[ref]), tuple(headers), tuple(str(c) for c in r), column_map) for r in rows]
+    cells = [(str(r[ref]), tuple(str(c) for c in r)) for r in rows]
+    return [RetryRow(ref_, tuple(headers), row, column_map, currency=currency or "") for ref_, row in cells]
 
 
 @dataclass
@@ -101,7 +104,12 @@ class FailureLog:
             return
         table = self._records(sorted(outcomes))
         rows = retry_rows_of(
-            self.intake.columns, table, outcomes, self.intake.mapped.get("reference"), self.column_map
+            self.intake.columns,
+            table,
+            outcomes,
+            self.intake.mapped.get("reference"),
+            self.column_map,
+            self.intake.currency,
         )
         try:
             await asyncio.to_thread(self.store.record, self.label, rows, self.run_id)

@@ -11,8 +11,9 @@ re-running a retry (same label, same claimed rows, the same sheet) replays it in
 
 The retry sheet round-trips: the resubmit rows in the sheet's own columns, its own reference column included,
 cells as the sheet wrote them, without the formula guard (`tasks.reports.xlsx.READ_BACK_RULE`), written as an
-xlsx of text cells and read with the run's column mapping. So every sheet the intake accepted gives a retry
-sheet it accepts.
+xlsx of text cells and read with the run's column mapping and sheet currency (a sheet without a currency
+column: the one chosen for it or read from its amount header). So every sheet the intake accepted gives a
+retry sheet it accepts.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 
 import fsspec
 from payops.store.retries import RetryConflict, RetryRow, RetryRows
-from payops.tasks.intake.columns import map_columns, parse_column_map
+from payops.tasks.intake import IntakeOptions
+from payops.tasks.intake.columns import parse_column_map, sheet_columns
 from payops.tasks.reports.run_reports import RESUBMIT_SHEET, report_filename, report_paths, report_root
 from payops.tasks.reports.table_workbook import TableWorkbook
 from payops.tasks.wire.references import LABEL_MAX
@@ -51,6 +53,8 @@ class RetrySheet:
     """The original run's explicit column mapping (`tasks.intake.columns.parse_column_map`), for the retry."""
     while_running: bool = False
     """The original run had not finished: the retry pays the rows that failed so far."""
+    currency: str = ""
+    """The sheet's currency the original run read it with ("": its rows had their own), for the retry."""
 
 
 def retry_label(label: str) -> str:
@@ -116,13 +120,22 @@ def retry_sheet(rows: Sequence[RetryRow], drop: Collection[str] = ()) -> tuple[b
 
 def run_column_map(report_dir: str, label: str) -> str:
     """The explicit column mapping run ``label`` was read with (its JSON summary's ``column_map``), or ""."""
+    return _summary_text(report_dir, label, "column_map")
+
+
+def run_currency(report_dir: str, label: str) -> str:
+    """The sheet's currency run ``label`` read its rows with (its JSON summary's ``currency``), or ""."""
+    return _summary_text(report_dir, label, "currency")
+
+
+def _summary_text(report_dir: str, label: str, key: str) -> str:
     try:
         with fsspec.open(report_paths(report_dir, label)["json"], "r", encoding="utf-8") as fh:
             summary = json.load(fh)
     except (FileNotFoundError, ValueError):
         return ""
-    mapping = summary.get("column_map") if isinstance(summary, dict) else None
-    return mapping if isinstance(mapping, str) else ""
+    value = summary.get(key) if isinstance(summary, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def retry_exists(report_dir: str, retry: str) -> bool:
@@ -138,10 +151,12 @@ def record_report(store: RetryRows, report_dir: str, label: str) -> bool:
         return False
     header, data = resubmit_table(report_paths(report_dir, label)["xlsx"])
     if data:
-        mapping = run_column_map(report_dir, label)
-        explicit = parse_column_map(mapping)
-        ref = map_columns(header, currency_defaulted=True, explicit=explicit).fields["reference"]
-        store.record(label, [RetryRow(r[ref], tuple(header), tuple(r), mapping) for r in data])
+        mapping, currency = run_column_map(report_dir, label), run_currency(report_dir, label)
+        options = IntakeOptions(column_map=parse_column_map(mapping), default_currency=currency or None)
+        ref = sheet_columns(header, options).fields["reference"]
+        store.record(
+            label, [RetryRow(r[ref], tuple(header), tuple(r), mapping, currency=currency) for r in data]
+        )
     return True
 
 
@@ -158,6 +173,10 @@ class RetryPlan:
     @property
     def column_map(self) -> str:
         return self.rows[0].column_map if self.rows else ""
+
+    @property
+    def currency(self) -> str:
+        return self.rows[0].currency if self.rows else ""
 
 
 def plan_retry(store: RetryRows, report_dir: str, label: str, name: str | None = None) -> RetryPlan:
@@ -219,4 +238,6 @@ def prepare_retry(report_dir: str, label: str, store: RetryRows, name: str | Non
     source = f"{report_root(report_dir).rstrip('/')}/{report_filename(retry)}-sheet.xlsx"
     with fsspec.open(source, "wb") as fh:
         fh.write(data)
-    return RetrySheet(retry, source, count, rows[0].column_map, while_running=not plan.finished)
+    return RetrySheet(
+        retry, source, count, rows[0].column_map, while_running=not plan.finished, currency=rows[0].currency
+    )

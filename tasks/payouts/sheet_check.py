@@ -52,14 +52,20 @@ def canonical_rows(rows: Iterable[PayoutRow]) -> Iterator[tuple[object, ...]]:
         )
 
 
-def run_label(label: str | None, intake: IntakeResult, column_map: dict[str, str] | None = None) -> str:
-    """The run's label: the one given, else a fingerprint of the validated rows and, when one was given, the
-    explicit column mapping (a sheet read with another mapping is other content; without one, the label is
-    what it always was)."""
+def run_label(
+    label: str | None,
+    intake: IntakeResult,
+    column_map: dict[str, str] | None = None,
+    currency: str | None = None,
+) -> str:
+    """The run's label: the one given, else a fingerprint of the validated rows and, when given, the explicit
+    column mapping and the currency chosen for the sheet (a sheet read another way is other content; without
+    them, the label is what it always was)."""
     if label:
         return label
     mapping = [("column_map", format_column_map(column_map))] if column_map else []
-    return content_label(chain(canonical_rows(intake.rows), mapping))
+    chosen = [("currency", currency)] if currency else []
+    return content_label(chain(canonical_rows(intake.rows), mapping, chosen))
 
 
 def no_name_column(intake: IntakeResult) -> str | None:
@@ -121,8 +127,9 @@ def intake_summary(
     source: str, label: str, intake: IntakeResult, column_map: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """The summary's intake keys of a read sheet (outcome ``completed`` until decided otherwise), with the
-    columns mapped to no field (``ignored_columns``), the explicit mapping when one was given, and a note
-    when the sheet has no payee-name column."""
+    columns mapped to no field (``ignored_columns``), the explicit mapping when one was given, the sheet's
+    currency when rows take it (``currency``, and ``currency_header`` when read from the amount header), and
+    a note when the sheet has no payee-name column."""
     summary = summary_head(
         source,
         label,
@@ -136,6 +143,10 @@ def intake_summary(
     summary["ignored_columns"] = list(intake.ignored)
     if column_map:
         summary["column_map"] = format_column_map(column_map)
+    if intake.currency:
+        summary["currency"] = intake.currency
+        if intake.currency_header:
+            summary["currency_header"] = intake.currency_header
     if why := no_name_column(intake):
         summary["notes"] = [why]
     return summary
@@ -173,6 +184,8 @@ def read_spilled(source: str, options: IntakeOptions, spill: RowSpill) -> Intake
         table=SpilledTable(spill, streamed.columns),
         mapped=streamed.mapped,
         ignored=streamed.ignored,
+        currency=streamed.currency,
+        currency_header=streamed.currency_header,
     )
 
 
@@ -219,7 +232,7 @@ def _check(
         summary = refusal_summary(source, label, intake.errors)
     else:
         options = options or IntakeOptions()
-        name = run_label(label, intake, options.column_map)
+        name = run_label(label, intake, options.column_map, options.default_currency)
         ensure_reports_spare_source(report_dir, name, source)
         summary = intake_summary(source, name, intake, options.column_map)
         summary["outcome"] = "invalid_input" if refuses(intake, on_invalid_rows) else "valid"

@@ -52,6 +52,12 @@ class RunOptions(Body):
     settle_window_s: float = Field(60, ge=0)
     check_names: bool = True
     column_map: str = Field("", max_length=2000)
+    currency: str | None = Field(
+        None,
+        pattern=r"^[A-Z]{3}$",
+        description="The sheet's currency when it has no currency column (e.g. GHS); an amount header naming "
+        "another one refuses the sheet",
+    )
     channel: Literal["cli", "api"] = "api"
 
 

@@ -102,6 +102,10 @@ async def check(
     sheet: Annotated[UploadFile, File(description="The payout sheet (.xlsx, .xlsm or .csv)")],
     column_map: Annotated[str, Form(max_length=2000, description='"Header=field; ..."')] = "",
     label: Annotated[str | None, Form(max_length=128)] = None,
+    currency: Annotated[
+        str | None,
+        Form(pattern=r"^[A-Z]{3}$", description="The sheet's currency, when it has no currency column"),
+    ] = None,
 ) -> dict[str, Any]:
     """`payops check` on the server: the flow's intake alone (same rules, same errors by row and column),
     nothing started or sent; the validation report stays with the upload."""
@@ -113,7 +117,9 @@ async def check(
         columns = parse_column_map(column_map)
     except ColumnMapError as exc:
         raise ApiError(422, f"column_map: {exc}") from None
-    options = IntakeOptions(max_bytes=console.settings.max_upload_bytes, column_map=columns)
+    options = IntakeOptions(
+        max_bytes=console.settings.max_upload_bytes, column_map=columns, default_currency=currency or None
+    )
     data = await _read_sheet(sheet, console.settings.max_upload_bytes)
     try:
         saved = await asyncio.to_thread(console.store.save, sheet.filename or "sheet.xlsx", data)
@@ -154,7 +160,8 @@ async def retry_failed(
         raise ApiError(409, str(exc)) from None
     except OSError as exc:
         raise ApiError(500, f"could not write the retry sheet: {type(exc).__name__}") from None
-    options = body.options.model_copy(update={"label": sheet.label, "column_map": sheet.column_map})
+    carried = {"label": sheet.label, "column_map": sheet.column_map, "currency": sheet.currency or None}
+    options = body.options.model_copy(update=carried)
     params = _params(console, options, source=sheet.source, report_dir=report_dir)
     run_id, name = await launch_payout_run(
         console, request, account, params, channel=options.channel, retry_of=label, rows=sheet.rows

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from collections.abc import Sequence
 from dataclasses import asdict
 from decimal import Decimal
 from typing import Annotated, Any
@@ -18,9 +20,12 @@ from payops.tasks.approval.approvals import Start
 from payops.tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_payout_sheet
 from payops.tasks.intake.columns import (
     FIELDS,
+    REQUIRED,
     ColumnMapError,
     ColumnsUnmatched,
+    currency_note,
     format_column_map,
+    mapping_from_choices,
     parse_column_map,
 )
 from payops.tasks.payouts.retry_sheet import RetryRefused, plan_retry, retry_sheet
@@ -56,6 +61,7 @@ def _preview(result: IntakeResult) -> dict[str, Any]:
         "warnings": [asdict(w) for w in result.warnings[:PREVIEW_ERRORS]],
         "totals": {c: money(v) for c, v in totals.items()},
         "ignored_columns": list(result.ignored),
+        "currency": currency_note(result.currency, result.currency_header) if result.currency else None,
         "no_name_column": no_name_column(result),
         "sample": [
             r.model_dump(
@@ -109,7 +115,7 @@ async def check_and_preview(
     saved.label = label
     saved.uploaded_by = account.name
     if retry is not None:
-        saved.column_map, saved.retry_of = retry.column_map, retry.run_id
+        saved.column_map, saved.retry_of, saved.currency = retry.column_map, retry.run_id, retry.currency
         saved.retry_parent, saved.retry_refs = retry.parent, list(retry.references)
     return await check_upload(request, console, account, saved, retry)
 
@@ -117,9 +123,9 @@ async def check_and_preview(
 async def check_upload(
     request: Request, console: Console, account: Account, saved: Upload, retry: RetryUpload | None = None
 ) -> Response:
-    """Check a stored upload as the flow will (with its column mapping) and show the preview. Headers that
-    leave a required field (or the payee name) without a column get the mapping step: the sheet's headers,
-    each field to pick one for."""
+    """Check a stored upload as the flow will (with its column mapping and chosen currency) and show the
+    preview, with the mapping step (not for a retry, read as its run read it): every field with the header
+    payops matched to it, to correct, and the sheet's currency when it has no currency column."""
     settings = console.settings
     saved.refused, saved.rows_total, saved.rows_invalid, saved.errors = None, 0, 0, 0
     mapping: dict[str, Any] | None = None
@@ -128,19 +134,22 @@ async def check_upload(
     totals: dict[str, Decimal] = {}
     refused: str | None = None  # the refusal in the console's words (the upload keeps the intake's)
     options = IntakeOptions(
-        max_bytes=settings.max_upload_bytes, column_map=parse_column_map(saved.column_map)
+        max_bytes=settings.max_upload_bytes,
+        column_map=parse_column_map(saved.column_map),
+        default_currency=saved.currency or None,
     )
     try:
         result = await asyncio.to_thread(read_payout_sheet, saved.source, options)
     except ColumnsUnmatched as exc:
         saved.refused, refused = str(exc), refusal_words(exc)
-        mapping = _mapping_step(exc.headers, exc.fields, saved.column_map)
+        mapping = _mapping_step(options, exc.headers, exc.guessed, saved.currency, None)
     except IntakeError as exc:
         saved.refused, refused = str(exc), refusal_words(exc)
     else:
         preview = _preview(result)
-        if preview["no_name_column"]:
-            mapping = _mapping_step(tuple(result.columns), ("payee_name",), saved.column_map)
+        if retry is None and not saved.retry_of:
+            header_code = result.currency if result.currency_header else None
+            mapping = _mapping_step(options, result.columns, result.mapped, saved.currency, header_code)
         retry_rows = sheet_rows(result, retry.reasons) if retry is not None else None
         totals = totals_by_currency(result.rows)
         saved.rows_total, saved.rows_invalid, saved.errors = (
@@ -191,37 +200,73 @@ async def check_upload(
     return await console.render(request, "preview.html", context, status=status)
 
 
-def _mapping_step(headers: tuple[str, ...], fields: tuple[str, ...], current: str) -> dict[str, Any]:
-    """The mapping form: the sheet's headers, and the fields to pick a header for (those missing, and the
-    payee name), with what the upload maps already."""
-    wanted = list(dict.fromkeys([*fields, "payee_name"]))
-    chosen = {field: header for header, field in parse_column_map(current).items()}
-    return {"headers": list(headers), "fields": wanted, "chosen": chosen, "all_fields": FIELDS}
+def _mapping_step(
+    options: IntakeOptions,
+    headers: Sequence[str],
+    guessed: dict[str, str],
+    chosen_currency: str,
+    header_currency: str | None,
+) -> dict[str, Any]:
+    """The mapping form: every field with the sheet's headers to pick from, the header payops matched to it
+    pre-selected (optional fields may have none); and, when no column holds the currency, the sheet's
+    currency: the one its amount header names, or one of the accepted ones to choose."""
+    fields = [
+        {"name": f, "label": f.replace("_", " "), "required": f in REQUIRED, "guess": guessed.get(f, "")}
+        for f in FIELDS
+    ]
+    currency = None
+    if "currency" not in guessed:
+        currency = {
+            "from_header": header_currency,
+            "chosen": chosen_currency,
+            "choices": sorted(options.known_currencies | ({chosen_currency} if chosen_currency else set())),
+        }
+    return {"headers": list(headers), "fields": fields, "currency": currency}
+
+
+def _headers_of(saved: Upload) -> list[str]:
+    """The upload's header row (read as the preview read it); none when the sheet cannot be read."""
+    from payops.tasks.intake import read_raw_sheet
+
+    try:
+        return read_raw_sheet(saved.source, IntakeOptions()).columns
+    except IntakeError:
+        return []
 
 
 @router.post("/uploads/{upload_id}/columns", response_class=HTMLResponse)
 async def map_upload_columns(
     request: Request, upload_id: str, console: ConsoleDep, account: Operator, form: MappingForm
 ) -> Response:
-    """The mapping step: which header holds which field (``map_<field>`` = header; empty: none). The upload
-    keeps the mapping, is checked again with it, and the run it starts reads the sheet the same way (the
-    mapping is part of its fingerprint)."""
+    """The mapping step: which header holds which field (``map_<field>`` = header; empty: none) and the
+    sheet's currency (``currency``; empty: from the amount header, or none). The upload keeps them, is
+    checked again with them, and the run it starts reads the sheet the same way (both are part of its
+    fingerprint). Only where the choice differs from what the headers say is it written down
+    (`tasks.intake.columns.mapping_from_choices`)."""
     try:
         saved: Upload = await asyncio.to_thread(console.store.load, upload_id)
     except StorageError as exc:
         raise ConsoleError(404, str(exc)) from None
-    chosen = {f: text(form, f"map_{f}", 200) for f in FIELDS}
-    mapping = {
-        h: f for h, f in parse_column_map(saved.column_map).items() if f not in chosen or not chosen[f]
-    }
-    mapping |= {header: field for field, header in chosen.items() if header}
+    chosen = {f: text(form, f"map_{f}", 200) for f in FIELDS if f"map_{f}" in form}
+    headers = await asyncio.to_thread(_headers_of, saved)
     try:
+        mapping = mapping_from_choices(headers, chosen, parse_column_map(saved.column_map))
         saved.column_map = format_column_map(mapping)
         parse_column_map(saved.column_map)
     except ColumnMapError as exc:
         raise ConsoleError(400, str(exc)) from None
+    if "currency" in form:
+        code = text(form, "currency", 3).strip().upper()
+        if code and not re.fullmatch(r"[A-Z]{3}", code):
+            raise ConsoleError(400, "Choose the sheet's currency from the list.")
+        saved.currency = code
     console.audit(
-        request, account.name, "upload.columns_mapped", f"upload:{upload_id}", mapping=saved.column_map
+        request,
+        account.name,
+        "upload.columns_mapped",
+        f"upload:{upload_id}",
+        mapping=saved.column_map,
+        currency=saved.currency or None,
     )
     return await check_upload(request, console, account, saved)
 
@@ -255,6 +300,7 @@ async def submit(request: Request, console: ConsoleDep, account: Operator, form:
         require_approval=require_approval,
         block_on_name_mismatch=form.get("block_on_name_mismatch") == "on",
         column_map=upload.column_map,
+        currency=upload.currency or None,
         dry_run=dry_run,
         credentials_block=console.settings.credentials_block,
     )
@@ -340,5 +386,6 @@ async def retry_failed_rows(
             references=kept,
             reasons=failure_reasons(summary),
             name=view.name,
+            currency=plan.currency,
         ),
     )

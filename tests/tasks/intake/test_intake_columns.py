@@ -8,7 +8,12 @@ import pytest
 from intake_corpus import write_csv, write_xlsx
 from payops.flows.summaries import SheetCheckSummary
 from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
-from payops.tasks.intake.columns import ColumnMapError, format_column_map, parse_column_map
+from payops.tasks.intake.columns import (
+    ColumnMapError,
+    format_column_map,
+    mapping_from_choices,
+    parse_column_map,
+)
 from payops.tasks.payouts.sheet_check import check_sheet
 
 HEADER = ["Payment Reference", "Full Name", "Employee ID", "Amount (GHS)", "Currency", "Network", "Phone"]
@@ -95,3 +100,21 @@ def test_a_mapping_reads_back_from_its_text() -> None:
     assert mapping == {"Full Name": "payee_name", "Staff Mobile": "destination"}
     assert parse_column_map(format_column_map(mapping)) == mapping
     assert parse_column_map("") == {}
+
+
+def test_none_ignores_a_header_an_alias_would_map(tmp_path: Path) -> None:
+    rows = [
+        ["amount", "currency", "provider", "phone", "Type"],
+        ["10.00", "GHS", "mtn", "0241234567", "Permanent"],
+    ]
+    sheet = str(write_csv(tmp_path / "s.csv", rows))
+    assert "unknown destination type" in read_payout_sheet(sheet).errors[0].message
+    result = read_payout_sheet(sheet, IntakeOptions(column_map=parse_column_map("Type=none")))
+    assert result.errors == [] and result.ignored == ["Type"] and result.rows[0].destination_type == "msisdn"
+
+
+def test_a_mapping_forms_choices_are_written_only_where_the_headers_say_otherwise() -> None:
+    columns = ["Net Pay", "Network", "Phone", "Mobile", "Type", "Staff"]
+    chosen = {"amount": "Net Pay", "destination": "Mobile", "destination_type": "", "payee_name": "Staff"}
+    mapping = mapping_from_choices(columns, chosen, {"Network": "provider", "Old": "payee_name"})
+    assert mapping == {"Network": "provider", "Mobile": "destination", "Type": "none", "Staff": "payee_name"}

@@ -40,6 +40,8 @@ def test_public_surface() -> None:
         "table",
         "mapped",
         "ignored",
+        "currency",
+        "currency_header",
     }
     assert list(intake.RowIssue.__dataclass_fields__) == ["row", "column", "value", "message"]
 

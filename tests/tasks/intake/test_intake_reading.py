@@ -59,13 +59,6 @@ def test_every_documented_alias_matches(field_name: str) -> None:
             assert field_for_header(variant) == field_name, variant
 
 
-def test_aliases_are_documented() -> None:
-    doc = (Path(__file__).resolve().parents[3] / "docs" / "intake.md").read_text()
-    for aliases in ALIASES.values():
-        for alias in aliases:
-            assert alias in doc
-
-
 def test_csv_with_bom_and_semicolons(tmp_path: Path) -> None:
     rows = [
         HEADER,

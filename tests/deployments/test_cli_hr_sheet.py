@@ -1,0 +1,83 @@
+"""A real HR payroll export pays without editing (issue 46): `payops check` reads its headers and takes the
+currency from "Net Pay (GHS)"; a sheet whose amount header names no currency is paid with `--currency`,
+which travels through the payops server's API to the run; a header contradicting it is refused naming both.
+
+The CLI runs as a person runs it (a subprocess), through the server of tests/deployments/test_front_door.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.deployments.console_harness import payops, write_sheet
+from tests.deployments.test_front_door import api, bare_env, server  # noqa: F401 - the server fixture
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+HR_HEADERS = [
+    "Employee ID",
+    "Full Name",
+    "Phone Number",
+    "Net Pay (GHS)",
+    "Bank/Network",
+    "Payment Reference",
+]
+
+
+def hr_sheet(path: Path, amount_header: str = "Net Pay (GHS)", prefix: str = "HR") -> Path:
+    """Four staff with "+233 24 ..." numbers (none the emulator's test endings), no currency column."""
+    rows = [
+        [
+            f"E-{i:03d}",
+            name,
+            f"+233 24 {310 + i} {4560 + i}",
+            f"{1200 + 35 * i:,}.{10 + i}",
+            "MTN",
+            f"{prefix}-{i}",
+        ]
+        for i, name in enumerate(["Ama Mensah", "Kofi Boateng", "Efua Owusu", "Yaw Asante"], start=1)
+    ]
+    return write_sheet(path, rows, [h if h != "Net Pay (GHS)" else amount_header for h in HR_HEADERS])
+
+
+def test_an_hr_export_is_checked_and_dry_run_through_the_server_with_its_currency(
+    server: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    env = bare_env(server, "olu", tmp_path / "olu")
+    sheet = hr_sheet(tmp_path / "hr-export.xlsx")
+    checked = payops(env, "check", str(sheet), "--report-dir", str(tmp_path / "r"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "currency GHS (from the header 'Net Pay (GHS)')" in checked.stdout
+    assert "ignored columns: Employee ID" in checked.stdout
+    as_json = json.loads(
+        payops(env, "check", str(sheet), "--json", "--report-dir", str(tmp_path / "r")).stdout
+    )
+    assert (as_json["outcome"], as_json["rows_valid"], as_json["amount_total"]) == ("valid", 4, "5150.50")
+    assert (as_json["currency"], as_json["currency_header"]) == ("GHS", "Net Pay (GHS)")
+
+    contradicted = payops(env, "check", str(sheet), "--currency", "XOF", "--report-dir", str(tmp_path / "r"))
+    assert contradicted.returncode == 2
+    assert "'Net Pay (GHS)' says the currency is GHS, but XOF was chosen for the sheet" in contradicted.stdout
+
+    plain = hr_sheet(tmp_path / "hr-plain.xlsx", amount_header="Net Pay", prefix="HRP")
+    missing = payops(env, "check", str(plain), "--report-dir", str(tmp_path / "r"))
+    assert missing.returncode == 2 and "missing required column(s): currency" in missing.stdout
+    with api(server, "olu") as olu:  # the API's check takes the currency as a form field
+        answer = olu.post(
+            "/sheets/check", files={"sheet": ("p.xlsx", plain.read_bytes())}, data={"currency": "GHS"}
+        )
+    assert answer.status_code == 200 and answer.json()["outcome"] == "valid", answer.text
+    assert answer.json()["currency"] == "GHS" and "currency_header" not in answer.json()
+
+    paid = payops(env, "payouts", str(plain), "--currency", "ghs", "--dry-run", "--json")
+    assert paid.returncode == 0, paid.stderr[-2000:]
+    summary = json.loads(paid.stdout)
+    assert (summary["outcome"], summary["rows_valid"], summary["currency"]) == ("dry_run", 4, "GHS")
+    assert summary["started_by"] == "olu" and "currency_header" not in summary
+    bad = payops(env, "payouts", str(plain), "--currency", "cedi", "--dry-run")
+    assert bad.returncode == 2 and "--currency must be a three-letter currency code" in bad.stderr
