@@ -43,7 +43,7 @@ CLI_OR_REPO = re.compile(r"(?<![\w-])--[A-Za-z]|\bdocs/")
 
 def intake_refusal(headers: list[str]) -> ColumnsUnmatched:
     with pytest.raises(ColumnsUnmatched) as caught:
-        map_columns(headers, currency_defaulted=False)
+        map_columns(headers)
     return caught.value
 
 
