@@ -13,43 +13,21 @@ from typing import Any
 
 import pytest
 
-from tests.deployments.console_harness import payops, write_sheet
+from tests.deployments.browser_harness import payouts_at
+from tests.deployments.console_harness import payops
+from tests.deployments.hr_export import hr_export, hr_rows, hr_total
 from tests.deployments.test_front_door import api, bare_env, server  # noqa: F401 - the server fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-HR_HEADERS = [
-    "Employee ID",
-    "Full Name",
-    "Phone Number",
-    "Net Pay (GHS)",
-    "Bank/Network",
-    "Payment Reference",
-]
 
-
-def hr_sheet(path: Path, amount_header: str = "Net Pay (GHS)", prefix: str = "HR") -> Path:
-    """Four staff with "+233 24 ..." numbers (none the emulator's test endings), no currency column."""
-    rows = [
-        [
-            f"E-{i:03d}",
-            name,
-            f"+233 24 {310 + i} {4560 + i}",
-            f"{1200 + 35 * i:,}.{10 + i}",
-            "MTN",
-            f"{prefix}-{i}",
-        ]
-        for i, name in enumerate(["Ama Mensah", "Kofi Boateng", "Efua Owusu", "Yaw Asante"], start=1)
-    ]
-    return write_sheet(path, rows, [h if h != "Net Pay (GHS)" else amount_header for h in HR_HEADERS])
-
-
-def test_an_hr_export_is_checked_and_dry_run_through_the_server_with_its_currency(
+def test_an_hr_export_is_checked_and_paid_through_the_server_with_its_currency(
     server: dict[str, Any],  # noqa: F811
     tmp_path: Path,
 ) -> None:
     env = bare_env(server, "olu", tmp_path / "olu")
-    sheet = hr_sheet(tmp_path / "hr-export.xlsx")
+    rows = hr_rows(4, prefix="HR", amounts_as_text=True)
+    sheet = hr_export(tmp_path / "hr-export.xlsx", rows)
     checked = payops(env, "check", str(sheet), "--report-dir", str(tmp_path / "r"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "currency GHS (from the header 'Net Pay (GHS)')" in checked.stdout
@@ -57,14 +35,15 @@ def test_an_hr_export_is_checked_and_dry_run_through_the_server_with_its_currenc
     as_json = json.loads(
         payops(env, "check", str(sheet), "--json", "--report-dir", str(tmp_path / "r")).stdout
     )
-    assert (as_json["outcome"], as_json["rows_valid"], as_json["amount_total"]) == ("valid", 4, "5150.50")
+    assert (as_json["outcome"], as_json["rows_valid"]) == ("valid", 4)
+    assert as_json["amount_total"] == str(hr_total(rows))
     assert (as_json["currency"], as_json["currency_header"]) == ("GHS", "Net Pay (GHS)")
 
     contradicted = payops(env, "check", str(sheet), "--currency", "XOF", "--report-dir", str(tmp_path / "r"))
     assert contradicted.returncode == 2
     assert "'Net Pay (GHS)' says the currency is GHS, but XOF was chosen for the sheet" in contradicted.stdout
 
-    plain = hr_sheet(tmp_path / "hr-plain.xlsx", amount_header="Net Pay", prefix="HRP")
+    plain = hr_export(tmp_path / "hr-plain.xlsx", hr_rows(4, prefix="HRP"), amount_header="Net Pay")
     missing = payops(env, "check", str(plain), "--report-dir", str(tmp_path / "r"))
     assert missing.returncode == 2 and "missing required column(s): currency" in missing.stdout
     with api(server, "olu") as olu:  # the API's check takes the currency as a form field
@@ -81,3 +60,13 @@ def test_an_hr_export_is_checked_and_dry_run_through_the_server_with_its_currenc
     assert summary["started_by"] == "olu" and "currency_header" not in summary
     bad = payops(env, "payouts", str(plain), "--currency", "cedi", "--dry-run")
     assert bad.returncode == 2 and "--currency must be a three-letter currency code" in bad.stderr
+
+    # Then paid as it is: `payops payouts` on the export, nothing mapped, nothing edited.
+    before = payouts_at(server["emulator"])
+    done = payops(env, "payouts", str(sheet), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert (summary["outcome"], summary["currency"], summary["started_by"]) == ("completed", "GHS", "olu")
+    assert summary["payouts_by_status"] == {"delivered": 4}
+    assert summary["amount_total"] == str(hr_total(rows))
+    assert payouts_at(server["emulator"]) == before + 4
