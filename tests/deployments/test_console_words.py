@@ -14,6 +14,8 @@ from uuid import uuid4
 
 import httpx
 import pytest
+from payops.connectors.payments.failure_words import FAILURE_WORDS, failure_words
+from payops.connectors.payments.models import PAYOUT_STATUSES
 from payops.deployments.console.errors import console_words, refusal_words
 from payops.deployments.console.formats import count, money
 from payops.sandbox import SandboxServer
@@ -37,6 +39,8 @@ from tests.deployments.test_console_security import (  # noqa: F401 - fixtures: 
     upload,
 )
 
+FAILURE_CODES = sorted(c for c in FAILURE_WORDS if "_" in c and c not in PAYOUT_STATUSES)
+"""Machine codes (a status such as in_review is shown as the service names it)."""
 CLI_OR_REPO = re.compile(r"(?<![\w-])--[A-Za-z]|\bdocs/")
 """What no console page may show: a command-line flag or a path in the repository's docs."""
 
@@ -212,3 +216,11 @@ def test_every_page_speaks_console_words_and_names_a_run_once(
     for name, page in pages.items():
         found = CLI_OR_REPO.search(page)
         assert found is None, f"{name}: {page[max(found.start() - 200, 0) : found.end() + 100]}"
+        if name == "/admin/audit":
+            continue  # the audit trail keeps each entry's details as recorded (tamper-evident), codes and all
+        shown = re.sub(r"<[^>]+>", " ", page)  # what a person reads (a code may sit in a tooltip)
+        bare = [c for c in FAILURE_CODES if re.search(rf"(?<![\w-]){c}(?![\w-])", shown)]
+        assert not bare, f"{name} shows failure codes without their words: {bare}"
+    words, next_step = failure_words("account_not_found")  # row 3's payee, on the run and the retry preview
+    for name in ("run", "retry preview"):
+        assert words in pages[name] and next_step in pages[name], name
