@@ -117,7 +117,15 @@ class FrontDoor:
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
         """The JSON answer of ``method path`` (:meth:`send`)."""
         answer = self.send(method, path, **kwargs)
-        return answer.json() if answer.content else None
+        if not answer.content:
+            return None
+        try:
+            return answer.json()
+        except ValueError:  # a web page, a proxy's answer: never shown to the person, never a traceback
+            kind = answer.headers.get("content-type", "no content type").split(";")[0]
+            raise ServerRefused(
+                0, f"{self.url} answered {kind}, not the payops API: is PAYOPS_URL the payops server?"
+            ) from None
 
     def sign_in(self, user: str, password: str, purpose: str) -> dict[str, Any]:
         """A personal token for ``user`` (their password, sent once); later calls carry it."""
