@@ -38,6 +38,7 @@ from payops.tasks.approval.approvals import (
 )
 from payops.tasks.events.alerts import emit_approval_reminder
 from payops.tasks.reports.artifacts import artifact_key, markdown_table
+from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money_text
 from prefect import get_run_logger
 from prefect.client.orchestration import get_client
@@ -148,7 +149,7 @@ def resume_description(
         "",
     ]
     mismatches = len(findings.get("mismatch", []))
-    lines.append(f"Payee names: {mismatches} mismatch(es).")
+    lines.append(f"Payee names: {counted(mismatches, 'mismatch', 'mismatches')}.")
     for kind, found in findings.items():
         where = f" (rows {', '.join(map(str, found[:20]))}{'…' if len(found) > 20 else ''})" if found else ""
         lines.append(f"- **{len(found) or ''} {FINDING_TITLES[kind]}**{where}".replace("** ", "**", 1))

@@ -33,6 +33,7 @@ from typing import Any
 
 from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES, UTILITY_PURCHASE_FAILED_STATUSES
 from payops.flows.summaries import PayoutRunSummary, PurchaseRunSummary, RunSummary, SettlementRunSummary
+from payops.tasks.runtime.plurals import counted
 from prefect.results import ResultRecord
 from prefect.states import Cancelled, Completed, Failed, State
 
@@ -70,7 +71,7 @@ def _refusal_reason(summary: RunSummary) -> str:
         row = first.get("row")
         where = f"; first: row {row}, {first.get('column')}: " if row else "; "
         where += str(first.get("message"))
-    return f"sheet refused ({invalid} invalid row(s)){where}"
+    return f"sheet refused ({counted(invalid, 'invalid row')}){where}"
 
 
 def state_name(summary: RunSummary) -> str:
@@ -104,7 +105,7 @@ def state_message(summary: RunSummary) -> str:
     if name == REFUSED:
         return f"{label}: {_refusal_reason(summary)}; nothing sent"
     if name == WITH_FAILURES:
-        return f"{label}: completed; {failed_items(summary)} item(s) failed or were refused"
+        return f"{label}: completed; {counted(failed_items(summary), 'item')} failed or refused"
     return f"{label}: {summary.outcome}"
 
 

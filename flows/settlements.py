@@ -26,6 +26,7 @@ from payops.tasks.reports.artifacts import markdown_table, report_lines
 from payops.tasks.reports.tabular_reports import write_table_reports
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
+from payops.tasks.runtime.plurals import counted
 from payops.tasks.settlements import (
     POLICY_FIX,
     RetryResult,
@@ -229,7 +230,7 @@ def _alert_markdown(alert: RetryResult, not_attempted: int) -> str:
             "",
             f"**Fix:** {POLICY_FIX} (check its destinations and providers; `PUT /v1/settlement-policy`), "
             "then run `retry-failed-settlements` again. Nothing was retried after this answer"
-            + (f"; {not_attempted} other failed run(s) were not attempted." if not_attempted else "."),
+            + (f"; {counted(not_attempted, 'other failed run')} not attempted." if not_attempted else "."),
         ]
     )
 
@@ -360,7 +361,7 @@ async def _retry_failed_settlements(
     if alert is not None:
         message = (
             f"settlement policy cannot be paid out ({alert.code}): {POLICY_FIX}, then run the retry again; "
-            f"{actions['not_attempted']} other failed run(s) not attempted"
+            f"{counted(actions['not_attempted'], 'other failed run')} not attempted"
         )
         logger.error(message)
         await acreate_markdown_artifact(

@@ -189,13 +189,13 @@ class RetryRows:
             taken = {ref: label for ref, label in holders.items() if label != retry_label}
             if missing:
                 raise RetryConflict(
-                    f"{len(missing)} row(s) were never recorded as failed in run {parent_label} "
+                    f"not recorded as failed in run {parent_label}: {len(missing)} of the rows asked for "
                     f"(e.g. {min(missing)}); nothing was claimed"
                 )
             if taken:
                 by = ", ".join(sorted({str(label) for label in taken.values()}))
                 raise RetryConflict(
-                    f"{len(taken)} row(s) of run {parent_label} are retried already by {by} "
+                    f"retried already by {by}: {len(taken)} of the rows of run {parent_label} asked for "
                     f"(e.g. {min(taken)}); nothing was claimed"
                 )
             before = held - new

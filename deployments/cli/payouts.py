@@ -30,6 +30,7 @@ from payops.deployments.cli.identity import TOKEN_ENV, CliUser, audit_start, aut
 from payops.deployments.cli.progress_display import is_terminal, progress_display
 from payops.deployments.cli.remote_runs import pay_through_server, retry_through_server
 from payops.flows.summaries import PayoutRunSummary
+from payops.tasks.runtime.plurals import counted
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:
@@ -161,7 +162,11 @@ def payouts(
     refuse_unsafe_sheet(file, label, json_out)  # before Prefect is imported: answered at once
     _threshold(approval_threshold)  # a bad amount is refused before anything starts
     options = _options(
-        require_approval, approval_timeout, poll_deadline, settle_window, no_name_check,
+        require_approval,
+        approval_timeout,
+        poll_deadline,
+        settle_window,
+        no_name_check,
         label=label,
         dry_run=dry_run,
         on_invalid_rows="skip" if skip_invalid else "refuse",
@@ -247,7 +252,7 @@ def retry_failed(
             fail(f"could not write the retry sheet: {exc}")
     if not json_out:
         so_far = " that failed so far (the run goes on)" if sheet.while_running else ""
-        what = f"{sheet.rows} row(s) of {label}{so_far}"
+        what = f"{counted(sheet.rows, 'row')} of {label}{so_far}"
         typer.echo(f"retrying {what} as run {sheet.label} (sheet {sheet.source})")
     _run_payouts(
         json_out,

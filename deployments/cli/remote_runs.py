@@ -17,6 +17,7 @@ import typer
 from payops.deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
 from payops.deployments.cli.front_door import FrontDoor, ServerRefused, ask, refused
 from payops.flows.summaries import PayoutRunSummary, RunSummary
+from payops.tasks.runtime.plurals import counted, noun_for
 
 POLL_S = (0.2,)
 """Seconds between two reads of the run's state (a light read: one Prefect call on the server)."""
@@ -56,7 +57,11 @@ def retry_through_server(
     body = {"label": label, "options": {**options, "channel": "cli"}}
     started = ask(door, "POST", "/runs/retry-failed", json=body)
     so_far = " that failed so far (the run goes on)" if started.get("while_running") else ""
-    _say(json_out, f"retrying {started.get('rows')} row(s) of {label}{so_far} as run {started['label']}")
+    _say(
+        json_out,
+        f"retrying {counted(int(started.get('rows') or 0), 'row')} of {label}{so_far} "
+        f"as run {started['label']}",
+    )
     follow(door, started["id"], json_out=json_out, report_dir=report_dir)
 
 
@@ -72,7 +77,8 @@ def _news(run: dict[str, Any]) -> str:
         others = f", not {', '.join(wait['excluded'])}" if wait["excluded"] else ""
         found = f"; acknowledge: {', '.join(wait['findings'])}" if wait["findings"] else ""
         return (
-            f"run {run['name']}: waits for {wait['still_needed']} more approval(s) of {wait['required']}"
+            f"run {run['name']}: waits for {wait['still_needed']} more "
+            f"{noun_for(int(wait['still_needed']), 'approval')} of {wait['required']}"
             f"{others}{found} (payops approve {run['id']})"
         )
     return f"run {run['name']}: {run['state']}"

@@ -12,6 +12,7 @@ from urllib.parse import quote
 import typer
 from payops.deployments.cli._common import cli_settings, fail, run_on_server
 from payops.deployments.cli.front_door import ask, front_door
+from payops.tasks.runtime.plurals import counted
 
 app = typer.Typer(help="Recent payout runs: state, totals by status, approval, reports.")
 
@@ -144,5 +145,5 @@ def show(
         lines += _approval_lines(record, waiting)
     if others:
         ids = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
-        lines.append(f"  {len(others)} older run(s) share the name {run!r}: {ids}")
+        lines.append(f"  {counted(len(others), 'older run')} with the name {run!r}: {ids}")
     typer.echo("\n".join(lines))

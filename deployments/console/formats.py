@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
+from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money_text
 
 
@@ -23,5 +24,5 @@ def money(value: Decimal | str | int | None, currency: str = "") -> str:
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and the noun, plural unless ``n`` is 1: ``1 row``, ``2 rows``, ``2 payees`` (``plural`` when
-    adding an s will not do)."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+    adding an s will not do): `tasks.runtime.plurals.counted`, the one rule."""
+    return counted(n, noun, plural)

@@ -25,6 +25,7 @@ from payops.tasks.events.auditing import Auditor
 from payops.tasks.events.payment_events import Emitter, default_emitter
 from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts.preflight import NameCheck, Preflight
+from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money, money_text
 from payops.tasks.wire.references import row_reference
 from sqlalchemy import Engine
@@ -193,7 +194,7 @@ class ApprovalDesk:
             "approval_needed",
             run_id,
             label,
-            f"Payout run {label} waits for {need.required} approval(s){others}: {totals}; "
+            f"Payout run {label} waits for {counted(need.required, 'approval')}{others}: {totals}; "
             f"{start.describe()}; expires in {timeout_s // 60} min.",
             role="approver",
             excluded=need.excluded,

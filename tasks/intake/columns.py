@@ -26,6 +26,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from payops.tasks.runtime.plurals import noun_for
+
 from .models import IntakeError
 
 if TYPE_CHECKING:
@@ -359,7 +361,8 @@ def map_columns(
             else ""
         )
         raise ColumnsUnmatched(
-            f"missing required column(s): {', '.join(missing)} (headers found: {found}){choose}; "
+            f"missing required {noun_for(len(missing), 'column')}: {', '.join(missing)} "
+            f"(headers found: {found}){choose}; "
             f"see docs/intake.md for accepted header names, or {_MAPPING_HINT}",
             columns,
             missing,

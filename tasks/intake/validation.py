@@ -17,6 +17,8 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
+from payops.tasks.runtime.plurals import noun_for
+
 from ._fast import GHANA_MSISDN, PLAIN_AMOUNT, construct_rows, joined_lines, lines_match, plain_texts
 from .amounts import CellError, parse_amount
 from .cells import shorten
@@ -199,19 +201,20 @@ def _free_text(what: str, limit: int, collapse: bool) -> Callable[[str], str | N
 
 
 def rows_list(rows: list[int]) -> str:
-    """Row numbers as a message shows them: the first ten, then how many more."""
+    """Row numbers as a message shows them, named: ``row 4``, ``rows 3, 4``; the first ten, then how many
+    more."""
     shown = ", ".join(str(r) for r in rows[:10])
-    return shown + (f" and {len(rows) - 10} more" if len(rows) > 10 else "")
+    return f"{noun_for(len(rows), 'row')} {shown}" + (f" and {len(rows) - 10} more" if len(rows) > 10 else "")
 
 
 def repeated_reference(text: str, others: str) -> str:
     """The error on each row of a group sharing a reference (ignoring case)."""
-    return f"the reference {text!r} is also used on row(s) {others}; references must be unique"
+    return f"the reference {text!r} is also used on {others}; references must be unique"
 
 
 def repeated_payee(_text: str, others: str) -> str:
     """The warning on each valid row of a group with the same destination and amount."""
-    return f"same destination and amount as row(s) {others}; is this payee paid twice?"
+    return f"same destination and amount as {others}; is this payee paid twice?"
 
 
 def _groups(keys: list[Hashable], positions: list[int]) -> list[list[int]]:

@@ -22,6 +22,7 @@ from payops.tasks.payouts.fee_pricing import FeeRange, Grid, PriceKey, QuoteMany
 from payops.tasks.payouts.lookup_cache import CachePolicy, through_cache
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.inflight import DEFAULT_CAP
+from payops.tasks.runtime.plurals import counted, noun_for
 from payops.tasks.runtime.ratelimit import LimiterStats
 from payops.tasks.runtime.retries import API_TASK_RETRY
 from prefect import task
@@ -343,7 +344,8 @@ class _Totals:
             row, amount = self.largest[cur]
             if amount > c.per_transaction:
                 problems.append(
-                    f"{cur}: {self.over[cur]} row(s) exceed the per-transaction limit {c.per_transaction} "
+                    f"{cur}: {counted(self.over[cur], 'row')} over the per-transaction limit "
+                    f"{c.per_transaction} "
                     f"(largest: row {row}, {amount})"
                 )
             for period, remaining in (("daily", c.daily_remaining), ("monthly", c.monthly_remaining)):
@@ -462,13 +464,15 @@ async def _in_parts(
     pf.lookups, pf.quotes = asker.lookups, asker.quotes
     if bounded:
         pf.notes.append(
-            f"fees are an upper bound for {bounded} row(s) (priced on the fee grid; "
+            f"fees are an upper bound for {counted(bounded, 'row')} (priced on the fee grid; "
             "each payout's own fee comes back when it is sent)"
         )
     mismatches = pf.name_mismatches
     if mismatches:
         msg = (
-            f"{len(mismatches)} payee name(s) do not match the account holder (rows "
+            f"{counted(len(mismatches), 'payee name')} "
+            + ("does not" if len(mismatches) == 1 else "do not")
+            + f" match the account holder ({noun_for(len(mismatches), 'row')} "
             + ", ".join(str(n.row) for n in mismatches[:10])
             + ("…)" if len(mismatches) > 10 else ")")
         )

@@ -13,6 +13,7 @@ from payops.connectors.payments.failure_words import failure_words
 from payops.store.settings import PayopsSettings
 from payops.tasks.reports.attention import ATTENTION_TABLE_HEADERS
 from payops.tasks.reports.run_reports import console_report_url
+from payops.tasks.runtime.plurals import counted
 
 _KEY = re.compile(r"[^a-z0-9-]+")
 
@@ -78,7 +79,10 @@ def summary_markdown(summary: Mapping[str, Any], settings: PayopsSettings, why: 
             markdown_table(["status", "count"], sorted(by_status.items())),
         ]
     if summary.get("awaiting_review"):
-        lines += ["", f"**Awaiting review:** {len(summary['awaiting_review'])} payout(s) in_review or held."]
+        lines += [
+            "",
+            f"**Awaiting review:** {counted(len(summary['awaiting_review']), 'payout')} in review or held.",
+        ]
     approval = summary.get("approval") or {}
     if approval:
         who = ", ".join(approval.get("approvers") or [])

@@ -109,7 +109,7 @@ def test_an_approver_sees_the_rows_and_acknowledges_a_mismatch_before_approving(
 
             bea = session("bea")
             bea.goto(url + "/runs")
-            assert "waits for 1 approval(s) (not olu): GHS 34.50" in bea.inner_text("#notices")
+            assert "waits for 1 approval (not olu): GHS 34.50" in bea.inner_text("#notices")
             bea.goto(run_url)
             totals = bea.inner_text("#approval-totals")
             assert "GHS 34.50" in totals and "GHS" in totals and "Balance after" in totals

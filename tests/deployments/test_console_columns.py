@@ -51,7 +51,7 @@ def test_an_unknown_destination_and_name_header_are_mapped_in_the_console(
 ) -> None:
     client, token = operator(tmp_path, launcher)
     page = upload(client, token, sheet(tmp_path / "hr-export.xlsx"))
-    assert page.status_code == 422 and "missing required column(s): destination" in page.text
+    assert page.status_code == 422 and "missing required column: destination" in page.text
     assert 'id="mapping-form"' in page.text and 'id="submit"' not in page.text
     for header in HEADERS:
         assert f'<option value="{header}"' in page.text
@@ -102,7 +102,7 @@ def test_every_guess_is_shown_a_wrong_one_corrected_and_the_currency_chosen(
 ) -> None:
     client, token = operator(tmp_path, launcher)
     page = upload(client, token, hr_sheet(tmp_path / "hr.xlsx"))
-    assert page.status_code == 422 and "missing required column(s): currency" in page.text
+    assert page.status_code == 422 and "missing required column: currency" in page.text
     guesses = {f: selected(page.text, f"map-{f}") for f in ("amount", "provider", "destination")}
     assert guesses == {"amount": "Net Pay", "provider": "Bank/Network", "destination": "Phone Number"}
     assert selected(page.text, "map-payee_name") == "Full Name"

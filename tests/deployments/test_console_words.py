@@ -56,7 +56,7 @@ def test_console_words_leave_out_the_command_lines_hints_and_keep_the_reason() -
     assert CLI_OR_REPO.search(str(missing))  # the intake writes for the command line too
     words = refusal_words(missing)
     assert not CLI_OR_REPO.search(words)
-    assert words.startswith("missing required column(s): amount, currency, provider, destination")
+    assert words.startswith("missing required columns: amount, currency, provider, destination")
     assert words.endswith("choose below which column holds the amount, currency, provider, destination")
     twice = console_words(str(intake_refusal(["amount", "Amount ", "currency", "provider", "destination"])))
     assert twice == "columns 'amount' and 'Amount ' both mean amount; keep only one"

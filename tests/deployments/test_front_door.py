@@ -185,7 +185,7 @@ def test_approvers_approve_through_the_server_and_the_operator_cannot(
     finally:
         run.kill()
     assert run.returncode == 0, err[-2000:]
-    assert "waits for 1 more approval(s) of 1, not olu" in err
+    assert "waits for 1 more approval of 1, not olu" in err
     assert payouts_at(server["emulator"]) == before + 3
     assert audited(server, "bea", "run.approved") and audited(server, "olu", "access.denied")
 

@@ -79,7 +79,7 @@ def test_waiting_reminded_and_expired_are_told(
         mine = [n for n in for_bea if n.flow_run_id == run_id]
         assert [n.kind for n in mine] == ["approval_expired", "approval_reminder", "approval_needed"]
         assert [n.open for n in mine] == [True, False, False]
-        assert "waits for 1 approval(s) (not olu): GHS 22.00" in mine[2].text
+        assert "waits for 1 approval (not olu): GHS 22.00" in mine[2].text
         assert not [n for n in Notices(engine).for_user("olu", "approver") if n.flow_run_id == run_id]
         actions = [e.action for e in reversed(search(engine, text=run_id))]
         assert actions == [

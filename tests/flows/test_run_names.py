@@ -49,7 +49,7 @@ def test_runs_show_and_approve_take_the_one_name_of_a_run(
     shown = run_payops(["runs", "show", "nov-payroll"], server.env)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"run nov-payroll ({newest})")
-    assert f"1 older run(s) share the name 'nov-payroll': {older}" in shown.stdout
+    assert f"1 older run with the name 'nov-payroll': {older}" in shown.stdout
     as_json = json.loads(run_payops(["runs", "show", "nov-payroll", "--json"], server.env).stdout)
     assert as_json["id"] == newest and as_json["others"] == [older]
     # Without a label the sheet's name is the run's name; its derived label is shown beside it.

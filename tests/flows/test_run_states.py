@@ -192,7 +192,7 @@ def test_a_rejection_ends_cancelled_rejected_with_the_comment_and_the_dialog_sho
     # the dialog: rows, totals, fees, balance, name checks, the pre-flight link, where approvals happen
     assert "**3 payouts**" in description and "| GHS | 3 | GHS 34.50 | GHS " in description
     assert "total with fees" in description and "balance after" in description
-    assert re.search(r"Payee names: \d+ mismatch\(es\)\.", description)
+    assert re.search(r"Payee names: (1 mismatch|\d+ mismatches)\.", description)
     assert "This dialog can only **reject**" in description
     assert f"http://prefect-ui.test/runs/flow-run/{run_id}?tab=Artifacts" in description
     assert f"http://console.test/runs/{run_id}" in description and "payops approve" in description
@@ -237,7 +237,7 @@ def test_refused_dry_run_and_failures_each_end_in_their_state(
         )
     )
     assert (refused.type.value, refused.name) == ("CANCELLED", "Refused")
-    assert refused.message.startswith("states-bad: sheet refused (1 invalid row(s)); first: row ")
+    assert refused.message.startswith("states-bad: sheet refused (1 invalid row); first: row ")
 
     good = write_sheet(tmp_path / "good.xlsx", payroll_rows(3, prefix="ST", specials={1: "0002"}))
     dry = asyncio.run(

@@ -95,9 +95,9 @@ async def test_a_cached_name_never_hides_a_fresh_mismatch_after_its_ttl(cache: L
     after, calls = await preflight(rows, cache)
     assert calls[LOOKUPS] == 1
     assert after.names[0].verdict == "mismatch" and after.names[0].holder_name == holder_name(number)
-    assert any("do not match" in n for n in after.notes) and not after.problems  # advisory by default
+    assert any("1 payee name does not match" in n for n in after.notes) and not after.problems  # advisory by default
     blocked, _ = await preflight(rows, cache, block_on_name_mismatch=True)
-    assert any("do not match" in p for p in blocked.problems)
+    assert any("1 payee name does not match" in p for p in blocked.problems)
 
 
 async def test_failures_are_not_cached_beyond_minutes(cache: LookupCache) -> None:

@@ -189,7 +189,7 @@ async def test_parts_give_what_one_whole_pass_gives(
 
     # the sheet runs every path the parts must carry
     assert set(whole.name_counts) == {"match", "partial", "mismatch", "unverified"}
-    assert any("exceed the per-transaction limit 2000" in p for p in whole.problems)
+    assert any("over the per-transaction limit 2000" in p for p in whole.problems)
     assert any(p.startswith("NGN: no limits") for p in whole.problems)
     assert not any(p.startswith(("GHS", "KES")) and "wallet" in p for p in whole.problems)
     if not exact_fees:  # the bracket alone failed GHS's wallet and KES's daily headroom: both priced again
@@ -209,12 +209,12 @@ async def test_parts_give_what_one_whole_pass_gives(
         )
     over = [r for r in rows if r.currency == "KES" and r.amount > 2000]
     assert len(over) > 1 and all(r.amount == over[0].amount for r in over)  # a tie: the first row is named
-    assert f"KES: {len(over)} row(s) exceed the per-transaction limit 2000 (largest: row {over[0].row}, " in (
+    assert f"KES: {len(over)} rows over the per-transaction limit 2000 (largest: row {over[0].row}, " in (
         " ".join(whole.problems)
     )
     bounded = sum(1 for f in whole.fees_by_row.values() if not f.exact)
     assert bool(bounded) == any(
-        n.startswith(f"fees are an upper bound for {bounded} row(s)") for n in whole.notes
+        n.startswith(f"fees are an upper bound for {bounded:,} row") for n in whole.notes
     )
 
     # in parts, as a whole
@@ -248,7 +248,7 @@ async def test_with_a_sink_the_preflight_keeps_only_the_flagged_names(
     assert sum(pf.name_counts.values()) == len(sink.names_seen) > len(pf.names)
     assert pf.name_counts["match"] == sum(1 for n in sink.names_seen if n.verdict == "match") > 0
     mismatched = [n.row for n in sink.names_seen if n.verdict == "mismatch"]
-    assert f"{len(mismatched)} payee name(s) do not match the account holder (rows " in pf.problems[-1]
+    assert f"{len(mismatched)} payee names do not match the account holder (rows " in pf.problems[-1]
     assert pf.problems[-1].endswith(
         ", ".join(map(str, mismatched[:10])) + ("…)" if len(mismatched) > 10 else ")")
     )

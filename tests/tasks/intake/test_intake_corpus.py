@@ -164,7 +164,7 @@ FILE_CASES: dict[str, FileCase] = {
     ),
     "missing required column": FileCase(
         _csv([["amount", "currency", "phone"], ["10", "GHS", "0241234567"]]),
-        "missing required column(s): provider (headers found: 'amount', 'currency', 'phone')",
+        "missing required column: provider (headers found: 'amount', 'currency', 'phone')",
     ),
     "two columns mean destination": FileCase(
         _csv([["amount", "currency", "provider", "Phone", "MSISDN"], ["1", "GHS", "mtn", "0241234567", "x"]]),
@@ -310,8 +310,8 @@ def test_duplicate_references_are_errors_on_each_row_ignoring_case(tmp_path: Pat
     ]
     result = read_payout_sheet(str(write_csv(tmp_path / "s.csv", rows)))
     assert [(e.row, e.column) for e in result.errors] == [(2, "reference"), (4, "reference")]
-    assert "also used on row(s) 4" in result.errors[0].message
-    assert "also used on row(s) 2" in result.errors[1].message
+    assert "also used on row 4" in result.errors[0].message
+    assert "also used on row 2" in result.errors[1].message
     assert [r.reference for r in result.rows] == ["B-2"] and result.rows_invalid == 2
 
 
@@ -324,7 +324,7 @@ def test_duplicate_payee_is_a_warning_not_an_error(tmp_path: Path) -> None:
     result = read_payout_sheet(str(write_csv(tmp_path / "s.csv", rows)))
     assert result.errors == [] and len(result.rows) == 2
     assert [(w.row, w.column) for w in result.warnings] == [(2, "destination"), (3, "destination")]
-    assert "same destination and amount as row(s) 3" in result.warnings[0].message
+    assert "same destination and amount as row 3" in result.warnings[0].message
 
 
 def test_several_errors_in_one_row_are_all_reported_in_column_order(tmp_path: Path) -> None:

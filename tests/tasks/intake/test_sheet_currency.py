@@ -118,7 +118,7 @@ def test_no_currency_anywhere_is_a_missing_column_the_person_can_choose(tmp_path
     with pytest.raises(ColumnsUnmatched) as refused:
         read_payout_sheet(sheet)
     assert refused.value.fields == ("currency",)
-    assert "missing required column(s): currency" in str(refused.value)
+    assert "missing required column: currency" in str(refused.value)
     assert "choose it for the sheet" in str(refused.value)
 
 
