@@ -95,7 +95,8 @@ async def test_a_cached_name_never_hides_a_fresh_mismatch_after_its_ttl(cache: L
     after, calls = await preflight(rows, cache)
     assert calls[LOOKUPS] == 1
     assert after.names[0].verdict == "mismatch" and after.names[0].holder_name == holder_name(number)
-    assert any("1 payee name does not match" in n for n in after.notes) and not after.problems  # advisory by default
+    # advisory by default
+    assert any("1 payee name does not match" in n for n in after.notes) and not after.problems
     blocked, _ = await preflight(rows, cache, block_on_name_mismatch=True)
     assert any("1 payee name does not match" in p for p in blocked.problems)
 
