@@ -21,6 +21,7 @@ from payops.store.notices import Notices
 from payops.store.users import PERMISSIONS, Account, Users
 from payops.tasks.approval.approval_keys import ApprovalKeyMissing, load_signing_key
 from payops.tasks.events.auditing import Auditor
+from payops.tasks.runtime.plurals import noun_for
 
 from .errors import ConsoleError, LoginNeeded, console_words
 from .formats import count, money
@@ -56,6 +57,7 @@ class Console:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["money"] = money
         self.templates.env.filters["count"] = count
+        self.templates.env.filters["noun"] = noun_for
         self.templates.env.filters["for_people"] = console_words
 
     # -- who is asking -------------------------------------------------------------------------------------

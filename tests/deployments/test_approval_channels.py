@@ -236,7 +236,7 @@ def test_a_console_run_needs_approvers_other_than_the_operator(served: AllInOne,
     sheet = write_sheet(tmp_path / "console.xlsx", payroll_rows(3, prefix="CNS"))
     with sheet.open("rb") as fh:
         page = olu.post("/upload", data={"csrf_token": token}, files={"sheet": ("console.xlsx", fh)}).text
-    assert "needs 2 approvals" in page
+    assert "needs approval from 2 approvers other than you" in page
     upload_id = re.search(r'name="upload_id" value="([^"]+)"', page).group(1)
     run_path = olu.post("/runs", data={"upload_id": upload_id, "csrf_token": token}).headers["location"]
     run_id = run_path.rsplit("/", 1)[1]
