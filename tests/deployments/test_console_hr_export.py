@@ -5,9 +5,11 @@ with the next step, and every page fits a 1280 px window. Headless Debian Chromi
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
+from openpyxl import load_workbook
 from payops.connectors.payments.failure_words import failure_words
 from payops.sandbox import SandboxServer
 
@@ -40,7 +42,9 @@ def test_an_hr_export_is_paid_from_the_console_as_exported(
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            page = browser.new_context(
+                viewport={"width": 1280, "height": 900}, accept_downloads=True
+            ).new_page()
             page.set_default_timeout(30_000)
             page.goto(url + "/login")
             log_in(page, "olu", PASSWORD)
@@ -92,6 +96,21 @@ def test_an_hr_export_is_paid_from_the_console_as_exported(
                 assert code not in rows_text
             assert not overflowing(page), overflowing(page)
             page.screenshot(path=str(SHOTS / "hr-02-completed.png"), full_page=True)
+
+            # One name: the reports are listed and saved under the run's name, not its sheet-hash label.
+            listed = page.inner_text("#reports")
+            assert "november-payroll.xlsx" in listed and "sheet-" not in listed
+            link = page.query_selector("#reports a:text-is('november-payroll.xlsx')")
+            with page.expect_download() as info:
+                link.click()
+            assert info.value.suggested_filename == "november-payroll.xlsx"
+            saved = tmp / "saved.xlsx"
+            info.value.save_as(saved)
         finally:
             browser.close()
+    # Finance sums the sheet's own "Net Pay (GHS)" column in the results and gets the sheet's total.
+    results = list(load_workbook(saved)["results"].iter_rows(values_only=True))
+    net_pay = [r[results[0].index("Net Pay (GHS)")] for r in results[1:]]
+    assert all(isinstance(v, (int, float)) for v in net_pay), net_pay
+    assert round(sum(Decimal(str(v)) for v in net_pay), 2) == hr_total(rows)
     assert payouts_at(emulator) == before + 12  # every row sent once; two failed at the provider

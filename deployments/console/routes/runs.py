@@ -32,9 +32,23 @@ MEDIA_TYPES = {
 }
 
 
-def report_response(path: str, data: bytes) -> Response:
-    """A report file as a download (its name reduced to safe characters for the header)."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).name) or "report"
+def shown_report_names(files: list[str], run_name: str) -> dict[str, str]:
+    """Each report file of a run as people see it, under the run's name: a run shown as
+    ``payroll-nov-2026-v3`` whose label is ``sheet-387d94df92fe`` lists ``payroll-nov-2026-v3.xlsx``, not
+    ``sheet-387d94df92fe.xlsx`` (one name per run; the files keep the label, which their links use). The
+    label's file stem is the shortest stem of the run's JSON reports."""
+    stems = [f.removesuffix(".json") for f in files if f.endswith(".json")]
+    stem = min(stems, key=len) if stems else ""
+    shown = re.sub(r"[^A-Za-z0-9._-]+", "-", run_name).strip("-.")
+    if not stem or not shown:
+        return {f: f for f in files}
+    return {f: shown + f[len(stem) :] if f.startswith(stem) else f for f in files}
+
+
+def report_response(path: str, data: bytes, shown: str | None = None) -> Response:
+    """A report file as a download, saved as ``shown`` (default its own name), reduced to safe characters
+    for the header."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(shown or path).name) or "report"
     return Response(
         data,
         media_type=MEDIA_TYPES.get(Path(name).suffix.lower(), "application/octet-stream"),
@@ -94,11 +108,12 @@ async def run_page(request: Request, run_id: str, console: ConsoleDep, account: 
     view = await read_run(flow_run_id, console.store.upload_id_of_report_dir)
     if view is None:
         raise ConsoleError(404, "No such payout run.")
-    reports: list[str] = []
+    reports: dict[str, str] = {}
     summary = None
     early_retry = None
     if view.upload_id:
-        reports = await asyncio.to_thread(console.store.reports, view.upload_id)
+        files = await asyncio.to_thread(console.store.reports, view.upload_id)
+        reports = shown_report_names(files, view.name)
         if view.final:
             summary = await asyncio.to_thread(console.store.summary, view.upload_id)
         elif account.role in PERMISSIONS["upload"]:
@@ -133,7 +148,8 @@ async def report(request: Request, run_id: str, name: str, console: ConsoleDep, 
     except StorageError:
         raise ConsoleError(404, "No such report for this run.") from None
     console.audit(request, account.name, "report.downloaded", f"run:{run_id}", report=name)
-    return report_response(name, data)
+    files = await asyncio.to_thread(console.store.reports, view.upload_id)
+    return report_response(name, data, shown_report_names(files, view.name).get(name))
 
 
 @router.get("/reports/{path:path}")
