@@ -67,6 +67,12 @@ def measure_intake(tree: Path) -> str:
     return f"import os, sys, {tasks}\nsys.stderr.write(os.path.realpath({tasks}.__file__) + '\\n')\n" + code
 
 
+SAFE_PATH = ["-P"]
+"""Python's ``-P``: the working directory (the tree) is not put first on the path. A tree with the one import
+name has a ``payops`` folder of its own, holding only ``__init__.py``, which would shadow the shim
+(:func:`tree_env`) and leave its sub-packages to this checkout's editable install."""
+
+
 def tree_env(tree: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment that runs `tree`'s code: its folders first on the path (for a tree with the one import
     name, a folder whose `payops` links to them, ahead of this checkout's editable install)."""
@@ -83,11 +89,31 @@ def tree_env(tree: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path), **(extra or {})}
 
 
+def tree_home(tree: Path, home: Path) -> dict[str, str]:
+    """`unattended_home` made by `tree`'s own code, so its database is at that tree's schema (this
+    checkout's migrations may be ahead of it)."""
+    code = (
+        "import json, sys\nfrom pathlib import Path\n"
+        f"from {module(tree, 'deployments.demo')} import unattended_home\n"
+        "print(json.dumps(unattended_home(Path(sys.argv[1]))))"
+    )
+    out = subprocess.run(
+        [sys.executable, *SAFE_PATH, "-c", code, str(home)],
+        cwd=tree,
+        env=tree_env(tree),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def intake_sample(tree: Path, sheet: Path, mode: str = "child") -> dict:
     """One read of `sheet` by `tree`'s code; ``mode="in-process"`` parses without the parser child (the
     reader before issue 16's sandboxing; only a tree that has the child can be asked for it)."""
     out = subprocess.run(
-        [sys.executable, "-c", measure_intake(tree), str(sheet), mode],
+        [sys.executable, *SAFE_PATH, "-c", measure_intake(tree), str(sheet), mode],
         cwd=tree,
         env=tree_env(tree),
         capture_output=True,
@@ -103,7 +129,16 @@ def intake_sample(tree: Path, sheet: Path, mode: str = "child") -> dict:
 
 
 def payout_sample(tree: Path, sheet: Path, label: str, reports: Path, env: dict[str, str]) -> dict:
-    cmd = [sys.executable, "-m", module(tree, "deployments.cli"), "payouts", str(sheet), "--label", label]
+    cmd = [
+        sys.executable,
+        *SAFE_PATH,
+        "-m",
+        module(tree, "deployments.cli"),
+        "payouts",
+        str(sheet),
+        "--label",
+        label,
+    ]
     cmd += ["--report-dir", str(reports), "--json", "--no-name-check"]
     t0, cpu0 = time.perf_counter(), os.times()
     out = subprocess.run(cmd, cwd=tree, env=tree_env(tree, env), capture_output=True, text=True, timeout=900)
@@ -194,7 +229,7 @@ def _payouts(args: argparse.Namespace, base: Path, head: Path, tmp: Path) -> dic
             # A base that already names its operator (deployments/cli/identity.py) gets its home the same way.
             names_operator = (base / "deployments" / "cli" / "identity.py").exists()
             homes = {
-                "base": unattended_home(tmp / "home-base")
+                "base": tree_home(base, tmp / "home-base")
                 if names_operator
                 else {"PAYOPS_HOME": str(tmp / "home-base")},
                 "head": unattended_home(tmp / "home-head"),
