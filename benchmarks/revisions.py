@@ -97,30 +97,26 @@ def tree_home(tree: Path, home: Path) -> dict[str, str]:
         f"from {module(tree, 'deployments.demo')} import unattended_home\n"
         "print(json.dumps(unattended_home(Path(sys.argv[1]))))"
     )
-    out = subprocess.run(
-        [sys.executable, *SAFE_PATH, "-c", code, str(home)],
+    return json.loads(python_in(tree, code, str(home), timeout=120).stdout.strip().splitlines()[-1])
+
+
+def python_in(tree: Path, code: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -c code args`` running `tree`'s code (`tree_env`, :data:`SAFE_PATH`), output captured."""
+    return subprocess.run(
+        [sys.executable, *SAFE_PATH, "-c", code, *args],
         cwd=tree,
         env=tree_env(tree),
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=timeout,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def intake_sample(tree: Path, sheet: Path, mode: str = "child") -> dict:
     """One read of `sheet` by `tree`'s code; ``mode="in-process"`` parses without the parser child (the
     reader before issue 16's sandboxing; only a tree that has the child can be asked for it)."""
-    out = subprocess.run(
-        [sys.executable, *SAFE_PATH, "-c", measure_intake(tree), str(sheet), mode],
-        cwd=tree,
-        env=tree_env(tree),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
+    out = python_in(tree, measure_intake(tree), str(sheet), mode, timeout=600)
     if not out.stderr.startswith(str(tree.resolve())):
         raise RuntimeError(f"{tree}: the sample did not run that tree's code ({out.stderr[:200]})")
     sample = json.loads(out.stdout.strip().splitlines()[-1])
