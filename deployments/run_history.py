@@ -158,6 +158,14 @@ async def find_payout_run(name_or_id: str) -> RunRecord | None:
     return found[0] if found else None
 
 
+async def payout_label(name_or_id: str) -> str:
+    """The label of the payout run shown as ``name_or_id`` (its name, label or flow run id: what the console
+    and `payops runs` show), which its reconciliation is recorded under; the text itself when Prefect knows
+    no such run (a run recorded for reconciliation only)."""
+    record = await find_payout_run(name_or_id)
+    return record.label if record is not None and record.label else name_or_id
+
+
 def _named(flow_run: Any, name: str) -> bool:
     params = (flow_run.parameters or {}).get("params") or {}
     label = params.get("label") if isinstance(params, dict) else None

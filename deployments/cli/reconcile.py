@@ -34,7 +34,7 @@ def reconcile(
     day: str | None = typer.Option(
         None, "--date", help="Close this business day (YYYY-MM-DD, Africa/Accra; default: the day just ended)"
     ),
-    run: str | None = typer.Option(None, "--run", help="Reconcile this payout run (its label) instead"),
+    run: str | None = typer.Option(None, "--run", help="Reconcile this payout run (its name, label or id, as `payops runs` shows it) instead"),
     unchecked_after_hours: float = typer.Option(
         24, help="A final transaction the platform has not checked after this many hours is a difference"
     ),
@@ -63,7 +63,6 @@ def reconcile(
             ReconcileDayParams,
             ReconcileRunParams,
             reconcile_day,
-            reconcile_run,
         )
         from pydantic import ValidationError
 
@@ -84,10 +83,19 @@ def reconcile(
     except ValidationError as exc:
         fail(validation_message(exc), EXIT_INVALID)
     if run is not None:
-        call = lambda: reconcile_run(run_params, return_state=True)  # noqa: E731
+        call = lambda: _reconcile_named(run_params)  # noqa: E731
     else:
         call = lambda: reconcile_day(day_params, return_state=True)  # noqa: E731
     run_flow(call, json_out, ReconciliationSummary, "run it again; reconciliation only reads the service")
+
+
+async def _reconcile_named(params: Any) -> Any:
+    """Reconcile the run the operator named as `payops runs` shows it (name, label or id): by its label."""
+    from payops.deployments.run_history import payout_label
+    from payops.flows.reconcile import reconcile_run
+
+    named = params.model_copy(update={"label": await payout_label(params.label)})
+    return await reconcile_run(named, return_state=True)
 
 
 def _only_on_this_host(report_dir: str | None, credentials_block: str | None) -> None:

@@ -70,3 +70,13 @@ def test_an_hr_export_is_checked_and_paid_through_the_server_with_its_currency(
     assert summary["payouts_by_status"] == {"delivered": 4}
     assert summary["amount_total"] == str(hr_total(rows))
     assert payouts_at(server["emulator"]) == before + 4
+
+    # The run is called "hr-export" everywhere people see it (its label is the sheet's fingerprint): the
+    # reconciliation takes that name as `payops runs` shows it (issue 47).
+    listed = json.loads(payops(env, "runs", "--json").stdout)
+    (run,) = [r for r in listed if r["label"] == summary["label"]]
+    assert run["name"] == "hr-export" and summary["label"].startswith("sheet-")
+    checked = payops(env, "reconcile", "--run", "hr-export", "--json")
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    result = json.loads(checked.stdout)
+    assert (result["label"], result["rows"], result["differences"]) == (summary["label"], 4, 0)

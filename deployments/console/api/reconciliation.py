@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Request
+from payops.deployments.run_history import payout_label
 from payops.store.run_summaries import RunSummaries
 from pydantic import ValidationError
 
@@ -33,7 +34,7 @@ async def reconcile(
     try:
         if body.run:
             params: Any = ReconcileRunParams(
-                label=body.run,
+                label=await payout_label(body.run),
                 unchecked_after_hours=body.unchecked_after_hours,
                 credentials_block=console.settings.credentials_block or "",
             )
