@@ -109,6 +109,19 @@ def _no_credentials_option(block: str | None) -> None:
         )
 
 
+def _credentials_or_refuse(block: str | None) -> None:
+    """On this host without a server, the service credential comes from the environment (or ``block``, read
+    by the run): without one, refuse at once (exit 2), before anything is claimed or a run is created."""
+    if block:
+        return
+    from payops.tasks.runtime.credentials import CredentialsMissing, settings_from_env
+
+    try:
+        settings_from_env()
+    except CredentialsMissing as exc:
+        fail(f"{exc}; nothing was claimed or sent", EXIT_INVALID)
+
+
 def _threshold(value: str | None) -> Decimal | None:
     try:
         return Decimal(value) if value else None
@@ -243,6 +256,7 @@ def retry_failed(
             server_options = {**options, "approval_threshold": approval_threshold}
             retry_through_server(door, label, server_options, json_out=json_out, report_dir=report_dir)
     who = _who(user, False, "payops payouts retry-failed")
+    _credentials_or_refuse(credentials_block)  # before any row is claimed for a retry that could not pay
     with payops_database() as engine:
         try:
             sheet = prepare_retry(report_dir or default_report_dir(), label, RetryRows(engine))

@@ -34,7 +34,9 @@ def reconcile(
     day: str | None = typer.Option(
         None, "--date", help="Close this business day (YYYY-MM-DD, Africa/Accra; default: the day just ended)"
     ),
-    run: str | None = typer.Option(None, "--run", help="Reconcile this payout run (its name, label or id, as `payops runs` shows it) instead"),
+    run: str | None = typer.Option(
+        None, "--run", help="Reconcile this payout run (its name, label or id, as `payops runs` shows it)"
+    ),
     unchecked_after_hours: float = typer.Option(
         24, help="A final transaction the platform has not checked after this many hours is a difference"
     ),

@@ -58,6 +58,12 @@ def test_retry_failed_pays_the_failed_rows_exactly_once(
     assert summary["attention_rows"][0]["amount"] == "11.50"
     paid_before = emulator_stats(server.base_url)["payouts"]
 
+    # Without the service credential the retry is refused at once: nothing claimed, no run created (issue 47).
+    uncredentialed = run_payops(["payouts", "retry-failed", "march", *common], {}, timeout=180)
+    assert uncredentialed.returncode == 2, uncredentialed.stderr
+    assert uncredentialed.stderr.startswith("error: no Payments credentials: set PAYOPS_")
+    assert "nothing was claimed or sent" in uncredentialed.stderr and not uncredentialed.stdout
+
     retry = payops(["payouts", "retry-failed", "march", *common], server)
     assert retry.returncode == 0, retry.stderr
     retried = json.loads(retry.stdout)
