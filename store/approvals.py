@@ -111,12 +111,28 @@ DEFAULT_POLICY = ApprovalPolicy({ANY_CURRENCY: ((Decimal("0.00"), 1),)}, default
 """A new install's policy: every payout run, whatever its size, needs one approver who did not start it."""
 
 
+_THOUSANDS = re.compile(r"\d{3}(?!\d)")
+"""What follows a thousands separator: three digits, then no digit (``1,000:1``, ``100,000.50:2``)."""
+
+
+def _tier_parts(text: str) -> list[str]:
+    """The tiers of a group: split at commas, except a comma inside an amount, written as the console writes
+    amounts (``1,000:1, 100,000:2`` is two tiers): a comma before the tier's ``:`` and three digits."""
+    parts: list[str] = []
+    for piece in text.split(","):
+        if parts and ":" not in parts[-1] and _THOUSANDS.match(piece):
+            parts[-1] += "," + piece
+        else:
+            parts.append(piece)
+    return [p.strip() for p in parts if p.strip()]
+
+
 def _tiers(text: str, where: str) -> Tiers:
     tiers: dict[Decimal, int] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    for part in _tier_parts(text):
         floor, _, count = part.partition(":")
         try:
-            amount, n = Decimal(floor.strip()), int(count.strip())
+            amount, n = Decimal(floor.strip().replace(",", "")), int(count.strip())
         except (InvalidOperation, ValueError):
             raise UserError(f"{where}tier {part!r}: write FROM_TOTAL:APPROVERS, e.g. 10000:2") from None
         if not amount.is_finite() or amount < 0 or not 0 <= n <= MAX_APPROVERS:

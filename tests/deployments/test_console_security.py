@@ -453,7 +453,16 @@ def test_admin_pages_give_clear_messages_and_audit_everything(tmp_path: Path, la
     assert r.status_code == 400 and "no user named &#39;nobody&#39;" in r.text
     assert admin.post("/admin/rules", data={"csrf_token": token, "tiers": "100:1, 1000:2"}).status_code == 303
     assert "from 1,000.00: 2 approvers" in admin.get("/admin/rules").text
-    assert admin.post("/admin/rules", data={"csrf_token": token, "tiers": "lots:2"}).status_code == 400
+    refused = admin.post("/admin/rules", data={"csrf_token": token, "tiers": "GHS 1,000:1, 100,000:two"})
+    # refused on the policy page itself, with the reason and what was typed, to correct (issue 47)
+    assert refused.status_code == 400 and 'id="rules-form"' in refused.text
+    assert "Not saved: GHS tier &#39;100,000:two&#39;: write FROM_TOTAL:APPROVERS" in refused.text
+    assert 'value="GHS 1,000:1, 100,000:two"' in refused.text
+    assert "from 1,000.00: 2 approvers" in admin.get("/admin/rules").text  # unchanged
+    # amounts written as the console writes them
+    written = {"csrf_token": token, "tiers": "GHS 1,000:1, 100,000:2"}
+    assert admin.post("/admin/rules", data=written).status_code == 303
+    assert "GHS: from 1,000.00: 1 approver, from 100,000.00: 2 approvers" in admin.get("/admin/rules").text
 
     page = admin.get("/admin/audit?actor=ada").text
     for action in ("payops.login", "payops.user.added", "payops.rules.changed"):

@@ -119,6 +119,9 @@ def test_approval_policy_per_currency(engine: Engine) -> None:
     for totals, need in cases:
         assert policy.required({c: Decimal(t) for c, t in totals.items()}) == need, totals
     assert parse_policy(policy.to_text()) == policy
+    # amounts as the console writes them: a comma inside an amount is a thousands separator
+    assert parse_policy("GHS 1,000:1, 100,000:2; USD 100:1; 0:0") == policy
+    assert parse_policy("0:1,100:2").to_text() == "0.00:1, 100.00:2"  # here the comma ends a tier
     with pytest.raises(UserError, match="tier 'ten:2'"):
         parse_policy("ten:2")
     with pytest.raises(UserError, match="approvers 0..5"):

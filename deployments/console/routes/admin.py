@@ -86,17 +86,26 @@ async def change_user(
 
 @router.get("/rules", response_class=HTMLResponse)
 async def rules_page(request: Request, console: ConsoleDep, admin: Admin) -> Response:
+    return await _rules_page(request, console)
+
+
+async def _rules_page(
+    request: Request, console: Console, error: str | None = None, typed: str | None = None
+) -> Response:
+    """The policy page; after a refused change, with the error and what the admin typed, to correct."""
     policy = await asyncio.to_thread(console.approvals.policy)
     key = await console.approval_key()
-    return await console.render(request, "rules.html", {"policy": policy, "key_configured": key is not None})
+    context = {"policy": policy, "key_configured": key is not None, "error": error, "typed": typed}
+    return await console.render(request, "rules.html", context, status=400 if error else 200)
 
 
 @router.post("/rules")
 async def set_rules(request: Request, console: ConsoleDep, admin: Admin, form: SmallForm) -> Response:
+    typed = text(form, "tiers", 1000)
     try:
-        policy = parse_policy(text(form, "tiers", 1000))
+        policy = parse_policy(typed)
     except UserError as exc:
-        raise ConsoleError(400, str(exc)) from None
+        return await _rules_page(request, console, str(exc), typed)
     await asyncio.to_thread(console.approvals.set_policy, policy)
     console.audit(request, admin.name, "rules.changed", "rules:approval", tiers=policy.describe())
     return RedirectResponse("/admin/rules", status_code=303)
