@@ -377,7 +377,7 @@ def run_all_in_one(
     home's record (`store.home`), where every command of this home finds it, and is printed."""
     from payops.deployments.prefect_login import serve_login, without_prefect_login
     from payops.deployments.prefect_server import home_prefect_env, use_prefect_api
-    from payops.store.home import ServeRecord, read_serve_record, write_serve_record
+    from payops.store.home import ServeRecord, last_ports, read_serve_record, write_serve_record
     from payops.store.settings import PayopsSettings
 
     os.chdir(ROOT)
@@ -389,8 +389,7 @@ def run_all_in_one(
         for line in running.lines():
             say(f"  {line}")
         return 1
-    last = read_serve_record(home, running=False)
-    previous = last.ports if last is not None else {}
+    previous = last_ports(home)
     log_dir = home / "serve-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     sup = Supervisor(log_dir, say)

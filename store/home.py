@@ -16,11 +16,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 RECORD_NAME = "serve.json"
+STOPPED_RECORD_NAME = "serve.stopped.json"
+"""The record of the last serve that stopped cleanly: its ports are taken again (links keep working)."""
 
 __all__ = [
     "RECORD_NAME",
     "ServeRecord",
     "clear_serve_record",
+    "last_ports",
     "host_actor",
     "read_serve_record",
     "record_path",
@@ -100,7 +103,21 @@ def write_serve_record(record: ServeRecord, home: Path) -> Path:
 
 
 def clear_serve_record(pid: int, home: Path) -> None:
-    """Remove the record when process ``pid`` wrote it (a second serve's record is never removed)."""
+    """Retire the record when process ``pid`` wrote it (a second serve's record is never touched): it is
+    kept as :data:`STOPPED_RECORD_NAME`, which no command takes for a running serve, for its ports."""
     record = read_serve_record(home, running=False)
     if record is not None and record.pid == pid:
-        record_path(home).unlink(missing_ok=True)
+        os.replace(record_path(home), home / STOPPED_RECORD_NAME)
+
+
+def last_ports(home: Path) -> dict[str, int]:
+    """The ports the home's last `payops serve` used: its record's (a serve that was killed leaves it), else
+    the record of the last one that stopped cleanly; none for a home that never served."""
+    record = read_serve_record(home, running=False)
+    if record is None:
+        try:
+            text = (home / STOPPED_RECORD_NAME).read_text(encoding="utf-8")
+            record = ServeRecord.model_validate(json.loads(text))
+        except (OSError, ValueError, ValidationError):
+            return {}
+    return dict(record.ports)

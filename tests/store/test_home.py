@@ -11,6 +11,7 @@ import pytest
 from payops.store.home import (
     ServeRecord,
     clear_serve_record,
+    last_ports,
     read_serve_record,
     record_path,
     write_serve_record,
@@ -40,7 +41,18 @@ def test_a_serve_clears_only_its_own_record(tmp_path: Path) -> None:
     clear_serve_record(RECORD.pid + 1, tmp_path)
     assert read_serve_record(tmp_path) == RECORD
     clear_serve_record(RECORD.pid, tmp_path)
-    assert not record_path(tmp_path).exists()
+    assert not record_path(tmp_path).exists() and read_serve_record(tmp_path, running=False) is None
+
+
+def test_a_clean_stop_keeps_the_ports_for_the_next_serve(tmp_path: Path) -> None:
+    """Report links in Prefect's artifacts name the console's port: a restart takes the same ports
+    (issue 47), after a clean stop as after a kill."""
+    assert last_ports(tmp_path) == {}  # never served
+    ports = {"prefect": 4201, "console": 8765, "sandbox": 8801}
+    write_serve_record(RECORD.model_copy(update={"ports": ports}), tmp_path)
+    assert last_ports(tmp_path) == ports  # killed: its record is left
+    clear_serve_record(RECORD.pid, tmp_path)
+    assert read_serve_record(tmp_path) is None and last_ports(tmp_path) == ports  # stopped cleanly
 
 
 def test_a_damaged_record_counts_as_none(tmp_path: Path) -> None:
