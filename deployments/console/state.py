@@ -119,6 +119,8 @@ class Console:
         context = {
             "csrf_token": self.csrf.token(account.session if account else nonce),
             "account": account,
+            # what this person may do (store.users.PERMISSIONS): a page offers only the actions they can take
+            "can": {p: account is not None and account.role in roles for p, roles in PERMISSIONS.items()},
             "logged_in": account is not None,
             "mode": self.launcher.mode,
             "open_notices": notices,

@@ -189,6 +189,8 @@ def test_every_page_speaks_console_words_and_names_a_run_once(
     assert title(pages["run"]) == "payroll-nov-2026-v3"
     assert "<li>Amount 2,031.01 · fees" in pages["run"] and "GHS 11.50" in pages["run"]  # the failed row
 
+    assert 'id="retry-form"' in pages["run"]  # the operator may retry the failed row...
+    assert 'id="retry-form"' not in bea.get(run_path).text  # ...the approver is not offered it (issue 47)
     retry = olu.post(f"{run_path}/retry", data={"csrf_token": token(pages["run"])})
     pages["retry preview"] = retry.text
     assert "Run name: <code>payroll-nov-2026-v3-retry1</code>" in retry.text
