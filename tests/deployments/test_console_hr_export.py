@@ -67,6 +67,10 @@ def test_an_hr_export_is_paid_from_the_console_as_exported(
             assert page.input_value("#sheet-currency") == ""  # "from the header: GHS"
             assert not overflowing(page), overflowing(page)
             page.screenshot(path=str(SHOTS / "hr-01-preview.png"), full_page=True)
+            # The preview has its own address: a reload shows it again, not "Method Not Allowed" (issue 47).
+            assert "/uploads/" in page.url
+            page.reload()
+            assert page.inner_text("#counts").startswith("12 rows: 12 valid, 0 with errors")
             if page.query_selector("input[name=require_approval]") is not None:
                 page.check("input[name=require_approval]")  # the policy asks none: have one anyway
             page.click("#submit")

@@ -287,6 +287,7 @@ ROLE_TABLE = {
     ("POST", "/upload"): {"operator"},
     ("POST", "/runs"): {"operator"},
     ("POST", "/uploads/{upload_id}/columns"): {"operator"},
+    ("GET", "/uploads/{upload_id}"): {"operator"},
     ("GET", "/runs"): {"operator", "approver", "admin"},
     ("GET", "/notices"): {"operator", "approver", "admin"},
     ("GET", "/runs/{run_id}"): {"operator", "approver", "admin"},

@@ -234,6 +234,28 @@ def _headers_of(saved: Upload) -> list[str]:
         return []
 
 
+@router.get("/uploads/{upload_id}", response_class=HTMLResponse)
+async def show_upload(request: Request, upload_id: str, console: ConsoleDep, account: Operator) -> Response:
+    """A stored upload's preview, checked again: where the browser goes when a preview (a POST's answer) is
+    reloaded. A retry's upload is shown with its run and rows (why each failed comes with the POST only)."""
+    try:
+        saved: Upload = await asyncio.to_thread(console.store.load, upload_id)
+    except StorageError as exc:
+        raise ConsoleError(404, str(exc)) from None
+    retry = None
+    if saved.retry_of:
+        view = await read_run(parse_run_id(saved.retry_of), console.store.upload_id_of_report_dir)
+        retry = RetryUpload(
+            saved.retry_of,
+            saved.column_map,
+            parent=saved.retry_parent or "",
+            references=tuple(saved.retry_refs or ()),
+            name=view.name if view is not None else "",
+            currency=saved.currency or "",
+        )
+    return await check_upload(request, console, account, saved, retry)
+
+
 @router.post("/uploads/{upload_id}/columns", response_class=HTMLResponse)
 async def map_upload_columns(
     request: Request, upload_id: str, console: ConsoleDep, account: Operator, form: MappingForm
