@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from payops.connectors.payments.failure_words import failure_words
+from payops.tasks.runtime.plurals import counted
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
@@ -368,11 +369,19 @@ class ReconciliationSummary(RunSummary):
         lines = [f"reconciliation of {what}: {self.status}"]
         balances = getattr(self, "balances", None) or {}
         for currency, b in balances.items():
+            held = f"  {currency}: balance {b['balance']}, reserved {b['reserved']}"
             if b.get("change") is not None:
-                lines.append(
-                    f"  {currency}: balance {b['balance']}, reserved {b['reserved']}; change {b['change']}, "
-                    f"movements {b['movements']}, unexplained {b['unexplained']}"
-                )
+                moved = f"movements {b['movements']}, unexplained {b['unexplained']}"
+                lines.append(f"{held}; change {b['change']}, {moved}")
+            else:  # the first close: nothing to compare with yet
+                lines.append(f"{held} (the baseline the next close compares with)")
+        transactions = getattr(self, "transactions", None)
+        if self.scope == "day" and transactions is not None:
+            outside = getattr(self, "outside_payops", 0) or 0
+            lines.append(
+                f"  {counted(int(transactions), 'transaction')} since {getattr(self, 'from', '?')}; "
+                f"{outside} outside payops"
+            )
         if self.differences:
             lines.append("  differences: " + ", ".join(f"{k} {v}" for k, v in self.by_kind.items()))
         for d in (getattr(self, "differences_list", None) or [])[:20]:
