@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run, keep_summary
@@ -154,6 +154,11 @@ class ReconcileDayParams(BaseModel):
     report_dir: ReportDir = ""
     credentials_block: CredentialsBlock = ""
     rate_limit_per_s: RateLimit = 50
+    trigger: Literal["schedule", "cli", "api"] | None = Field(
+        None,
+        description="Who asked for the close, as the reconciliation history shows it. Leave empty: the "
+        "schedule for the day just ended, else a person.",
+    )
 
 
 @flow(name="reconcile-day", log_prints=False)
@@ -192,7 +197,7 @@ async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> 
         settings,
         payops,
         day.isoformat(),
-        "schedule" if params.day is None else "cli",
+        params.trigger or ("schedule" if params.day is None else "cli"),
         params.unchecked_after_hours * 3600,
         params.lookback_days * 86400,
         params.rate_limit_per_s,

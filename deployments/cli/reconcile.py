@@ -57,7 +57,7 @@ def reconcile(
     with front_door(cli_settings()) as door:
         if door is not None:
             _only_on_this_host(report_dir, credentials_block)
-            body = {"run": run, "date": day, "unchecked_after_hours": unchecked_after_hours}
+            body = {"run": run, "date": day, "unchecked_after_hours": unchecked_after_hours, "channel": "cli"}
             started = ask(door, "POST", "/reconcile", json=body)
             follow(door, started["id"], json_out=json_out, kind=ReconciliationSummary)
     with quiet_prefect(json_out):
@@ -80,6 +80,7 @@ def reconcile(
                     "unchecked_after_hours": unchecked_after_hours,
                     "report_dir": report_dir or default_report_dir(),
                     "credentials_block": credentials_block,
+                    "trigger": "cli",
                 }
             )
     except ValidationError as exc:

@@ -80,3 +80,12 @@ def test_an_hr_export_is_checked_and_paid_through_the_server_with_its_currency(
     assert checked.returncode == 0, checked.stderr[-2000:]
     result = json.loads(checked.stdout)
     assert (result["label"], result["rows"], result["differences"]) == (summary["label"], 4, 0)
+
+    # A day closed from the CLI is a person's close in the history, not the schedule's (issue 47).
+    closed = payops(env, "reconcile", "--json")
+    assert closed.returncode == 0, closed.stderr[-2000:]
+    day = json.loads(closed.stdout)
+    assert day["scope"] == "day"
+    history = json.loads(payops(env, "reconcile", "history", "--json").stdout)
+    (entry,) = [c for c in history if c["id"] == day["check_id"]]
+    assert (entry["scope"], entry["trigger"]) == ("day", "cli")

@@ -205,6 +205,7 @@ class VerifyKey(BaseModel):
 
 
 class ReconcileRequest(Body):
-    run: str | None = Field(None, max_length=200, description="A payout run's label")
+    run: str | None = Field(None, max_length=200, description="A payout run: its name, label or id")
     date: str | None = Field(None, max_length=10, description="A business day to close (YYYY-MM-DD)")
     unchecked_after_hours: float = Field(24, ge=0)
+    channel: Literal["cli", "api"] = Field("api", description="Where the person asked: the history shows it")

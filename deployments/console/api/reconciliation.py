@@ -43,6 +43,7 @@ async def reconcile(
             day = date.fromisoformat(body.date) if body.date else None
             params = ReconcileDayParams(
                 day=day,
+                trigger=body.channel,
                 unchecked_after_hours=body.unchecked_after_hours,
                 credentials_block=console.settings.credentials_block or "",
             )
