@@ -546,17 +546,17 @@ def write_close_reports(
         ]
         for r in result.attribution.itertuples(index=False)
     ]
-    wallet = [
-        [
-            c,
-            v.get("previous_balance"),
-            v.get("previous_reserved"),
-            v["balance"],
-            v["reserved"],
-            v.get("change"),
-            v.get("movements"),
-            v.get("unexplained"),
-        ]
+    figures = (
+        "previous_balance",
+        "previous_reserved",
+        "balance",
+        "reserved",
+        "change",
+        "movements",
+        "unexplained",
+    )
+    wallet = [  # numbers in the xlsx (finance sums them), as the attribution's amounts
+        [c, *(None if v.get(k) is None else Decimal(str(v[k])) for k in figures)]
         for c, v in result.balances.items()
     ]
     rows = transaction_rows(result.transactions)

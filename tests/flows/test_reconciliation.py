@@ -249,6 +249,11 @@ def test_daily_close_balances_to_the_cent_then_finds_what_does_not(
         amounts = [sheet.cell(r, head.index("wallet effect") + 1).value for r in range(2, sheet.max_row + 1)]
         assert all(isinstance(a, int | float) for a in amounts)
         assert sum(Decimal(str(a)) for a in amounts) == Decimal(ghs["movements"])
+        wallet = wb["wallet"]
+        whead = [c.value for c in wallet[1]]
+        balance = wallet.cell(2, whead.index("balance") + 1).value
+        # a number finance can sum, not text (issue 47)
+        assert isinstance(balance, int | float) and Decimal(str(balance)) == Decimal(ghs["balance"])
 
         admin(day.base_url, "payouts/RD-00000/refund")
         admin(day.base_url, "movements", {"kind": "payout", "reference": "dash-9", "amount": "3.00"})
