@@ -33,6 +33,7 @@ class RunRecord:
     rows_total: int | None = None
     amount_total: str | None = None
     fee_total: str | None = None
+    moved: dict[str, Any] = field(default_factory=dict)
     payouts_by_status: dict[str, int] = field(default_factory=dict)
     refused_items: int = 0
     awaiting_review: int = 0
@@ -77,6 +78,7 @@ def _record(flow_run: Any, facts: dict[str, Any]) -> RunRecord:
         rows_total=facts.get("rows_total"),
         amount_total=facts.get("amount_total"),
         fee_total=facts.get("fee_total"),
+        moved=_json_field(facts.get("moved")),
         payouts_by_status=_json_field(facts.get("payouts_by_status")),
         refused_items=int(facts.get("refused_items") or 0),
         awaiting_review=int(facts.get("awaiting_review") or 0),

@@ -90,6 +90,7 @@ from payops.tasks.reports.artifacts import (
     publish_run_record,
 )
 from payops.tasks.reports.attention import attention_rows, attention_table
+from payops.tasks.reports.money_moved import MoneyMoved
 from payops.tasks.reports.run_reports import (
     RowFacts,
     RowOutcome,
@@ -759,14 +760,14 @@ async def _close(
     )
     by_status: Counter[str | None] = Counter()
     refused_by_code: Counter[str | None] = Counter()
-    fee_total, fees_known = Decimal(0), False
+    moved = MoneyMoved()
     for o in outcomes.values():
         if o.submission == "accepted":
             by_status[o.status] += 1
-            if o.fee:
-                fee_total, fees_known = fee_total + Decimal(o.fee), True
         elif o.submission == "refused":
             refused_by_code[o.error_code] += 1
+        if (f := facts.get(o.row)) is not None:
+            moved.add(o, f)
     refused_items = sum(refused_by_code.values())
     summary.update(
         {
@@ -788,8 +789,8 @@ async def _close(
     attention, total = attention_rows(intake.rows, outcomes, pf.names, no_names)
     summary["attention_rows"] = attention
     summary["attention_total"] = total
-    if fees_known:
-        summary["fee_total"] = money(fee_total)
+    summary["fee_total"] = money(moved.fee_total)  # charged: a failed payout's fee was released
+    summary["moved"] = moved.as_json()
     run.finish("completed")
     paths = await asyncio.to_thread(
         write_reports,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from payops.connectors.payments.failure_words import failure_words
+from payops.tasks.reports.money_moved import moved_lines
 from payops.tasks.runtime.plurals import counted
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -136,6 +137,8 @@ class PayoutRunSummary(RunSummary):
     deadline_reached: bool = False
     amount_total: str = "0.00"
     fee_total: str = "0.00"
+    #: what the run moved, by currency (`tasks.reports.money_moved`): paid, not paid, fees charged
+    moved: dict[str, dict[str, Any]] = Field(default_factory=dict)
     duration_s: float | int = 0
     errors: list[dict[str, Any]] = Field(default_factory=list)
     preflight: dict[str, Any] | None = None
@@ -168,7 +171,11 @@ class PayoutRunSummary(RunSummary):
             )
         if self.not_final and self.deadline_reached:
             lines.append(f"  not final at the poll deadline: {len(self.not_final)}")
-        lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   time: {self.duration_s}s")
+        if self.moved:
+            lines.append(f"  sheet total: {self.amount_total}   time: {self.duration_s}s")
+            lines += [f"  {line}" for line in moved_lines(self.moved)]
+        else:
+            lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   time: {self.duration_s}s")
         lines += self.column_lines()
         lines += _row_errors(self.errors, file_level=True)
         preflight = self.preflight or {}

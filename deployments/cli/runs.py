@@ -12,6 +12,7 @@ from urllib.parse import quote
 import typer
 from payops.deployments.cli._common import cli_settings, fail, run_on_server
 from payops.deployments.cli.front_door import ask, front_door
+from payops.tasks.reports.money_moved import moved_lines
 from payops.tasks.runtime.plurals import counted
 
 app = typer.Typer(help="Recent payout runs: state, totals by status, approval, reports.")
@@ -117,7 +118,10 @@ def show(
         f"run {record.name} ({record.id}){label}",
         f"  state: {record.state}   outcome: {record.outcome or '-'}   started: {record.start or '-'}",
         f"  sheet: {record.source}",
-        f"  rows: {record.rows_total}   amount: {record.amount_total}   fees: {record.fee_total}",
+        f"  rows: {record.rows_total}   "
+        + (f"sheet total: {record.amount_total}" if record.moved else f"amount: {record.amount_total}   ")
+        + ("" if record.moved else f"fees: {record.fee_total}"),
+        *(f"  {line}" for line in moved_lines(record.moved)),
         f"  payouts: {_totals(record)}   refused: {record.refused_items}   "
         f"awaiting review: {record.awaiting_review}",
     ]

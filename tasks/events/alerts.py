@@ -142,6 +142,7 @@ def payout_facts(summary: Mapping[str, Any]) -> dict[str, Any]:
         "batches": _count(summary.get("batches")),
         "amount_total": summary.get("amount_total"),
         "fee_total": summary.get("fee_total"),
+        "moved": summary.get("moved") or {},  # paid, not paid, fees charged by currency (money_moved)
         "payouts": sum(by_status.values()),
         "delivered": by_status.get("delivered", 0),
         "failed": by_status.get("failed", 0),

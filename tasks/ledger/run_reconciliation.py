@@ -193,6 +193,10 @@ class RunMatch:
     open: int
     differences: list[Difference] = field(default_factory=list)
     records: int = 0
+    wallet_effect_c: dict[str, int] = field(default_factory=dict)
+    """What the service's records of the run did to the wallet, in signed cents by currency (`wallet_effect`;
+    0 for a payout whose money has not moved yet): the run's totals (`tasks.reports.money_moved`) equal it
+    once every payout is final."""
 
     def by_kind(self) -> dict[str, int]:
         return dict(sorted(Counter(d.kind for d in self.differences).items()))
@@ -205,6 +209,7 @@ class RunMatch:
             "open": self.open,
             "differences": len(self.differences),
             "by_kind": self.by_kind(),
+            "wallet_effect": {cur: from_cents(c) for cur, c in sorted(self.wallet_effect_c.items())},
         }
 
 
@@ -341,6 +346,7 @@ class RunTally:
         self.label, self.now, self.unchecked_after = label, now, unchecked_after
         self.rows = self.matched = self.open = self.records = 0
         self.found: dict[str, list[Difference]] = {kind: [] for kind in KINDS}
+        self.effect_c: Counter[str] = Counter()
 
     def add(self, intended: Sequence[Sequence[Any]], records: Sequence[Sequence[Any]]) -> None:
         """Match one chunk: approved rows (`INTENDED_COLUMNS` values) with the service's records
@@ -350,6 +356,8 @@ class RunTally:
         got = {row[0]: Record._make(row) for row in records}
         self.rows += len(exp)
         self.records += len(got)
+        for r in got.values():
+            self.effect_c[r.currency] += r.effect_c
         for reference in sorted(exp.keys() | got.keys()):
             e, r = exp.get(reference), got.get(reference)
             if r is None and e is not None:
@@ -405,7 +413,8 @@ class RunTally:
         """The whole run's match: differences by kind in `KINDS` order, each kind by reference."""
         diffs = [d for kind in KINDS for d in self.found[kind]]
         status = "differences" if diffs else ("open" if self.open else "clean")
-        return RunMatch(self.label, status, self.rows, self.matched, self.open, diffs, self.records)
+        effect = dict(self.effect_c)
+        return RunMatch(self.label, status, self.rows, self.matched, self.open, diffs, self.records, effect)
 
 
 def match_run(

@@ -12,6 +12,7 @@ from typing import Any
 from payops.connectors.payments.failure_words import failure_words
 from payops.store.settings import PayopsSettings
 from payops.tasks.reports.attention import ATTENTION_TABLE_HEADERS
+from payops.tasks.reports.money_moved import MOVED_HEADERS, moved_rows
 from payops.tasks.reports.run_reports import console_report_url
 from payops.tasks.runtime.plurals import counted
 
@@ -55,9 +56,10 @@ def summary_markdown(summary: Mapping[str, Any], settings: PayopsSettings, why: 
     lines = [f"# Payout run `{summary['label']}`", "", f"**Outcome:** {summary.get('outcome')}", ""]
     if why:
         lines += [f"**Why:** {why}", ""]
+    moved = summary.get("moved") or {}
     lines.append(
         markdown_table(
-            ["rows", "valid", "invalid", "batches", "amount", "fees"],
+            ["rows", "valid", "invalid", "batches", "sheet total", "fees charged" if moved else "fees"],
             [
                 [
                     summary.get("rows_total"),
@@ -70,6 +72,8 @@ def summary_markdown(summary: Mapping[str, Any], settings: PayopsSettings, why: 
             ],
         )
     )
+    if moved:  # what left the wallet, from the one source (`tasks.reports.money_moved`)
+        lines += ["", "## Money moved", "", markdown_table(MOVED_HEADERS, moved_rows(moved))]
     by_status = summary.get("payouts_by_status") or {}
     if by_status:
         lines += [
@@ -160,6 +164,7 @@ def run_record(summary: Mapping[str, Any]) -> dict[str, Any]:
         "rows_invalid": summary.get("rows_invalid"),
         "amount_total": summary.get("amount_total"),
         "fee_total": summary.get("fee_total"),
+        "moved": json.dumps(summary.get("moved") or {}, sort_keys=True),
         "payouts_by_status": json.dumps(summary.get("payouts_by_status") or {}, sort_keys=True),
         "refused_items": summary.get("refused_items", 0),
         "awaiting_review": len(summary.get("awaiting_review") or []),

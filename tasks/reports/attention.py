@@ -12,6 +12,7 @@ Kept in the run's JSON summary so the console and the CLI show them without open
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
 from payops.connectors.payments.failure_words import FailureWords, failure_words, retried_next_step
@@ -72,6 +73,15 @@ def paid(submission: str | None, status: str | None) -> Paid:
     if submission != "accepted" or status in PAYOUT_FAILED_STATUSES:
         return "no"
     return "not yet"
+
+
+def charged_fee(o: RowOutcome) -> Decimal | None:
+    """The fee a row costs the wallet: its payout's fee while it is paid or on its way, 0 once the payout
+    failed (the service released it) or came back (refunded with its amount); None for a row the service
+    never accepted or priced. The reports' Fee column and the run's fee totals (`money_moved`)."""
+    if o.submission != "accepted" or not o.fee:
+        return None
+    return Decimal(0) if paid(o.submission, o.status) == "no" else Decimal(o.fee)
 
 
 def failure_code(o: RowOutcome) -> str | None:

@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 import fsspec
 from payops.store.settings import PayopsSettings, absolute_location
-from payops.tasks.reports.attention import needs_retry, outcome_kind, outcome_words
+from payops.tasks.reports.attention import charged_fee, needs_retry, outcome_kind, outcome_words
 from payops.tasks.reports.table_workbook import PlainNumber, table_workbook
 from payops.tasks.reports.xlsx import neutralise, write_csv
 from payops.tasks.wire.money import money
@@ -118,14 +118,14 @@ def row_fact(row: Any, check: Any | None) -> RowFacts:
 
 def _outcome_cells(o: RowOutcome, f: RowFacts, typed: bool) -> list[Any]:
     """The outcome columns of one row: Decimal and datetime values for the xlsx (``typed``), text for csv."""
-    fee: Any = o.fee
+    fee: Any = charged_fee(o)  # 0 for a failed payout: the service released its fee
     completed: Any = o.completed_at
     amount: Any = f.amount
     if typed:
-        fee = Decimal(fee) if fee else None
         completed = _utc(completed) if completed else None
-    elif amount is not None:
-        amount = money(amount)
+    else:
+        amount = None if amount is None else money(amount)
+        fee = None if fee is None else money(fee)
     words, next_step = outcome_words(o) or (None, None)
     return [
         o.reference,
