@@ -19,7 +19,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["FAILURE_WORDS", "FailureWords", "failure_words", "retried_next_step"]
+__all__ = [
+    "FAILS_AGAIN",
+    "FAILURE_WORDS",
+    "FailureWords",
+    "fails_again",
+    "failure_words",
+    "retried_next_step",
+]
 
 
 class FailureWords(NamedTuple):
@@ -216,6 +223,29 @@ FAILURE_WORDS: dict[str, FailureWords] = {
     ),
 }
 """Code → words and next step (module docstring)."""
+
+
+FAILS_AGAIN = frozenset(
+    {
+        "account_not_found",
+        "beneficiary_invalid",
+        "invalid_input",
+        "not_found",
+        "transaction_limit_exceeded",
+        "amount_out_of_range",
+        "currency_not_supported",
+        "tier_ineligible",
+        "business_deactivated",
+    }
+)
+"""Codes a row gets again when it is paid again unchanged: the service refuses what the row says (its number,
+its amount, its currency) or the account itself, not a passing state (a limit reached today, a timeout, the
+provider's funds). A retry preview flags such rows (`fails_again`) so a dead number is not retried twice."""
+
+
+def fails_again(code: str | None) -> bool:
+    """Whether a row that failed with ``code`` fails again when retried as it is (`FAILS_AGAIN`)."""
+    return code in FAILS_AGAIN
 
 
 def failure_words(code: str | None) -> FailureWords:

@@ -246,6 +246,7 @@ def retry_failed(
     ...), replays a retry that was interrupted, and otherwise refuses: nothing is paid twice.
     """
     from payops.store.retries import RetryRows
+    from payops.tasks.payouts.fails_again import fails_again_lines
     from payops.tasks.payouts.retry_sheet import RetryRefused, prepare_retry
 
     _threshold(approval_threshold)  # a bad amount is refused before the retry sheet is written
@@ -268,6 +269,8 @@ def retry_failed(
         so_far = " that failed so far (the run goes on)" if sheet.while_running else ""
         what = f"{counted(sheet.rows, 'row')} of {label}{so_far}"
         typer.echo(f"retrying {what} as run {sheet.label} (sheet {sheet.source})")
+    for line in fails_again_lines(sheet.fails_again):  # on stderr even with --json: a warning
+        typer.echo(line, err=True)
     _run_payouts(
         json_out,
         approval_threshold,

@@ -17,6 +17,7 @@ import typer
 from payops.deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
 from payops.deployments.cli.front_door import FrontDoor, ServerRefused, ask, refused
 from payops.flows.summaries import PayoutRunSummary, RunSummary
+from payops.tasks.payouts.fails_again import FailsAgain, fails_again_lines
 from payops.tasks.runtime.plurals import counted, noun_for
 
 POLL_S = (0.2,)
@@ -62,6 +63,9 @@ def retry_through_server(
         f"retrying {counted(int(started.get('rows') or 0), 'row')} of {label}{so_far} "
         f"as run {started['label']}",
     )
+    dead = [FailsAgain(d.get("row"), d["reference"], d["why"]) for d in started.get("fails_again") or []]
+    for line in fails_again_lines(dead):  # on stderr even with --json: a warning, not the run's output
+        typer.echo(line, err=True)
     follow(door, started["id"], json_out=json_out, report_dir=report_dir)
 
 

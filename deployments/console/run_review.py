@@ -21,8 +21,8 @@ from payops.connectors.payments.models import (
 )
 from payops.store.retries import RetryRows
 from payops.tasks.intake import IntakeResult
-from payops.tasks.reports.attention import KINDS, RETRY_KINDS
-from payops.tasks.reports.run_reports import resubmit_reference
+from payops.tasks.payouts.retry_sheet import RetryReason
+from payops.tasks.reports.attention import KINDS
 
 PAGE_SIZE = 50
 KIND_TITLES = {
@@ -127,30 +127,16 @@ _REFERENCE = re.compile(REFERENCE_PATTERN)
 class RetryUpload:
     """A retry sheet in preview: the run it retries (flow run id, label and the name it is shown by), its
     column mapping, the references dropped so far and those it pays (claimed for it when it is submitted),
-    and why each row failed (`failure_reasons`)."""
+    and why each row failed (`tasks.payouts.retry_sheet.retry_reasons`)."""
 
     run_id: str
     column_map: str = ""
     dropped: frozenset[str] = field(default_factory=frozenset)
     parent: str = ""
     references: tuple[str, ...] = ()
-    reasons: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    reasons: Mapping[str, RetryReason] = field(default_factory=dict)
     name: str = ""
     currency: str = ""
-
-
-def failure_reasons(summary: Mapping[str, Any] | None) -> dict[str, tuple[str, str]]:
-    """Why each failed or refused row of a finished run failed, in words, and the next step, by the fresh
-    reference its retry pays it under (`tasks.reports.run_reports.resubmit_reference`); none for a run still
-    running (its summary is not written yet)."""
-    found: dict[str, tuple[str, str]] = {}
-    for a in (summary or {}).get("attention_rows") or []:
-        if isinstance(a, dict) and a.get("kind") in RETRY_KINDS and a.get("reference"):
-            found[resubmit_reference(str(a["reference"]))] = (
-                str(a.get("reason") or ""),
-                a.get("next_step") or "",
-            )
-    return found
 
 
 def dropped_rows(values: Iterable[Any]) -> frozenset[str]:
@@ -159,11 +145,11 @@ def dropped_rows(values: Iterable[Any]) -> frozenset[str]:
 
 
 def sheet_rows(
-    result: IntakeResult, reasons: Mapping[str, tuple[str, str]] | None = None
+    result: IntakeResult, reasons: Mapping[str, RetryReason] | None = None
 ) -> list[dict[str, Any]]:
     """Every row of a retry sheet as the preview lists it: row, reference, payee, currency and amount (cells
-    as written), destination, why it failed and the next step (``reasons``, by reference: `failure_reasons`)
-    and its problems (none: it will be paid)."""
+    as written), destination, why it failed, the next step and whether it will fail again as it is
+    (``reasons``, by reference: `retry_reasons`), and its problems (none: it will be paid)."""
     reasons = reasons or {}
     mapped = result.mapped
     problems: dict[int, list[str]] = {}
@@ -173,7 +159,7 @@ def sheet_rows(
     for rec in result.table[:MAX_RETRY_ROWS]:
         number = int(rec["__row__"])
         reference = rec.get(mapped.get("reference", ""), "")
-        why, next_step = reasons.get(reference, ("", ""))
+        reason = reasons.get(reference)
         rows.append(
             {
                 "row": number,
@@ -182,8 +168,10 @@ def sheet_rows(
                 "currency": rec.get(mapped.get("currency", ""), ""),
                 "amount": rec.get(mapped.get("amount", ""), ""),
                 "destination": rec.get(mapped.get("destination", ""), ""),
-                "why": why,
-                "next_step": next_step,
+                "why": reason.why if reason else "",
+                "next_step": reason.next_step if reason else "",
+                "fails_again": bool(reason and reason.fails_again),
+                "run_row": reason.row if reason else None,  # its row in the run's own sheet
                 "problems": "; ".join(problems.get(number, [])),
             }
         )

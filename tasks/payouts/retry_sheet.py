@@ -22,14 +22,24 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import fsspec
+from payops.connectors.payments.failure_words import fails_again
 from payops.store.retries import RetryConflict, RetryRow, RetryRows
 from payops.tasks.intake import IntakeOptions
 from payops.tasks.intake.columns import parse_column_map, sheet_columns
-from payops.tasks.reports.run_reports import RESUBMIT_SHEET, report_filename, report_paths, report_root
+from payops.tasks.payouts.fails_again import FailsAgain
+from payops.tasks.reports.attention import RETRY_KINDS
+from payops.tasks.reports.run_reports import (
+    RESUBMIT_SHEET,
+    report_filename,
+    report_paths,
+    report_root,
+    resubmit_reference,
+)
 from payops.tasks.reports.table_workbook import TableWorkbook
 from payops.tasks.wire.references import LABEL_MAX
 
@@ -55,6 +65,34 @@ class RetrySheet:
     """The original run had not finished: the retry pays the rows that failed so far."""
     currency: str = ""
     """The sheet's currency the original run read it with ("": its rows had their own), for the retry."""
+    fails_again: tuple[FailsAgain, ...] = ()
+    """The rows it pays that will fail again as they are (`retry_reasons`)."""
+
+
+class RetryReason(NamedTuple):
+    """Why a row a retry pays failed: its row in the run's sheet, what happened and the next step in words
+    (`connectors.payments.failure_words`), and whether it will fail again as it is (`fails_again`)."""
+
+    row: int | None
+    why: str
+    next_step: str
+    fails_again: bool
+
+
+def retry_reasons(summary: Mapping[str, Any] | None) -> dict[str, RetryReason]:
+    """Why each failed or refused row of a finished run failed, by the fresh reference its retry pays it
+    under (`resubmit_reference`), from the run's summary (its ``attention_rows``: the first 10,000 rows
+    needing a person); none for a run still running (its summary is not written yet)."""
+    found: dict[str, RetryReason] = {}
+    for a in (summary or {}).get("attention_rows") or []:
+        if isinstance(a, dict) and a.get("kind") in RETRY_KINDS and a.get("reference"):
+            found[resubmit_reference(str(a["reference"]))] = RetryReason(
+                a.get("row"),
+                str(a.get("reason") or ""),
+                str(a.get("next_step") or ""),
+                fails_again(a.get("code")),
+            )
+    return found
 
 
 def retry_label(label: str) -> str:
@@ -129,13 +167,18 @@ def run_currency(report_dir: str, label: str) -> str:
 
 
 def _summary_text(report_dir: str, label: str, key: str) -> str:
+    value = run_summary_json(report_dir, label).get(key)
+    return value if isinstance(value, str) else ""
+
+
+def run_summary_json(report_dir: str, label: str) -> dict[str, Any]:
+    """Run ``label``'s JSON summary from its reports ({} when it has not finished or cannot be read)."""
     try:
         with fsspec.open(report_paths(report_dir, label)["json"], "r", encoding="utf-8") as fh:
             summary = json.load(fh)
     except (FileNotFoundError, ValueError):
-        return ""
-    value = summary.get(key) if isinstance(summary, dict) else None
-    return value if isinstance(value, str) else ""
+        return {}
+    return summary if isinstance(summary, dict) else {}
 
 
 def retry_exists(report_dir: str, retry: str) -> bool:
@@ -238,6 +281,18 @@ def prepare_retry(report_dir: str, label: str, store: RetryRows, name: str | Non
     source = f"{report_root(report_dir).rstrip('/')}/{report_filename(retry)}-sheet.xlsx"
     with fsspec.open(source, "wb") as fh:
         fh.write(data)
+    reasons = retry_reasons(run_summary_json(report_dir, label)) if plan.finished else {}
+    dead = tuple(
+        FailsAgain(why.row, r.reference, why.why)
+        for r in rows
+        if (why := reasons.get(r.reference)) is not None and why.fails_again
+    )
     return RetrySheet(
-        retry, source, count, rows[0].column_map, while_running=not plan.finished, currency=rows[0].currency
+        retry,
+        source,
+        count,
+        rows[0].column_map,
+        while_running=not plan.finished,
+        currency=rows[0].currency,
+        fails_again=dead,
     )

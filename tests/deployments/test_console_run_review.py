@@ -152,13 +152,24 @@ def test_the_retry_shows_what_it_pays_and_a_row_can_be_dropped(
     assert "This retry pays 3 rows" in retry.text and "Pay 3 rows" in retry.text
     # Each row says why it failed last time and what to check before paying it again.
     listing = retry.text[retry.text.index('id="retry-table"') : retry.text.index("</table>")]
-    why = re.findall(r'<td class="reason">([^<]*)</td><td class="next-step">([^<]*)</td>', listing)
-    assert [w for w, _ in why] == [
+    why = re.findall(
+        r'<td class="reason">([^<]*)</td><td class="fails-again-flag">([^<]*)</td>'
+        r'<td class="next-step">([^<]*)</td>',
+        listing,
+    )
+    assert [w for w, _, _ in why] == [
         "The provider could not fund the payout on its side.",
         "The number is not registered with the provider.",
         "The provider could not fund the payout on its side.",
     ]
-    assert why[1][1] == "Check the number with the payee, then retry the row."
+    assert why[1][2] == "Check the number with the payee, then retry the row."
+    # A number the provider does not know fails again as it is (issue 47: the same dead numbers were retried
+    # twice); the provider's funds may be there next time.
+    assert [again for _, again, _ in why] == ["It may pass", "Yes, as it is", "It may pass"]
+    assert re.findall(r'<tr class="fails-again">.*?<code>([^<]+)</code>', listing) == ["DRP-00002-rs1"]
+    flagged = re.search(r'<p id="retry-fails-again"[^>]*>([^<]*)</p>', retry.text)
+    assert flagged, retry.text[-3000:]
+    assert flagged.group(1).startswith("1 row will fail again as it is (row 4 of the run's sheet)")
 
     # The operator leaves one row out (e.g. a number to check with the payee first): the sheet is built again.
     dropped = client.post(f"{run_path}/retry", data={"csrf_token": token, "drop": "DRP-00002-rs1"})

@@ -114,3 +114,13 @@ def test_a_runs_figures_are_what_left_the_wallet_on_every_surface(
         if r[status] in ("delivered", "failed"):
             by_status[r[status]] = by_status.get(r[status], Decimal(0)) + Decimal(str(r[fee] or 0))
     assert by_status == {"delivered": fees, "failed": Decimal(0)}
+
+    # Retried from the CLI: the row whose number the provider does not know is flagged before it is paid
+    # again, and a retry whose payouts all fail again charged no fee and paid nothing.
+    retried = payops(env, "payouts", "retry-failed", run["name"], "--json")
+    assert retried.returncode == 0, retried.stderr[-2000:]
+    assert "warning: 1 row will fail again as paid now" in retried.stderr
+    assert "row 3 (MOV-0001-rs1): The number is not registered with the provider." in retried.stderr
+    again = json.loads(retried.stdout)
+    assert again["payouts_by_status"] == {"failed": 3} and again["fee_total"] == "0.00"
+    assert again["moved"]["GHS"]["paid"] == "0.00" and again["moved"]["GHS"]["not_paid_payouts"] == 3

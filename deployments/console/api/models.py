@@ -66,12 +66,24 @@ class RetryRequest(Body):
     options: RunOptions = Field(default_factory=RunOptions)
 
 
+class FailsAgainRow(BaseModel):
+    """A row a retry pays that will fail again as it is."""
+
+    row: int | None = Field(None, description="The row in the run's sheet")
+    reference: str = Field(description="The fresh reference the retry pays it under")
+    why: str = Field(description="Why it failed, in words")
+
+
 class StartedRun(BaseModel):
     id: str
     name: str
     label: str | None = None
     rows: int | None = Field(None, description="Rows of a retry sheet")
     while_running: bool = Field(False, description="A retry of a run that still runs")
+    fails_again: list[FailsAgainRow] = Field(
+        default_factory=list,
+        description="Rows of a retry that will fail again as they are (the service refuses what they say)",
+    )
 
 
 class RunRecordOut(BaseModel):

@@ -30,6 +30,7 @@ from .errors import ApiError
 from .models import (
     ApprovalWait,
     DecisionRequest,
+    FailsAgainRow,
     RetryRequest,
     RunOptions,
     RunOut,
@@ -167,7 +168,12 @@ async def retry_failed(
         console, request, account, params, channel=options.channel, retry_of=label, rows=sheet.rows
     )
     return StartedRun(
-        id=str(run_id), name=name, label=sheet.label, rows=sheet.rows, while_running=sheet.while_running
+        id=str(run_id),
+        name=name,
+        label=sheet.label,
+        rows=sheet.rows,
+        while_running=sheet.while_running,
+        fails_again=[FailsAgainRow(**dead._asdict()) for dead in sheet.fails_again],
     )
 
 

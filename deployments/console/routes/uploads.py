@@ -28,7 +28,7 @@ from payops.tasks.intake.columns import (
     mapping_from_choices,
     parse_column_map,
 )
-from payops.tasks.payouts.retry_sheet import RetryRefused, plan_retry, retry_sheet
+from payops.tasks.payouts.retry_sheet import RetryRefused, plan_retry, retry_reasons, retry_sheet
 from payops.tasks.payouts.sheet_check import no_name_column
 from payops.tasks.wire.money import money
 from starlette.datastructures import FormData, UploadFile
@@ -36,7 +36,7 @@ from starlette.datastructures import FormData, UploadFile
 from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
 from ..errors import ConsoleError, refusal_words
 from ..launching import launch_payout_run
-from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, failure_reasons, sheet_rows
+from ..run_review import MAX_RETRY_ROWS, RetryUpload, dropped_rows, sheet_rows
 from ..runs import read_run, run_ids_named
 from ..state import Console
 from ..storage import StorageError, Upload
@@ -406,7 +406,7 @@ async def retry_failed_rows(
             drop,
             parent=label,
             references=kept,
-            reasons=failure_reasons(summary),
+            reasons=retry_reasons(summary),
             name=view.name,
             currency=plan.currency,
         ),
