@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,6 +191,11 @@ async def ask_approval(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, desc
     deadline = time.monotonic() + ask.timeout_s
     remind_at = deadline - ask.reminder_s if 0 < ask.reminder_s < ask.timeout_s else None
     attempt = 0
+    # Prefect refuses a pause key the flow run has used (pause_flow_run then returns None): a run Prefect
+    # retries (`prefect flow-run retry`, the UI's Retry) pauses again under keys of its own attempt.
+    from prefect.runtime import flow_run
+
+    run_count = flow_run.run_count or 1
     while True:
         now = time.monotonic()
         if now >= deadline:
@@ -200,13 +206,13 @@ async def ask_approval(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, desc
             # The server keeps the pause open PAUSE_GRACE_S longer than the flow waits: a pause that expires
             # on the server forces the run to Failed ("paused and never resumed"), and this run is to end
             # "Not approved". So the flow stops waiting first and takes its run out of the pause itself. Each
-            # pause has its own key: Prefect skips a pause whose key it has seen.
+            # pause has its own key (above).
             with anyio.fail_after(wait):
                 answer = await pause_flow_run(
                     wait_for_input=Approval.with_initial_data(description=description),
                     timeout=math.ceil(wait) + PAUSE_GRACE_S,
                     poll_interval=2,
-                    key=f"{artifact_key(ask.label, 'approval')}-{attempt}",
+                    key=f"{artifact_key(ask.label, 'approval')}-{run_count}-{attempt}",
                 )
         except (TimeoutError, FlowPauseTimeout):
             attempt += 1
@@ -237,13 +243,39 @@ async def ask_approval(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, desc
             logger.error("approval decided: %s; nothing sent", reason)
             await asyncio.to_thread(desk.close, run_id, "not_approved", "payops", reason=reason)
             return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))
-        comments = [f"{d.user}: {d.reason}" for d in decisions if d.decision == "approve" and d.reason]
-        comment = "; ".join(comments)
+        comment = approvers_comments(decisions)
         await asyncio.to_thread(desk.close, run_id, "approved", "payops", approvers=", ".join(approvers))
         logger.info(
             "approval decided: approved by %s%s", ", ".join(approvers), f" ({comment})" if comment else ""
         )
         return Answer(True, comment, approvers)
+
+
+def approvers_comments(decisions: Sequence[Any]) -> str:
+    """What the approvers wrote, one ``user: reason`` each, for the run's summary."""
+    return "; ".join(f"{d.user}: {d.reason}" for d in decisions if d.decision == "approve" and d.reason)
+
+
+async def approved_before(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk) -> Answer | None:
+    """The approval an earlier attempt of this flow run was given (Prefect retried the run after it was
+    approved: a crash, the UI's Retry), when it still holds: enough valid signed approvals over the same
+    subject (run id, rows' fingerprint, totals, row count). The run then goes on without asking again, and
+    replays what it sent (same label, same idempotency keys). None: ask (`ask_approval`)."""
+    decisions = await asyncio.to_thread(desk.approvals.decisions, ask.subject.run_id)
+    tokens = [d.token for d in decisions if d.decision == "approve"]
+    if len(tokens) < ask.need.required:
+        return None
+    try:
+        approvers = check_approvals(key, tokens, ask.subject, ask.need)
+    except ApprovalRefused as exc:  # the sheet changed since, or a forged entry: ask again
+        logger = get_run_logger()
+        logger.warning("the earlier approval of %s no longer holds (%s): asking again", ask.label, exc)
+        return None
+    comment = approvers_comments(decisions)
+    get_run_logger().info(
+        "approval carried over from this run's earlier attempt: approved by %s", ", ".join(approvers)
+    )
+    return Answer(True, comment, approvers)
 
 
 async def _rejected(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, comment: str) -> Answer:

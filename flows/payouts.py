@@ -14,7 +14,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from payops.connectors.payments import PaymentsSettings
-from payops.flows.approval import Answer, Ask, ask_approval, resume_description
+from payops.flows.approval import Answer, Ask, approved_before, ask_approval, resume_description
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run, keep_summary, state_message
 from payops.flows.payout_parts import (
@@ -880,6 +880,8 @@ async def _approve(
     figures = currency_figures(pf)
     found = findings(rows, pf.names, names_checked)
     desk = ApprovalDesk(store, audit_key=audit_key)
+    if (carried := await approved_before(ask, key, desk)) is not None:
+        return carried
     await asyncio.to_thread(
         desk.open,
         run_id=run_id,

@@ -330,3 +330,67 @@ def test_an_operator_with_exactly_what_the_docs_give_them_cannot_get_around_the_
     assert verified.returncode == 0, verified.stderr
     intact = r"audit trail intact: \d+ entries; \d+ compared with their Prefect events"
     assert re.search(intact, verified.stdout), verified.stdout
+
+
+def prefect_retry(served: AllInOne, run_id: str) -> None:
+    """`prefect flow-run retry RUN` as a holder of Prefect's login types it (Prefect's own CLI, its API
+    address and login; nothing of payops): the run is scheduled again, and serve's runner takes it."""
+    prefect = Path(sys.executable).with_name("prefect")
+    env = {k: v for k, v in served.env.items() if not k.startswith("PREFECT_API")}
+    env |= {"PREFECT_API_URL": served.api, "PREFECT_API_AUTH_STRING": served.auth_string}
+    before = served.flow_run(run_id)["state_id"]
+    retried = subprocess.run(
+        [str(prefect), "flow-run", "retry", run_id], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    served.wait_for(lambda: served.flow_run(run_id)["state_id"] != before, 30, "the run scheduled again")
+
+
+def run_summary(served: AllInOne, run_id: str, who: str = "olu") -> dict[str, Any]:
+    """The run's summary as the payops server gives it to a person (its API, their token)."""
+    headers = {"Authorization": f"Bearer {served.tokens[who]}"}
+    answer = httpx.get(f"{served.console}/api/v1/runs/{run_id}", headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["summary"]
+
+
+def test_prefects_retry_of_an_approved_run_replays_it_without_asking_again(
+    served: AllInOne, tmp_path: Path
+) -> None:
+    """Prefect's Retry (issue 43) of a run that was approved and paid: its approval still holds for the
+    same rows, so the run goes on without asking, replays what it sent and pays nothing twice. Before, the
+    retried run asked Prefect to pause under its first attempt's key, Prefect skipped the pause, and the
+    run failed ("'NoneType' object has no attribute 'reject'")."""
+    sheet = write_sheet(tmp_path / "retried.xlsx", payroll_rows(2, prefix="PRR"))
+    run_id = served.start_run("payout-spreadsheet", params(sheet, "prefect-retried")["params"])
+    request(served, "prefect-retried")
+    before = served.payouts_posted()
+    assert approve(served, run_id, "bea", tmp_path).returncode == 0
+    assert final(served, run_id).startswith("Completed") and served.payouts_posted() == before + 2
+    assert run_summary(served, run_id)["replayed_payouts"] == 0
+
+    prefect_retry(served, run_id)
+    assert final(served, run_id) == "Completed"
+    assert served.payouts_posted() == before + 2  # replayed: nothing paid twice
+    again = run_summary(served, run_id)
+    assert again["replayed_payouts"] == 2 and again["payouts_by_status"] == {"delivered": 2}
+    assert again["approval"]["approvers"] == ["bea"]  # carried over: nobody was asked again
+
+
+def test_prefects_retry_of_a_run_not_approved_in_time_asks_again_and_pays_once_approved(
+    served: AllInOne, tmp_path: Path
+) -> None:
+    """A run that ended "Not approved" (nobody approved in time), retried in Prefect: it pauses again (a
+    pause key of its own attempt) and pays once approved."""
+    sheet = write_sheet(tmp_path / "expired.xlsx", payroll_rows(2, prefix="PRX"))
+    fields = {"approval_timeout_s": 20, "approval_reminder_s": 0}
+    run_id = served.start_run("payout-spreadsheet", params(sheet, "prefect-expired", **fields)["params"])
+    request(served, "prefect-expired")
+    before = served.payouts_posted()
+    assert final(served, run_id) == "Not approved" and served.payouts_posted() == before
+
+    prefect_retry(served, run_id)
+    request(served, "prefect-expired", run_id=run_id)  # asks again: paused under a key of its own attempt
+    assert approve(served, run_id, "bea", tmp_path).returncode == 0
+    assert final(served, run_id).startswith("Completed")
+    assert served.payouts_posted() == before + 2
