@@ -94,7 +94,7 @@ async def events_catch_up(params: EventsCatchUpParams = EventsCatchUpParams()) -
 async def _events_catch_up(params: EventsCatchUpParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
     t0 = time.perf_counter()
-    settings = load_settings(params.credentials_block)
+    settings = load_settings(params.credentials_block, payops)
     result = await sync_events_task(
         settings,
         payops,

@@ -45,9 +45,10 @@ class FollowupParams(BaseModel):
 async def payout_followup(params: FollowupParams = FollowupParams()) -> State:
     """Read the waiting payouts of one run (or of every recent run with some) again; update what moved."""
     logger = get_run_logger()
-    settings = load_settings(params.credentials_block)
+    payops = PayopsSettings.from_env()
+    settings = load_settings(params.credentials_block, payops)
     if params.label:
-        targets = [(params.label, report_root(params.report_dir or PayopsSettings.from_env().reports))]
+        targets = [(params.label, report_root(params.report_dir or payops.reports))]
     else:
         targets = await waiting_runs(params.recent_runs)
     moved: dict[str, dict[str, list[str]]] = {}

@@ -511,7 +511,7 @@ async def _read(run: SheetRun, held: ExitStack) -> Sheet:
 async def _settings(run: SheetRun, sheet: Sheet) -> PaymentsSettings:
     """The service's settings; without them a run cannot send, and a dry run cannot price: it ends refused."""
     try:
-        return load_settings(run.params.credentials_block)
+        return load_settings(run.params.credentials_block, run.settings)
     except CredentialsMissing as exc:
         if not run.params.dry_run:
             raise

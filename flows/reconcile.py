@@ -91,7 +91,7 @@ async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> 
         if run is not None and run.ended_at is None:
             logger.info("run %s is still sending: its own end reconciles it", label)
             return {"label": label, "outcome": "completed", "scope": "run", "status": "in_progress"}
-    settings = load_settings(params.credentials_block)
+    settings = load_settings(params.credentials_block, payops)
     t0 = time.perf_counter()
     check = await reconcile_run_task(
         settings, payops, label, trigger, params.unchecked_after_hours * 3600, params.rate_limit_per_s
@@ -192,7 +192,7 @@ async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> 
     day = params.day or business_day(now) - timedelta(days=1)
     if day > business_day(now):
         raise ValueError(f"date {day} is in the future (today in Accra is {business_day(now)})")
-    settings = load_settings(params.credentials_block)
+    settings = load_settings(params.credentials_block, payops)
     close = await run_close_task(
         settings,
         payops,

@@ -276,7 +276,7 @@ async def _retry_failed_settlements(
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
     label = _label("settlement-retry", started)
-    settings = load_settings(params.credentials_block)
+    settings = load_settings(params.credentials_block, payops)
 
     scan = await scan_settlements_task(
         settings, since, params.rate_limit_per_s, params.run_id or None, params.run_reference or None
@@ -400,7 +400,7 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
     started = datetime.now(UTC)
     reference = params.reference or settle_now_reference(str(flow_run.id or started.timestamp()))
     label = f"settle-now-{reference}"
-    settings = load_settings(params.credentials_block)
+    settings = load_settings(params.credentials_block, payops)
     api_calls: Counter[str] = Counter()
 
     outcome = await settle_now_task(settings, reference, params.currency or None, params.rate_limit_per_s)

@@ -116,7 +116,7 @@ async def _transactions_report(params: TransactionsReportParams, payops: PayopsS
     default_start, default_end = previous_day(datetime.now(UTC))
     start, end = params.from_ or default_start, params.to or default_end
     filters = Filters(params.kind, params.status, params.settlement_status, params.reconciliation_status)
-    settings = load_settings(params.credentials_block)
+    settings = load_settings(params.credentials_block, payops)
     data = await fetch_report_data_task(
         settings, start, end, filters, params.page_size, params.rate_limit_per_s
     )

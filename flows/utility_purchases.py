@@ -133,7 +133,7 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     a phase that ends the run returns its summary."""
     run = SheetRun.begin(params, PayopsSettings.from_env())
     try:
-        settings = load_settings(params.credentials_block)
+        settings = load_settings(params.credentials_block, run.settings)
         sheet = await _read(run, settings)
         quotes = await _quote(run, sheet, settings)
         outcomes, orders = await _buy(run, sheet, settings)

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from payops.flows.flow_decorator import flow
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock
+from payops.store.settings import PayopsSettings
 from payops.tasks.events.alerts import CROSSINGS_VARIABLE, Crossings, emit_low_balance
 from payops.tasks.ledger.wallet_watch import CurrencyWatch, assess, read_headroom_task, upcoming_totals_task
 from payops.tasks.reports.artifacts import markdown_table
@@ -85,7 +86,7 @@ async def wallet_watch(params: WalletWatchParams = WalletWatchParams()) -> Walle
     """Balance and headroom per currency vs the threshold and the payout runs ahead; alert on crossing."""
     params = params or WalletWatchParams()
     logger = get_run_logger()
-    settings = load_settings(params.credentials_block)
+    settings = load_settings(params.credentials_block, PayopsSettings.from_env())
     async with open_clients():
         rooms = await read_headroom_task(settings, params.rate_limit_per_s)
     upcoming = await upcoming_totals_task(params.horizon_hours)

@@ -73,6 +73,11 @@ class PayopsSettings(BaseSettings):
         None, description="Where `payops login` keeps tokens (default: $XDG_CONFIG_HOME/payops)"
     )
     alerts_block: str | None = Field(None, description="Notification block alerts are sent through")
+    credentials_block: str | None = Field(
+        None,
+        description="The PaymentsCredentials block a flow reads the service's credential from when its run "
+        "names none: a worker's setting, so a run started with only its sheet and label still pays",
+    )
     events_lag_alert_minutes: float = Field(
         15.0,
         ge=0, description="Age of a caught-up event at which the events feed counts as lagging"

@@ -45,12 +45,14 @@ class LoopbackCluster:
         worker_env: Mapping[str, str] | None = None,
         deployments: tuple[str, ...] = ("payout-spreadsheet",),
         log_dir: Path | None = None,
+        variables: Mapping[str, str] | None = None,
     ) -> None:
         self.workers = workers
         self.limit = limit
         self.decay_per_s = decay_per_s if decay_per_s is not None else float(limit)
         self.worker_env = dict(worker_env or {})
         self.deployments = deployments
+        self.variables = dict(variables or {})  # Prefect variables set before deploying (prefect.yaml's)
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="payops-scaleout-"))
         self.home = self.log_dir / "prefect-home"
         self.payops_home = self.log_dir / "payops-home"  # the cluster's own payops home (database, caches)
@@ -109,6 +111,8 @@ class LoopbackCluster:
             "--slot-decay-per-second",
             str(self.decay_per_s),
         )
+        for key, value in self.variables.items():
+            self.cli("variable", "set", key, value)
         for name in self.deployments:
             self.cli("deploy", "--prefect-file", "deployments/prefect.yaml", "--name", name, timeout=180)
         for i in range(1, self.workers + 1):

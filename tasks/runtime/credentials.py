@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from payops.connectors.payments import PaymentsSettings
+from payops.store.settings import PayopsSettings
 from prefect.blocks.core import Block
 from pydantic import Field, SecretStr, ValidationError
 
-__all__ = ["PaymentsCredentials", "load_settings", "aload_settings"]
+__all__ = ["PaymentsCredentials", "credentials_block_of", "load_settings"]
 
 
 class PaymentsCredentials(Block):
@@ -62,20 +63,20 @@ def settings_from_env() -> PaymentsSettings:
         ) from None
 
 
-def load_settings(block_name: str | None = None) -> PaymentsSettings:
-    """Settings from the saved ``PaymentsCredentials`` block ``block_name``, else from ``PAYOPS_*`` env vars.
+def credentials_block_of(block_name: str | None, payops: PayopsSettings | None) -> str | None:
+    """The block a run reads its credential from: the one it names, else the process's
+    ``PAYOPS_CREDENTIALS_BLOCK`` (``payops``: the flow's settings), else none (the ``PAYOPS_*`` variables)."""
+    return block_name or (payops.credentials_block if payops is not None else None)
+
+
+def load_settings(block_name: str | None = None, payops: PayopsSettings | None = None) -> PaymentsSettings:
+    """Settings from the saved ``PaymentsCredentials`` block the run names (``block_name``) or the worker
+    sets (`credentials_block_of`), else from ``PAYOPS_*`` env vars.
 
     Works from sync and async code (the block is read with Prefect's sync client).
     """
-    if block_name:
-        block = PaymentsCredentials.load(block_name, _sync=True)  # type: ignore[call-arg]
-        return block.to_settings()
-    return settings_from_env()
-
-
-async def aload_settings(block_name: str | None = None) -> PaymentsSettings:
-    """Async twin of ``load_settings``."""
-    if block_name:
-        block = await PaymentsCredentials.aload(block_name)
+    name = credentials_block_of(block_name, payops)
+    if name:
+        block = PaymentsCredentials.load(name, _sync=True)  # type: ignore[call-arg]
         return block.to_settings()
     return settings_from_env()

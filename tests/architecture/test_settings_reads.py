@@ -26,6 +26,7 @@ FROM_ENV_ALLOWED = {
     "flows/transactions.py",
     "flows/settlements.py",
     "flows/followup.py",
+    "flows/wallet.py",
     "flows/events.py",
     "tasks/events/alerts.py",  # events_catch_up_hook: a completion hook Prefect calls
 }

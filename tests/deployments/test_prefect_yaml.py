@@ -87,6 +87,8 @@ def test_credentials_come_from_a_block_variable_never_inline(name: str) -> None:
     for trigger in spec.get("triggers") or []:
         assert trigger["parameters"]["params"]["credentials_block"] == CREDENTIALS
     assert spec["work_pool"]["name"] == "payops"
+    # The worker's block too: a run whose `params` were replaced whole (only source and label) still pays.
+    assert spec["work_pool"]["job_variables"]["env"]["PAYOPS_CREDENTIALS_BLOCK"] == CREDENTIALS
 
 
 def test_schedules() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -54,6 +55,56 @@ def emulator() -> Iterator[tuple[SandboxServer, ArrivalLog]]:
         yield server, log
 
 
+BLOCK = "payments-scaleout"
+
+
+def save_credentials(cluster: LoopbackCluster, server: SandboxServer) -> None:
+    """The emulator's credential as the block the workers name, saved on the cluster's Prefect server."""
+    from payops.tasks.runtime.credentials import PaymentsCredentials
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    env = server.env
+    block = PaymentsCredentials(
+        base_url=env["PAYOPS_BASE_URL"],
+        auth_url=env["PAYOPS_AUTH_URL"],
+        client_id=env["PAYOPS_CLIENT_ID"],
+        client_secret=env["PAYOPS_CLIENT_SECRET"],
+    )
+    with temporary_settings({PREFECT_API_URL: cluster.api_url}):
+        block.save(BLOCK, overwrite=True)
+
+
+def only_source_and_label(cluster: LoopbackCluster, tmp_path: Path) -> None:
+    """`prefect deployment run --param params=...` with only the sheet and a label (issue 43): Prefect
+    replaces the deployment's whole `params`, its credentials_block with it; the run reads the workers'
+    block and pays."""
+    sheet = write_sheet(tmp_path / "by-hand.xlsx", payroll_rows(3, prefix="HAND"))
+    report_dir = tmp_path / "reports-by-hand"
+    given = {"source": str(sheet), "label": "by-hand", "check_names": False, "report_dir": str(report_dir)}
+    out = cluster.cli(
+        "deployment", "run", "payout-spreadsheet/payout-spreadsheet", "--param", f"params={json.dumps(given)}"
+    )
+    run_id = re.search(r"UUID: ([0-9a-f-]{36})", out)
+    assert run_id, out
+    state = asyncio.run(final_state(cluster, run_id.group(1)))
+    assert state == "COMPLETED", f"the run ended {state}; logs in {cluster.log_dir}"
+    summary = json.loads((report_dir / "by-hand.json").read_text())
+    assert summary["payouts_by_status"] == {"delivered": 3}
+
+
+async def final_state(cluster: LoopbackCluster, run_id: str) -> str | None:
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(api=cluster.api_url) as client:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            run = await client.read_flow_run(run_id)
+            if run.state and run.state.is_final():
+                return run.state.type.value
+            await asyncio.sleep(1)
+    return None
+
+
 def most_in_window(times: list[float], window_s: float) -> int:
     times = sorted(times)
     return max((bisect.bisect_right(times, t + window_s) - i for i, t in enumerate(times)), default=0)
@@ -95,18 +146,25 @@ def test_three_runs_on_two_workers_share_one_request_rate(
     sheets = [
         write_sheet(tmp_path / f"sheet-{i}.xlsx", payroll_rows(ROWS, prefix=f"SO{i}")) for i in range(RUNS)
     ]
+    # The service's credential is a block the workers name (the Prefect variable prefect.yaml reads, into
+    # each flow process's PAYOPS_CREDENTIALS_BLOCK): the workers hold no client id or secret of their own.
+    secret = ("PAYOPS_CLIENT_ID", "PAYOPS_CLIENT_SECRET")
+    workers_env = {k: v for k, v in server.env.items() if k not in secret}
     with LoopbackCluster(
         workers=2,
         limit=LIMIT,
         decay_per_s=DECAY,
-        worker_env={**server.env, **prepared_home(tmp_path / "payops-home", operator=None)},
+        worker_env={**workers_env, **prepared_home(tmp_path / "payops-home", operator=None)},
         log_dir=tmp_path / "cluster",
+        variables={"payops_credentials_block": BLOCK},
     ) as cluster:
+        save_credentials(cluster, server)
         start = len(log.times)
         runs = asyncio.run(run_three(cluster, sheets, tmp_path))
         states = [r.state.type.value if r.state else None for r in runs]
         assert states == ["COMPLETED"] * RUNS, f"runs ended {states}; logs in {cluster.log_dir}"
         times = log.times[start:]
+        only_source_and_label(cluster, tmp_path)
 
     summaries = [
         json.loads(next((tmp_path / f"reports-{i}").glob("*.json")).read_text()) for i in range(RUNS)

@@ -1,10 +1,12 @@
-"""PaymentsCredentials block and load_settings (block when named, else PAYOPS_* env vars)."""
+"""PaymentsCredentials block and load_settings (the block the run names, else the worker's
+PAYOPS_CREDENTIALS_BLOCK, else PAYOPS_* env vars)."""
 
 from __future__ import annotations
 
 import pytest
 from payops.connectors.payments import PaymentsSettings
-from payops.tasks.runtime.credentials import PaymentsCredentials, aload_settings, load_settings
+from payops.store.settings import PayopsSettings
+from payops.tasks.runtime.credentials import PaymentsCredentials, load_settings
 
 SECRET = "block-secret-value-42"
 
@@ -58,9 +60,28 @@ def test_saved_block_round_trip(prefect_harness: None) -> None:
 async def test_saved_block_loads_from_async_code(prefect_harness: None) -> None:
     await make_block().save("payops-test-creds-async", overwrite=True)
     from_sync_helper = load_settings("payops-test-creds-async")  # works inside a running event loop
-    from_async = await aload_settings("payops-test-creds-async")
-    assert from_sync_helper.client_id == from_async.client_id == "demo-test-client"
-    assert from_async.client_secret.get_secret_value() == SECRET
+    assert from_sync_helper.client_id == "demo-test-client"
+    assert from_sync_helper.client_secret.get_secret_value() == SECRET
+
+
+def test_a_run_naming_no_block_reads_the_workers_block(
+    prefect_harness: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deployment run started with only its sheet and label (Prefect replaced the deployment's whole
+    `params`, its `credentials_block` with it) reads the block the worker names (PAYOPS_CREDENTIALS_BLOCK);
+    a block the run names wins over it."""
+    for name in ("PAYOPS_CLIENT_ID", "PAYOPS_CLIENT_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    make_block().save("payops-worker-creds", overwrite=True)
+    other = make_block()
+    other.client_id = "named-by-the-run"
+    other.save("payops-run-creds", overwrite=True)
+    monkeypatch.setenv("PAYOPS_CREDENTIALS_BLOCK", "payops-worker-creds")
+    worker = PayopsSettings.from_env()
+    assert load_settings("", worker).client_id == "demo-test-client"
+    assert load_settings("payops-run-creds", worker).client_id == "named-by-the-run"
+    with pytest.raises(ValueError):  # no worker block, no env credential: refused, naming what to set
+        load_settings("", PayopsSettings(credentials_block=None))
 
 
 async def test_stored_secret_is_masked_in_the_api(prefect_harness: None) -> None:
