@@ -3,10 +3,12 @@
 What the run waits for comes from the run itself: before pausing, the flow records its approval request in
 the payops database (store/approval_requests.py: approvals needed, who may not approve, totals, rows,
 findings, deadline). An approval is signed over what the approver was shown (the fingerprint of the stored
-rows, recomputed here, the totals per currency and the row count) and stored; every name-check finding must
-be acknowledged first. Signing needs the approval key's private half (tasks/approval/approval_keys.py), which
-only the payops server holds: this runs there. When enough distinct approvers have signed, the run is resumed
-and the flow checks the signatures again. A rejection (with a reason) resumes it at once as rejected.
+rows, recomputed here, the totals per currency and the row count) and stored; every finding must be
+acknowledged first: the name check's, and rows another run paid recently (a second payment,
+tasks/payouts/paid_before.py). Signing needs the approval key's private half
+(tasks/approval/approval_keys.py), which only the payops server holds: this runs there. When enough distinct
+approvers have signed, the run is resumed and the flow checks the signatures again. A rejection (with a
+reason) resumes it at once as rejected.
 """
 
 from __future__ import annotations
@@ -163,7 +165,7 @@ async def decide(
     missing = missing_acknowledgements(state.request, acknowledged)
     if missing:
         raise DecisionError(
-            400, "Acknowledge what the name check found before approving: " + "; ".join(missing) + "."
+            400, "Acknowledge what the checks found before approving: " + "; ".join(missing) + "."
         )
     subject = await asyncio.to_thread(_shown_subject, engine, state.request)
     token = sign_approval(key, subject, user)

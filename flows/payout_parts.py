@@ -119,6 +119,8 @@ async def send_parts_of(
             rows,
             spill.fees_between(rows[0].row, rows[-1].row),  # the pre-flight's, spilled (`SpillSink`)
             first=number == 0,
+            sheet=run.sheet,
+            name=run.shown_name,
         )
 
         async def send_one(k: int, rows: list = rows, first_batch: int = first_batch) -> BatchResult:

@@ -64,6 +64,7 @@ from payops.tasks.ledger.run_reconciliation import (
 )
 from payops.tasks.payouts.batching import batch_count, build_batch
 from payops.tasks.payouts.lookup_cache import CachePolicy
+from payops.tasks.payouts.paid_before import PaidBefore, paid_before
 from payops.tasks.payouts.polling import PayoutState, PollResult, poll_payouts_task
 from payops.tasks.payouts.preflight import NameCheck, Preflight, PreflightOptions, preflight_task
 from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
@@ -73,6 +74,7 @@ from payops.tasks.payouts.sheet_check import (
     refusal_summary,
     refuses,
     run_label,
+    sheet_fingerprint,
 )
 from payops.tasks.payouts.sheet_tasks import (
     SheetRefused,
@@ -113,6 +115,7 @@ from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field, field_validator
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 if TYPE_CHECKING:
     from payops.store.approvals import ApprovalPolicy
@@ -494,6 +497,7 @@ async def _read(run: SheetRun, held: ExitStack) -> Sheet:
         "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
     )
     run.label = run_label(params.label, intake, columns, params.currency)
+    run.sheet = sheet_fingerprint(intake, columns, params.currency) if params.label else run.label
     await tag_run(run.label)
     ensure_reports_spare_source(params.report_dir, run.label, params.source)
     run.summary = intake_summary(params.source, run.label, intake, columns)
@@ -633,7 +637,9 @@ async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSe
     params, label, rows = run.params, run.label, sheet.intake.rows
     batches = batch_count(rows)
     run.summary["batches"] = batches
-    await record_approved_payouts(run.settings, label, rows, pf.fees_by_row)
+    await record_approved_payouts(
+        run.settings, label, rows, pf.fees_by_row, sheet=run.sheet, name=run.shown_name
+    )
     pf.release_row_detail()  # the fees by row, now recorded: ~50 MB on 100,000 rows
 
     async def send_one(index: int) -> BatchResult:
@@ -877,11 +883,12 @@ async def _approve(
     )
     start, need = gate.start, gate.need
     ask = Ask(label, subject, need, start, params.approval_timeout_s, params.approval_reminder_s)
-    figures = currency_figures(pf)
-    found = findings(rows, pf.names, names_checked)
     desk = ApprovalDesk(store, audit_key=audit_key)
     if (carried := await approved_before(ask, key, desk)) is not None:
         return carried
+    figures = currency_figures(pf)
+    paid = await asyncio.to_thread(_paid_before, run, rows, store)
+    found = findings(rows, pf.names, names_checked, paid)
     await asyncio.to_thread(
         desk.open,
         run_id=run_id,
@@ -894,10 +901,37 @@ async def _approve(
         findings_=found,
         rows=request_rows(rows, label, checks),
         timeout_s=params.approval_timeout_s,
+        paid=paid,
     )
     emit_needs_approval(label, pf, params.approval_timeout_s)
     progress().phase("approval")
     return await ask_approval(ask, key, desk, resume_description(ask, figures, found, run.settings))
+
+
+def _paid_before(run: SheetRun, rows: Sequence[PayoutRow], engine: Engine) -> PaidBefore:
+    """The runs that paid this sheet or its rows in the window (`tasks.payouts.paid_before`), for the
+    approvers; each is logged and noted in the run's summary."""
+    from payops.store.reconciliation import ReconciliationStore
+
+    try:
+        paid = paid_before(
+            ReconciliationStore(engine),
+            rows,
+            run.label,
+            run.sheet,
+            run.settings.paid_before_days,
+            retried=RetryRows(engine).ancestors(run.label),
+        )
+    except SQLAlchemyError as exc:  # the approvers are told it was not looked up
+        unread = f"the payops database could not be read ({type(exc).__name__})"
+        paid = PaidBefore(run.label, 0, unread=unread)
+        run.logger.error("paid before: %s", paid.lines()[0])
+        run.summary.setdefault("notes", []).append(f"paid before: {paid.lines()[0]}")
+        return paid
+    for line in paid.lines():
+        run.logger.warning("paid before: %s", line)
+        run.summary.setdefault("notes", []).append(f"paid before: {line}")
+    return paid
 
 
 def pf_names_by_row(pf: Preflight) -> dict[int, NameCheck]:

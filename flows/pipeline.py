@@ -42,6 +42,8 @@ class SheetRun:
     begun: SheetRunStart
     label: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
+    sheet: str = ""
+    """The fingerprint of the sheet's content (`tasks.payouts.sheet_check.sheet_fingerprint`), once read."""
 
     @classmethod
     def begin(cls, params: SheetRunParams, settings: PayopsSettings) -> SheetRun:
@@ -73,6 +75,13 @@ class SheetRun:
     def end(self, summary: dict[str, Any]) -> NoReturn:
         """End the run here with ``summary``."""
         raise RunEnded(summary)
+
+    @property
+    def shown_name(self) -> str:
+        """The name the run is shown by (its flow run's name), else its label."""
+        from prefect.runtime import flow_run
+
+        return str(flow_run.name or "") or self.label
 
 
 async def send_parts(

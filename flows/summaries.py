@@ -224,9 +224,22 @@ class SheetCheckSummary(PayoutRunSummary):
             f"  rows: {self.rows_total} ({self.rows_valid} valid, {self.rows_invalid} invalid)   "
             f"amount: {self.amount_total}   time: {self.duration_s}s",
             *self.column_lines(),
+            *self.paid_before_lines(),
             *_row_errors(self.errors, file_level=True),
             *self.closing_lines(),
         ]
+
+    def paid_before_lines(self) -> list[str]:
+        """The runs that sent this sheet or its rows lately (written keys ``paid_before``, each with
+        ``said``, and ``paid_twice_rows``: tasks.payouts.paid_before), in words."""
+        extra = self.model_extra or {}
+        lines = [f"  paid before: {e['said']}" for e in extra.get("paid_before") or []]
+        if twice := int(extra.get("paid_twice_rows") or 0):
+            lines.append(
+                f"  paying it would pay {counted(twice, 'row')} a second time: the approver must acknowledge "
+                "it (paid_before)"
+            )
+        return lines
 
 
 class PurchaseRunSummary(RunSummary):

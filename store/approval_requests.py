@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
 from typing import Any
@@ -52,6 +52,7 @@ class ApprovalRequest(Base):
     totals: Mapped[str] = mapped_column(Text)  # JSON, see RequestView.totals
     rows: Mapped[int] = mapped_column(Integer)
     findings: Mapped[str] = mapped_column(Text, default="{}")  # JSON {kind: [row, ...]}
+    paid_before: Mapped[str] = mapped_column(Text, default="[]")  # JSON [earlier run, ...]
     created_at: Mapped[datetime] = mapped_column(DateTime)
     deadline: Mapped[datetime] = mapped_column(DateTime)
     state: Mapped[str] = mapped_column(String(16), default="waiting", index=True)
@@ -92,11 +93,12 @@ class RequestView:
     fingerprint: str
     totals: dict[str, dict[str, Any]]  # currency -> payouts, amount, fees, with_fees, available, after, ...
     rows: int
-    findings: dict[str, list[int]]  # mismatch / partial / unverified -> rows; no_name_column -> []
+    findings: dict[str, list[int]]  # mismatch, partial, unverified, paid_before -> rows; no_name_column -> []
     created_at: datetime
     deadline: datetime
     state: str
     decided_at: datetime | None
+    paid_before: list[dict[str, Any]] = field(default_factory=list)  # tasks.payouts.paid_before.EarlierRun
 
     @property
     def seconds_left(self) -> int:
@@ -121,6 +123,7 @@ def _view(r: ApprovalRequest) -> RequestView:
         r.deadline,
         r.state,
         r.decided_at,
+        json.loads(r.paid_before or "[]"),
     )
 
 
@@ -146,9 +149,11 @@ class ApprovalRequests:
         findings: dict[str, list[int]],
         deadline: datetime,
         rows: Iterable[dict[str, Any]],
+        paid_before: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Record a run's request and its rows (each a dict of ROW_FIELDS plus verdict, holder, look). A run
-        that pauses again (a retry of the flow run) replaces its earlier request."""
+        """Record a run's request and its rows (each a dict of ROW_FIELDS plus verdict, holder, look), and
+        the runs that paid its rows before (``paid_before``). A run that pauses again (a retry of the flow
+        run) replaces its earlier request."""
         with Session(self.engine) as db, db.begin():
             db.query(ApprovalRow).filter(ApprovalRow.flow_run_id == flow_run_id).delete()
             db.query(ApprovalRequest).filter(ApprovalRequest.flow_run_id == flow_run_id).delete()
@@ -171,6 +176,7 @@ class ApprovalRequests:
                     totals=json.dumps(totals),
                     rows=count,
                     findings=json.dumps(findings),
+                    paid_before=json.dumps(paid_before or [], default=str),
                     created_at=utcnow(),
                     deadline=deadline,
                     state="waiting",

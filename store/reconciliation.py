@@ -42,15 +42,18 @@ class ReconRun(Base):
     __tablename__ = "recon_runs"
 
     label: Mapped[str] = mapped_column(String(200), primary_key=True)
-    sent_from: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    sent_from: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     rows: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))  # pending, clean, differences
     checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    sheet: Mapped[str | None] = mapped_column(String(64), index=True)  # the sheet's fingerprint
+    name: Mapped[str | None] = mapped_column(String(200))  # the name the run is shown by
 
 
 class ReconRunRow(Base):
-    """One approved payout of a run: the amount sent and the pre-flight's fee bound for it."""
+    """One approved payout of a run: the amount sent, the pre-flight's fee bound for it, and the digest of
+    its payee number, amount and currency (`tasks.payouts.paid_before.row_digest`)."""
 
     __tablename__ = "recon_run_rows"
 
@@ -61,6 +64,7 @@ class ReconRunRow(Base):
     currency: Mapped[str] = mapped_column(String(3))
     fee_low: Mapped[str | None] = mapped_column(String(32))
     fee_high: Mapped[str | None] = mapped_column(String(32))
+    digest: Mapped[str | None] = mapped_column(String(32), index=True)
 
 
 class ReconCheck(Base):
@@ -185,6 +189,19 @@ class IntendedPayout:
     currency: str
     fee_low: str | None
     fee_high: str | None
+    digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SentRun:
+    """A run that sent payouts: its label, the name it is shown by, when it started sending, its rows, its
+    sheet's fingerprint."""
+
+    label: str
+    name: str | None
+    sent_from: datetime
+    rows: int
+    sheet: str | None
 
 
 def _chunks(items: Iterable[str], n: int = IN_CHUNK) -> Iterator[list[str]]:
@@ -212,19 +229,33 @@ class ReconciliationStore:
 
     # -- runs ----------------------------------------------------------------------------------------
     def record_intent(
-        self, label: str, sent_from: datetime, payouts: Sequence[IntendedPayout], *, first: bool = True
+        self,
+        label: str,
+        sent_from: datetime,
+        payouts: Sequence[IntendedPayout],
+        *,
+        first: bool = True,
+        sheet: str | None = None,
+        name: str | None = None,
     ) -> None:
         """What run ``label`` was approved to pay. ``first`` (the default) replaces an earlier attempt's
         record of the same label; ``first=False`` adds a later part of the same run to the record the first
-        part started (its ``sent_from`` stays; LookupError when no record was started). A reference
-        recorded twice in one run is refused (IntegrityError), never counted twice."""
+        part started (its ``sent_from``, ``sheet`` and ``name`` stay; LookupError when no record was
+        started). A reference recorded twice in one run is refused (IntegrityError), never counted twice.
+        ``sheet`` is the fingerprint of the run's sheet, ``name`` the name the run is shown by."""
         with self.engine.begin() as db:
             if first:
                 db.execute(delete(ReconRunRow).where(ReconRunRow.label == label))
                 db.execute(delete(ReconRun).where(ReconRun.label == label))
                 db.execute(
                     insert(ReconRun).values(
-                        label=label, sent_from=sent_from, ended_at=None, rows=len(payouts), status="pending"
+                        label=label,
+                        sent_from=sent_from,
+                        ended_at=None,
+                        rows=len(payouts),
+                        status="pending",
+                        sheet=sheet,
+                        name=name[:200] if name else None,
                     )
                 )
             else:
@@ -247,6 +278,7 @@ class ReconciliationStore:
                             "currency": p.currency,
                             "fee_low": p.fee_low,
                             "fee_high": p.fee_high,
+                            "digest": p.digest,
                         }
                         for p in payouts
                     ],
@@ -307,6 +339,35 @@ class ReconciliationStore:
                 q = select(ReconRunRow.reference, ReconRunRow.label).where(ReconRunRow.reference.in_(part))
                 found.update({ref: label for ref, label in db.execute(q)})
         return found
+
+    def paid_digests(self, digests: Iterable[str], since: datetime) -> Iterator[tuple[str, str, str]]:
+        """(digest, label, reference) of every payout a run that started sending at or after ``since`` was
+        approved to pay with one of ``digests``. Read `IN_CHUNK` digests at a time, on the digest's index:
+        ``digests`` may be an iterable of any length."""
+        for part in _chunks(digests):
+            q = (
+                select(ReconRunRow.digest, ReconRunRow.label, ReconRunRow.reference)
+                .join(ReconRun, ReconRun.label == ReconRunRow.label)
+                .where(ReconRunRow.digest.in_(part), ReconRun.sent_from >= since)
+            )
+            with self.engine.connect() as db:
+                yield from ((str(d), str(label), str(ref)) for d, label, ref in db.execute(q))
+
+    def sent_runs(
+        self, labels: Iterable[str] = (), *, sheet: str | None = None, since: datetime
+    ) -> list[SentRun]:
+        """The runs named ``labels``, and the runs of the sheet whose fingerprint is ``sheet``, that started
+        sending at or after ``since``; oldest first."""
+        found: dict[str, SentRun] = {}
+        columns = select(ReconRun.label, ReconRun.name, ReconRun.sent_from, ReconRun.rows, ReconRun.sheet)
+        queries = [columns.where(ReconRun.label.in_(part)) for part in _chunks(sorted(set(labels)))]
+        if sheet:
+            queries.append(columns.where(ReconRun.sheet == sheet))
+        with self.engine.connect() as db:
+            for q in queries:
+                for label, name, sent_from, rows, sheet_ in db.execute(q.where(ReconRun.sent_from >= since)):
+                    found[label] = SentRun(label, name, _aware(sent_from), rows, sheet_)  # type: ignore[arg-type]
+        return sorted(found.values(), key=lambda r: (r.sent_from, r.label))
 
     def run_labels(self) -> list[str]:
         with self.engine.connect() as db:

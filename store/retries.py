@@ -110,6 +110,24 @@ class RetryRows:
         """The rows retry ``retry_label`` claimed (its sheet), in the order they were recorded."""
         return self._read(select(RetryRowRecord).where(RetryRowRecord.retry_label == retry_label))
 
+    def ancestors(self, label: str, depth: int = 20) -> list[str]:
+        """The runs whose failed rows run ``label`` pays again: the run it retries, the run that one
+        retries, and so on (none: not a retry)."""
+        found: list[str] = []
+        current = {label}
+        with Session(self.engine) as db:
+            for _ in range(depth):
+                query = (
+                    select(RetryRowRecord.parent_label)
+                    .where(RetryRowRecord.retry_label.in_(sorted(current)))
+                    .distinct()
+                )
+                current = {str(p) for p in db.scalars(query)} - {label, *found}
+                if not current:
+                    break
+                found += sorted(current)
+        return found
+
     def claims(self, parent_label: str) -> dict[str, str]:
         """``{fresh reference: retry label}`` of the rows of run ``parent_label`` a retry claimed."""
         query = select(RetryRowRecord.reference, RetryRowRecord.retry_label).where(

@@ -82,6 +82,13 @@ class PayopsSettings(BaseSettings):
         15.0,
         ge=0, description="Age of a caught-up event at which the events feed counts as lagging"
     )
+    paid_before_days: int = Field(
+        30,
+        ge=0,
+        description="A sheet, or rows of it (same payee number, amount and currency), that a run sent within "
+        "this many days is shown as paid before on the upload preview, the approval page and `payops check`; "
+        "paying it under another label needs the approver's acknowledgement (0: not looked up)",
+    )
     stream_csv_over_bytes: int = Field(
         1024 * 1024,  # about 17,000 realistic rows
         ge=0,

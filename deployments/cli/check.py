@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 from payops.deployments.cli._common import (
@@ -17,6 +18,10 @@ from payops.deployments.cli._common import (
     sheet_currency,
 )
 from payops.flows.summaries import SheetCheckSummary
+
+if TYPE_CHECKING:
+    from payops.store.settings import PayopsSettings
+    from sqlalchemy import Engine
 
 
 def check(
@@ -34,9 +39,18 @@ def check(
     from payops.tasks.reports.run_reports import ReportWouldOverwriteSource
 
     options = IntakeOptions(column_map=column_map(column), default_currency=sheet_currency(currency))
-    big = PayopsSettings.from_env().stream_csv_over_bytes  # as the flow reads a large csv: in chunks
+    settings = PayopsSettings.from_env()
+    big = settings.stream_csv_over_bytes  # as the flow reads a large csv: in chunks
     try:
-        summary = check_sheet(file, report_dir or default_report_dir(), label, options, stream_over_bytes=big)
+        summary = check_sheet(
+            file,
+            report_dir or default_report_dir(),
+            label,
+            options,
+            stream_over_bytes=big,
+            engine=_payops_database(settings),
+            paid_before_days=settings.paid_before_days,
+        )
     except ReportWouldOverwriteSource as exc:
         fail(str(exc), EXIT_INVALID)
     except OSError as exc:
@@ -47,3 +61,24 @@ def check(
     else:
         typer.echo(result.text())
     raise typer.Exit(result.exit_code)
+
+
+def _payops_database(settings: PayopsSettings) -> Engine | None:
+    """This home's payops database, to name the runs that paid the sheet before; None when there is none
+    yet (a SQLite file not made: nothing was paid from this home) or it cannot be opened (the check says
+    so: a note on stderr)."""
+    from payops.store import open_database
+    from payops.store.database import sqlite_file
+    from sqlalchemy.engine import make_url
+
+    if settings.paid_before_days <= 0:
+        return None
+    try:
+        path = sqlite_file(make_url(settings.database))
+        if path is not None and not path.exists():
+            return None
+        return open_database(settings)
+    except Exception as exc:  # noqa: BLE001 - the check itself goes on; the lookup is said to be skipped
+        why = f"the payops database could not be opened ({type(exc).__name__})"
+        sys.stderr.write(f"note: paid before not looked up: {why}\n")
+        return None

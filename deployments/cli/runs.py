@@ -82,6 +82,7 @@ def _approval_lines(record: Any, waiting: dict[str, Any]) -> list[str]:
     ]
     if waiting["approvers"]:
         lines.append(f"  approved so far by: {', '.join(waiting['approvers'])}")
+    lines += [f"  paid before: {said}" for said in waiting.get("paid_before") or []]
     for kind, rows in waiting["findings"].items():
         where = f" (rows {', '.join(map(str, rows[:10]))}{'…' if len(rows) > 10 else ''})" if rows else ""
         lines.append(f"  to acknowledge: {kind}{where}   (payops approve {record.id} --acknowledge {kind})")

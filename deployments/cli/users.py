@@ -187,8 +187,9 @@ def approve(
     acknowledge: list[str] = typer.Option(
         [],
         "--acknowledge",
-        help="A name-check finding you have looked at: mismatch, partial, unverified, no_name_column "
-        "(repeat for each the run has; `payops runs show` lists them)",
+        help="A finding you have looked at: mismatch, partial, unverified, no_name_column (name checks), "
+        "paid_before (rows another run paid lately: approving pays them again); repeat for each the run has "
+        "(`payops runs show` lists them)",
     ),
 ) -> None:
     """Approve (or reject) a payout run waiting for approval, as a named approver, through the payops server.

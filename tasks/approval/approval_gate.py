@@ -24,6 +24,7 @@ from payops.tasks.approval.approvals import Requirement, Start, row_fields
 from payops.tasks.events.auditing import Auditor
 from payops.tasks.events.payment_events import Emitter, default_emitter
 from payops.tasks.intake import PayoutRow
+from payops.tasks.payouts.paid_before import PAID_BEFORE, PaidBefore
 from payops.tasks.payouts.preflight import NameCheck, Preflight
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money, money_text
@@ -34,12 +35,16 @@ from sqlalchemy.exc import SQLAlchemyError
 LOOK_VERDICTS = ("mismatch", "partial", "unverified")
 """Name-check verdicts an approver must look at and acknowledge before approving."""
 NO_NAME_COLUMN = "no_name_column"
-FINDING_KINDS = (*LOOK_VERDICTS, NO_NAME_COLUMN)
+NAME_FINDINGS = (*LOOK_VERDICTS, NO_NAME_COLUMN)
+FINDING_KINDS = (*NAME_FINDINGS, PAID_BEFORE)
+"""Everything an approver must acknowledge before approving: the name check's findings, and rows another run
+paid recently (`tasks.payouts.paid_before`)."""
 FINDING_TITLES = {
     "mismatch": "payee name does not match the account holder",
     "partial": "payee name only partly matches the account holder",
     "unverified": "account holder could not be looked up",
     NO_NAME_COLUMN: "no payee names were checked",
+    PAID_BEFORE: "paid recently by another run: approving pays them a second time",
 }
 
 
@@ -103,16 +108,24 @@ def request_rows(
         yield values
 
 
-def findings(rows: list[PayoutRow], names: Iterable[NameCheck], names_checked: bool) -> dict[str, list[int]]:
-    """Rows by name-check finding an approver must acknowledge; ``no_name_column`` when no name was checked
-    (``names_checked`` False: no payee-name column, tasks.payouts.sheet_check.no_name_column, or the check
-    turned off; or the column holds no name at all)."""
+def findings(
+    rows: list[PayoutRow],
+    names: Iterable[NameCheck],
+    names_checked: bool,
+    paid: PaidBefore | None = None,
+) -> dict[str, list[int]]:
+    """Rows by finding an approver must acknowledge: the name check's (``no_name_column`` when no name was
+    checked: ``names_checked`` False, no payee-name column, tasks.payouts.sheet_check.no_name_column, or the
+    check turned off; or the column holds no name at all), and ``paid_before`` when ``paid`` found rows
+    another run paid (a second payment)."""
     out: dict[str, list[int]] = {}
     for n in names:
         if n.verdict in LOOK_VERDICTS:
             out.setdefault(n.verdict, []).append(n.row)
     if not names_checked or not any(r.payee_name for r in rows):
         out[NO_NAME_COLUMN] = []
+    if paid is not None:
+        out.update(paid.finding())
     return {k: sorted(out[k]) for k in FINDING_KINDS if k in out}
 
 
@@ -171,8 +184,10 @@ class ApprovalDesk:
         findings_: dict[str, list[int]],
         rows: Iterable[dict[str, Any]],
         timeout_s: int,
+        paid: PaidBefore | None = None,
     ) -> None:
-        """Record the request and its rows, tell the approvers, audit it."""
+        """Record the request and its rows (and the runs that paid them before), tell the approvers, audit
+        it."""
         self.requests.open(
             flow_run_id=run_id,
             label=label,
@@ -187,6 +202,7 @@ class ApprovalDesk:
             findings=findings_,
             deadline=deadline_after(timeout_s),
             rows=rows,
+            paid_before=paid.as_json() if paid is not None else None,
         )
         totals = ", ".join(money_text(f["amount"], cur) for cur, f in figures.items())
         others = f" (not {', '.join(need.excluded)})" if need.excluded else ""

@@ -40,6 +40,7 @@ from payops.connectors.payments.models import (
 from payops.store.reconciliation import Difference, IntendedPayout, ReconciliationStore
 from payops.store.settings import PayopsSettings
 from payops.tasks.ledger.run_match_file import RunMatchFile
+from payops.tasks.payouts.paid_before import digest_of
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.retries import API_TASK_RETRY
 from payops.tasks.wire.money import money
@@ -128,7 +129,7 @@ def reconciliation_status(record: Any) -> str:
 
 def approved_payouts(label: str, rows: Iterable[Any], fees_by_row: Mapping[int, Any]) -> list[IntendedPayout]:
     """Each valid row as sent (reference as `tasks.payouts.batching` builds it) with the pre-flight's fee
-    bound."""
+    bound and the digest of its payee number, amount and currency."""
     out = []
     for r in rows:
         fee = fees_by_row.get(r.row)
@@ -140,6 +141,7 @@ def approved_payouts(label: str, rows: Iterable[Any], fees_by_row: Mapping[int, 
                 r.currency,
                 money(fee.low) if fee is not None else None,
                 money(fee.high) if fee is not None else None,
+                digest_of(r),
             )
         )
     return out
@@ -159,8 +161,12 @@ async def record_approved_payouts(
     fees_by_row: Mapping[int, Any],
     *,
     first: bool = True,
+    sheet: str | None = None,
+    name: str | None = None,
 ) -> None:
-    """Record what run ``label`` is about to send (before it sends). A large run records it a part at a
+    """Record what run ``label`` is about to send (before it sends), with each payout's digest of payee
+    number, amount and currency and the run's sheet fingerprint and shown name (what
+    `tasks.payouts.paid_before` finds a sheet paid before by). A large run records it a part at a
     time (tens of thousands of rows each): its first part with ``first=True`` (the default: replaces an
     earlier attempt's record of the label), every later one with ``first=False`` (added to it). A database
     that cannot be written costs the run its automatic reconciliation, never its payouts: logged as an
@@ -169,7 +175,7 @@ async def record_approved_payouts(
     def write() -> None:
         store = open_store(settings)
         payouts = approved_payouts(label, rows, fees_by_row)
-        store.record_intent(label, datetime.now(UTC), payouts, first=first)
+        store.record_intent(label, datetime.now(UTC), payouts, first=first, sheet=sheet or None, name=name)
 
     try:
         await asyncio.to_thread(write)

@@ -28,11 +28,14 @@ from payops.tasks.intake import (
 )
 from payops.tasks.intake.columns import format_column_map
 from payops.tasks.intake.streaming import stream_csv, streams
+from payops.tasks.payouts.paid_before import PaidBefore, paid_before
 from payops.tasks.payouts.spill import RowSpill
 from payops.tasks.payouts.spill_views import SpilledRows, SpilledTable
 from payops.tasks.reports.run_reports import ensure_reports_spare_source, report_paths
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import content_label
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 InvalidRows = Literal["refuse", "skip"]
 
@@ -66,6 +69,14 @@ def run_label(
     mapping = [("column_map", format_column_map(column_map))] if column_map else []
     chosen = [("currency", currency)] if currency else []
     return content_label(chain(canonical_rows(intake.rows), mapping, chosen))
+
+
+def sheet_fingerprint(
+    intake: IntakeResult, column_map: dict[str, str] | None = None, currency: str | None = None
+) -> str:
+    """The fingerprint of a sheet's validated content (and how it was read): the label a run of it takes
+    when none is given. Two uploads of the same sheet, under any file name, have the same one."""
+    return run_label(None, intake, column_map, currency)
 
 
 def no_name_column(intake: IntakeResult) -> str | None:
@@ -202,12 +213,46 @@ def check_sheet(
     options: IntakeOptions | None = None,
     on_invalid_rows: InvalidRows = "refuse",
     stream_over_bytes: int | None = None,
+    *,
+    engine: Engine | None = None,
+    paid_before_days: int = 0,
 ) -> dict[str, Any]:
     """`payops check`: the flow's intake without the flow. Outcome ``invalid_input`` or ``valid``. A csv
     larger than ``stream_over_bytes`` (`PayopsSettings.stream_csv_over_bytes`) is read as the flow reads it:
-    a chunk at a time, into a spill file deleted afterwards."""
+    a chunk at a time, into a spill file deleted afterwards. With the payops database (``engine``), the runs
+    that paid the sheet or its rows in the last ``paid_before_days`` are named (``paid_before``, with
+    ``paid_twice_rows``: the rows paying would pay a second time; `tasks.payouts.paid_before`)."""
     with ExitStack() as held:
-        return _check(source, report_dir, label, options, on_invalid_rows, stream_over_bytes, held)
+        summary, intake = _check(source, report_dir, label, options, on_invalid_rows, stream_over_bytes, held)
+        if engine is not None and intake is not None:
+            options = options or IntakeOptions()
+            paid = _paid_before(engine, intake, str(summary["label"]), options, paid_before_days)
+            said = paid.sheet_rows
+            summary["paid_before"] = [{**e.as_json(), "said": e.sentence(said)} for e in paid.earlier]
+            if paid.unread:
+                summary.setdefault("notes", []).append(f"paid before: {paid.lines()[0]}")
+            summary["paid_twice_rows"] = len(paid.second_rows) if paid.second_payment else 0
+        return summary
+
+
+def _paid_before(
+    engine: Engine, intake: IntakeResult, label: str, options: IntakeOptions, days: int
+) -> PaidBefore:
+    from payops.store.reconciliation import ReconciliationStore
+    from payops.store.retries import RetryRows
+
+    sheet = sheet_fingerprint(intake, options.column_map, options.default_currency)
+    try:
+        return paid_before(
+            ReconciliationStore(engine),
+            intake.rows,
+            label,
+            sheet,
+            days,
+            retried=RetryRows(engine).ancestors(label),
+        )
+    except SQLAlchemyError as exc:
+        return PaidBefore(label, 0, unread=f"the payops database could not be read ({type(exc).__name__})")
 
 
 def _check(
@@ -218,7 +263,7 @@ def _check(
     on_invalid_rows: InvalidRows,
     stream_over_bytes: int | None,
     held: ExitStack,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], IntakeResult | None]:
     started = time.perf_counter()
     if label:
         ensure_reports_spare_source(report_dir, label, source)
@@ -230,7 +275,9 @@ def _check(
         intake = read_sheet(source, options or IntakeOptions())
     if isinstance(intake, SheetRefused):
         summary = refusal_summary(source, label, intake.errors)
+        read = None
     else:
+        read = intake
         options = options or IntakeOptions()
         name = run_label(label, intake, options.column_map, options.default_currency)
         ensure_reports_spare_source(report_dir, name, source)
@@ -238,4 +285,4 @@ def _check(
         summary["outcome"] = "invalid_input" if refuses(intake, on_invalid_rows) else "valid"
         summary["report_files"] = validation_report(intake, report_dir, name)
     summary["duration_s"] = round(time.perf_counter() - started, 3)
-    return summary
+    return summary, read

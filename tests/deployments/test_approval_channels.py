@@ -114,9 +114,10 @@ def request(served: AllInOne, label: str, timeout: float = 180, *, run_id: str =
 
 
 def approve(served: AllInOne, run_id: str, who: str, tmp: Path) -> subprocess.CompletedProcess[str]:
-    """`payops approve RUN` as ``who`` (their token), acknowledging the name-check findings (these sheets
-    name nobody)."""
-    args = ["approve", run_id, "--acknowledge", "no_name_column", "--comment", f"checked by {who}"]
+    """`payops approve RUN` as ``who`` (their token), acknowledging the findings: no names checked (these
+    sheets name nobody), and rows paid before (the sheets of this module pay the same payees, issue 47)."""
+    args = ["approve", run_id, "--acknowledge", "no_name_column", "--acknowledge", "paid_before"]
+    args += ["--comment", f"checked by {who}"]
     return payops(person(served, who, tmp / who), *args)
 
 
@@ -242,7 +243,7 @@ def test_a_console_run_needs_approvers_other_than_the_operator(served: AllInOne,
     run_id = run_path.rsplit("/", 1)[1]
     found = request(served, "console run", run_id=run_id)
     assert (found.required, found.channel, found.initiator) == (2, "console", "olu")
-    form = {"csrf_token": token, "decision": "approve", "acknowledge": "no_name_column"}
+    form = {"csrf_token": token, "decision": "approve", "acknowledge": ["no_name_column", "paid_before"]}
     assert olu.post(f"{run_path}/approval", data=form).status_code == 403  # the operator who started it
     before = served.payouts_posted()
     for name in ("bea", "cat"):

@@ -179,6 +179,7 @@ def test_approvers_approve_through_the_server_and_the_operator_cannot(
         approved = payops(
             bare_env(server, "bea", tmp_path / "bea"),
             "approve", "fd-approve", "--acknowledge", "no_name_column", "--comment", "checked",
+            "--acknowledge", "paid_before",  # this home paid these payees and amounts before (issue 47)
         )
         assert approved.returncode == 0 and "continues" in approved.stdout, approved.stderr
         out, err = run.communicate(timeout=180)
@@ -254,17 +255,17 @@ def test_cli_console_and_api_give_the_same_signed_decision_and_races_answer_409(
         while not bea.get(f"/runs/{run_id}").json()["paused"]:
             assert time.monotonic() < deadline, "the run never paused"
             time.sleep(0.5)
-    ack = ["--acknowledge", "no_name_column"]
+    ack = ["--acknowledge", "no_name_column", "--acknowledge", "paid_before"]  # paid before: issue 47
     by_cli = payops(bare_env(server, "dan", tmp_path / "dan"), "approve", "fd-3", *ack)
     assert by_cli.returncode == 0 and "2 more approvals needed" in by_cli.stdout, by_cli.stderr
     console, csrf = console_session(server["url"], "bea")
-    form = {"csrf_token": csrf, "decision": "approve", "acknowledge": "no_name_column"}
+    form = {"csrf_token": csrf, "decision": "approve", "acknowledge": ["no_name_column", "paid_before"]}
     assert console.post(f"/runs/{run_id}/approval", data=form).status_code == 303
     assert payouts_at(server["emulator"]) == before
 
     def by_api(_: int) -> int:
         with api(server, "cat") as cat:
-            body = {"decision": "approve", "acknowledge": ["no_name_column"]}
+            body = {"decision": "approve", "acknowledge": ["no_name_column", "paid_before"]}
             return cat.post(f"/runs/{run_id}/approval", json=body).status_code
 
     with ThreadPoolExecutor(4) as pool:

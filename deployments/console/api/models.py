@@ -104,6 +104,10 @@ class ApprovalWait(BaseModel):
     still_needed: int
     excluded: list[str]
     findings: dict[str, list[int]]
+    paid_before: list[str] = Field(
+        default_factory=list,
+        description="The runs that sent this run's sheet or rows lately, when, and what paying again does",
+    )
     approvers: list[str]
     started: str
     deadline: str
@@ -136,7 +140,7 @@ class RunOut(FlowRunOut):
 class DecisionRequest(Body):
     decision: Literal["approve", "reject"]
     comment: str = Field("", max_length=500)
-    acknowledge: list[Literal["mismatch", "partial", "unverified", "no_name_column"]] = Field(
+    acknowledge: list[Literal["mismatch", "partial", "unverified", "no_name_column", "paid_before"]] = Field(
         default_factory=list
     )
 

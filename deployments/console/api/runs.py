@@ -16,6 +16,7 @@ from payops.flows.payouts import PayoutRunParams
 from payops.store.retries import RetryRows
 from payops.store.run_summaries import RunSummaries
 from payops.tasks.approval.approvals import ApprovalKeyMissing, Start
+from payops.tasks.payouts.paid_before import earlier_runs
 from payops.tasks.payouts.retry_sheet import RetryRefused, prepare_retry
 from pydantic import ValidationError
 
@@ -131,7 +132,14 @@ async def check(
     big = console.settings.stream_csv_over_bytes
     report_dir = console.store.report_dir(saved.id)
     return await asyncio.to_thread(
-        check_sheet, saved.source, report_dir, label, options, stream_over_bytes=big
+        check_sheet,
+        saved.source,
+        report_dir,
+        label,
+        options,
+        stream_over_bytes=big,
+        engine=console.engine,  # the runs that paid the sheet or its rows lately are named
+        paid_before_days=console.settings.paid_before_days,
     )
 
 
@@ -195,6 +203,7 @@ async def _waiting(console: Console, run_id: UUID) -> ApprovalWait | None:
         still_needed=state.still_needed,
         excluded=list(state.excluded),
         findings={k: list(v) for k, v in request.findings.items()},
+        paid_before=[e.sentence(request.rows) for e in earlier_runs(request.paid_before)],
         approvers=state.approvers,
         started=Start(request.channel, request.initiator, request.uploader).describe(),
         deadline=request.deadline.replace(tzinfo=UTC).isoformat(),

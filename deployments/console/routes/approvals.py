@@ -2,8 +2,9 @@
 
 What a run waiting for approval shows is what the flow recorded (store/approval_requests.py): who started it,
 the approvals needed, totals per currency with fees, balance before and after, limit headroom, the deadline
-and its time left, every row (paged, with a "needs a look" filter) and each name-check finding, which the
-approver acknowledges before the Approve button is enabled (here and on the server).
+and its time left, every row (paged, with a "needs a look" filter), the runs that paid its rows before, and
+each finding (the name check's; rows paid by another run), which the approver acknowledges before the
+Approve button is enabled (here and on the server).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fastapi.responses import RedirectResponse, Response
 from payops.deployments.approving import missing_acknowledgements, pending
 from payops.store.users import Account
 from payops.tasks.approval.approval_gate import FINDING_TITLES
+from payops.tasks.payouts.paid_before import earlier_runs
 from starlette.datastructures import FormData
 
 from ..deps import Approver, ConsoleDep, checked_form, parse_run_id
@@ -52,6 +54,7 @@ async def approval_context(console: Console, run_id: UUID, account: Account, que
         "waiting": waiting,
         "may_approve": bool(waiting and waiting.may_approve(account.name, account.role)),
         "findings": [(kind, FINDING_TITLES[kind], found) for kind, found in request.findings.items()],
+        "paid_before": [e.sentence(request.rows) for e in earlier_runs(request.paid_before)],
         "approval_rows": rows,
         "rows_filter": "look" if look_only else "all",
         "rows_total": total,

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from payops.flows.payouts import PayoutRunParams
+from payops.store.reconciliation import ReconciliationStore
 from payops.store.retries import RetryConflict, RetryRows
 from payops.store.users import PERMISSIONS, Account
 from payops.tasks.approval.approval_gate import requirement, totals_by_currency
@@ -28,9 +29,11 @@ from payops.tasks.intake.columns import (
     mapping_from_choices,
     parse_column_map,
 )
+from payops.tasks.payouts.paid_before import PaidBefore, paid_before
 from payops.tasks.payouts.retry_sheet import RetryRefused, plan_retry, retry_reasons, retry_sheet
-from payops.tasks.payouts.sheet_check import no_name_column
+from payops.tasks.payouts.sheet_check import no_name_column, run_label, sheet_fingerprint
 from payops.tasks.wire.money import money
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.datastructures import FormData, UploadFile
 
 from ..deps import ConsoleDep, Operator, Viewer, checked_form, parse_run_id, size_within_limit, text
@@ -131,6 +134,7 @@ async def check_upload(
     mapping: dict[str, Any] | None = None
     preview: dict[str, Any] | None = None
     retry_rows: list[dict[str, Any]] | None = None
+    paid: PaidBefore | None = None
     totals: dict[str, Decimal] = {}
     refused: str | None = None  # the refusal in the console's words (the upload keeps the intake's)
     options = IntakeOptions(
@@ -159,6 +163,7 @@ async def check_upload(
         )
         saved.total = money(sum(totals.values(), Decimal(0)))
         saved.totals = {c: money(t) for c, t in totals.items()}
+        paid = await asyncio.to_thread(_paid_before, console, saved, result, options)
     await asyncio.to_thread(console.store.write_meta, saved)
     log.info(
         "upload %s (%s, %d bytes): %d rows, %d errors",
@@ -196,8 +201,28 @@ async def check_upload(
         "retry": retry,
         "retry_rows": retry_rows,
         "mapping": mapping,
+        "paid_before": paid,
     }
     return await console.render(request, "preview.html", context, status=status)
+
+
+def _paid_before(console: Console, saved: Upload, result: IntakeResult, options: IntakeOptions) -> PaidBefore:
+    """The runs that paid this sheet or its rows lately, for the preview: the sheet is named as the run
+    will name it (its label, its fingerprint: `tasks.payouts.sheet_check`); a retry leaves out the runs
+    whose failed rows it pays again. A database that cannot be read is said on the page."""
+    label = run_label(saved.label, result, options.column_map, options.default_currency)
+    sheet = sheet_fingerprint(result, options.column_map, options.default_currency)
+    try:
+        retried = RetryRows(console.engine).ancestors(label)
+        if saved.retry_parent:
+            retried.append(saved.retry_parent)
+        store = ReconciliationStore(console.engine)
+        return paid_before(
+            store, result.rows, label, sheet, console.settings.paid_before_days, retried=retried
+        )
+    except SQLAlchemyError as exc:
+        log.error("upload %s: paid before not looked up (%s)", saved.id, type(exc).__name__)
+        return PaidBefore(label, 0, unread=f"the payops database could not be read ({type(exc).__name__})")
 
 
 def _mapping_step(
