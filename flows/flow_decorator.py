@@ -6,20 +6,48 @@ cost every command paid (docs/performance.md, *A run's fixed cost*). payops' flo
 models and plain values, which ``pydantic_core.to_jsonable_python`` serialises to the same JSON, except that a
 Decimal stays a decimal string (money is never a float). Runs a deployment starts take their parameters from
 the API and never come here.
+
+Importing it also sends payops' own loggers (``logging.getLogger(__name__)`` in the tasks: "global
+concurrency limit inactive", "lookup cache unavailable") to the log of the run they happen in, in Prefect's
+UI, beside stderr (`send_payops_logs_to_runs`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from prefect import Flow
+from prefect.context import FlowRunContext, TaskRunContext
 from prefect.futures import PrefectFuture
+from prefect.logging.handlers import APILogHandler
 from prefect.states import State
 from pydantic_core import to_jsonable_python
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class RunLogHandler(APILogHandler):
+    """Prefect's API log handler for payops' loggers, taking only records made inside a flow or task run:
+    what Prefect's ``PREFECT_LOGGING_EXTRA_LOGGERS=payops`` would do, without its warning for each record
+    logged outside a run (a CLI command, the console), and without a setting every host must carry."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        in_run = FlowRunContext.get() is not None or TaskRunContext.get() is not None
+        return in_run and super().filter(record)
+
+
+def send_payops_logs_to_runs() -> None:
+    """Attach `RunLogHandler` to the ``payops`` logger once per process (its modules' loggers are its
+    children: their warnings reach the run's log; they still reach stderr through the root logger)."""
+    payops = logging.getLogger("payops")
+    if not any(isinstance(h, RunLogHandler) for h in payops.handlers):
+        payops.addHandler(RunLogHandler())
+
+
+send_payops_logs_to_runs()
 
 
 def _placeholder(value: Any) -> str:
