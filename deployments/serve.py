@@ -96,6 +96,15 @@ def schedules_of(spec: Mapping[str, Any]) -> list[Any]:
     return out
 
 
+def concurrency_of(spec: Mapping[str, Any]) -> Any:
+    """The deployment's ``concurrency_limit`` (a number, or limit and collision strategy) as Prefect takes it;
+    None: no limit."""
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig
+
+    found = spec.get("concurrency_limit")
+    return ConcurrencyLimitConfig.model_validate(found) if isinstance(found, Mapping) else found
+
+
 def triggers_of(spec: Mapping[str, Any]) -> list[Any]:
     """Validated deployment triggers (as ``prefect deploy`` builds them)."""
     from prefect.events.schemas.deployment_triggers import DeploymentTriggerTypes
@@ -129,6 +138,7 @@ def runner_deployments(
                 parameters=spec.get("parameters") or {},
                 schedules=schedules_of(spec),
                 triggers=triggers_of(spec),
+                concurrency_limit=concurrency_of(spec),
             )
         )
     return deployments

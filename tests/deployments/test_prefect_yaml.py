@@ -16,6 +16,7 @@ from payops.deployments.serve import (
     entrypoint_path,
     load_specs,
     resolve_templates,
+    runner_deployments,
     schedules_of,
     triggers_of,
 )
@@ -223,3 +224,44 @@ def test_the_followup_trigger_matches_the_final_payout_statuses() -> None:
     (trigger,) = SPECS["payout-followup"]["triggers"]
     assert set(trigger["match"]["payments.status"]) == PAYOUT_FINAL_STATUSES
     assert trigger["within"] >= 60  # debounced: a storm of payout events is one follow-up run a minute
+
+
+CATCH_UPS_AND_WATCHES = {"events-catch-up", "wallet-watch"}
+
+
+def test_scheduled_deployments_run_one_at_a_time() -> None:
+    """Every scheduled deployment has a concurrency limit of 1 (issue 43); a catch-up or a watch that finds
+    the last one running is cancelled, anything else waits for it."""
+    scheduled = {name for name, spec in SPECS.items() if spec.get("schedules")}
+    assert scheduled >= CATCH_UPS_AND_WATCHES | {"retry-failed-settlements", "reconcile-day"}
+    for name in scheduled:
+        limit = SPECS[name]["concurrency_limit"]
+        strategy = "CANCEL_NEW" if name in CATCH_UPS_AND_WATCHES else "ENQUEUE"
+        assert limit == {"limit": 1, "collision_strategy": strategy}, name
+
+
+@pytest.mark.e2e
+def test_a_catch_up_started_while_one_runs_is_cancelled(prefect_harness) -> None:
+    """The limit as payops serve deploys it (the same file), on Prefect's server: a second events catch-up
+    proposed while the first runs ends Cancelled; a second daily close waits (AwaitingConcurrencySlot)."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Pending, Running
+
+    specs = asyncio.run(resolve_templates([SPECS["events-catch-up"], SPECS["reconcile-day"]]))
+    catch_up, close = runner_deployments([{**s, "name": f"{s['name']}-limit-check"} for s in specs])
+
+    async def second_of_two(deployment: Any) -> Any:
+        deployment.schedules = []  # only the runs made here
+        deployment_id = await deployment.apply()
+        async with get_client() as client:
+            first = await client.create_flow_run_from_deployment(deployment_id)
+            second = await client.create_flow_run_from_deployment(deployment_id)
+            assert (await client.set_flow_run_state(first.id, Pending())).state.is_pending()
+            await client.set_flow_run_state(first.id, Running())
+            await client.set_flow_run_state(second.id, Pending())
+            return (await client.read_flow_run(second.id)).state
+
+    cancelled = asyncio.run(second_of_two(catch_up))
+    assert cancelled.is_cancelled(), cancelled
+    waiting = asyncio.run(second_of_two(close))
+    assert waiting.is_scheduled() and waiting.name == "AwaitingConcurrencySlot", waiting
