@@ -14,6 +14,7 @@ from payops.deployments.cli._common import cli_settings, fail, run_on_server
 from payops.deployments.cli.front_door import ask, front_door
 from payops.tasks.reports.money_moved import moved_lines
 from payops.tasks.runtime.plurals import counted
+from payops.tasks.wire.money import money_text
 
 app = typer.Typer(help="Recent payout runs: state, totals by status, approval, reports.")
 
@@ -115,14 +116,19 @@ def show(
         sys.stdout.write(json.dumps(shown, default=str) + "\n")
         return
     label = f", label {record.label}" if record.label not in (None, record.name) else ""
+    if record.rows_total is None and waiting:  # no summary before it is decided: what it asks approval for
+        to_pay = ", ".join(money_text(v, cur) for cur, v in (waiting.get("totals") or {}).items())
+        totals = [f"  rows: {waiting.get('rows', 0)}   to pay: {to_pay or '-'}"]
+    elif record.moved:
+        totals = [f"  rows: {record.rows_total}   sheet total: {record.amount_total}"]
+        totals += [f"  {line}" for line in moved_lines(record.moved)]
+    else:
+        totals = [f"  rows: {record.rows_total}   amount: {record.amount_total}   fees: {record.fee_total}"]
     lines = [
         f"run {record.name} ({record.id}){label}",
         f"  state: {record.state}   outcome: {record.outcome or '-'}   started: {record.start or '-'}",
         f"  sheet: {record.source}",
-        f"  rows: {record.rows_total}   "
-        + (f"sheet total: {record.amount_total}" if record.moved else f"amount: {record.amount_total}   ")
-        + ("" if record.moved else f"fees: {record.fee_total}"),
-        *(f"  {line}" for line in moved_lines(record.moved)),
+        *totals,
         f"  payouts: {_totals(record)}   refused: {record.refused_items}   "
         f"awaiting review: {record.awaiting_review}",
     ]

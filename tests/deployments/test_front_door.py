@@ -171,6 +171,12 @@ def test_approvers_approve_through_the_server_and_the_operator_cannot(
                 time.sleep(0.5)
             waiting = bea.get("/runs/fd-approve").json()["approval"]
         assert waiting["required"] == 1 and waiting["excluded"] == ["olu"]
+        # `runs show` of the paused run: what it asks approval for and what to acknowledge (issue 43: it
+        # printed "rows: None   amount: None").
+        shown = payops(olu, "runs", "show", "fd-approve")
+        assert shown.returncode == 0, shown.stderr
+        assert "  rows: 3   to pay: GHS 34.50" in shown.stdout and "None" not in shown.stdout, shown.stdout
+        assert "to acknowledge: no_name_column" in shown.stdout
         own = payops(olu, "approve", "fd-approve", "--acknowledge", "no_name_column")
         assert own.returncode == 2 and "olu is operator; this needs the role approver" in own.stderr
         missing = payops(bare_env(server, "bea", tmp_path / "bea"), "approve", "fd-approve")

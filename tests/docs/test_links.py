@@ -45,3 +45,20 @@ def test_a_broken_link_is_reported(tmp_path: Path) -> None:
         "[d](https://example.com/x#y)\n"
     )
     assert broken_links(page) == ["other.md#gone: no such heading", "missing.md: no such file"]
+
+
+SHARED_LIMIT = re.compile(r"gcl create payments-api --limit (\d+)\s+--slot-decay-per-second (\d+)")
+
+
+def shared_limit_figures(text: str) -> set[tuple[str, str]]:
+    """Every ``prefect gcl create payments-api`` figure (limit, decay) a page gives."""
+    return set(SHARED_LIMIT.findall(text))
+
+
+def test_the_shared_request_limit_has_one_figure_everywhere() -> None:
+    """The docs once said 20/20 in the README and 10/10 in operations.md (issue 43): one figure."""
+    found = set().union(*(shared_limit_figures((ROOT / page).read_text("utf-8")) for page in PAGES))
+    assert found == {("10", "10")}
+    two = "gcl create payments-api --limit 20 --slot-decay-per-second 20; "
+    two += "gcl create payments-api --limit 10\n--slot-decay-per-second 10"
+    assert shared_limit_figures(two) == {("20", "20"), ("10", "10")}

@@ -111,6 +111,10 @@ class ApprovalWait(BaseModel):
     approvers: list[str]
     started: str
     deadline: str
+    rows: int = Field(0, description="The payouts it would send")
+    totals: dict[str, str] = Field(
+        default_factory=dict, description="What it would pay per currency (decimal strings), before fees"
+    )
 
 
 class FlowRunOut(BaseModel):

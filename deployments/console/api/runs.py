@@ -207,6 +207,8 @@ async def _waiting(console: Console, run_id: UUID) -> ApprovalWait | None:
         approvers=state.approvers,
         started=Start(request.channel, request.initiator, request.uploader).describe(),
         deadline=request.deadline.replace(tzinfo=UTC).isoformat(),
+        rows=request.rows,
+        totals={cur: str(f["amount"]) for cur, f in request.totals.items()},
     )
 
 
