@@ -243,8 +243,10 @@ class Supervisor:
         self.say = say
         self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
 
-    def start(self, name: str, cmd: list[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-        proc = start_child(cmd, env, self.log_dir / f"{name}.log")
+    def start(
+        self, name: str, cmd: list[str], env: Mapping[str, str], cwd: Path = ROOT
+    ) -> subprocess.Popen[bytes]:
+        proc = start_child(cmd, env, self.log_dir / f"{name}.log", cwd)
         self.children.append((name, proc))
         return proc
 

@@ -71,10 +71,6 @@ async def resolve_templates(specs: list[dict[str, Any]]) -> list[dict[str, Any]]
     return apply_values(resolved, os.environ, remove_notset=False)
 
 
-def entrypoint_path(entrypoint: str, root: Path = ROOT) -> Path:
-    return root / entrypoint.rsplit(":", 1)[0]
-
-
 def schedules_of(spec: Mapping[str, Any]) -> list[Any]:
     """Prefect schedule objects for the ``cron`` / ``interval`` entries of a deployment."""
     from prefect.schedules import Cron, Interval
@@ -118,17 +114,12 @@ def triggers_of(spec: Mapping[str, Any]) -> list[Any]:
     return triggers
 
 
-def runner_deployments(
-    specs: list[dict[str, Any]], root: Path = ROOT, warn: Callable[[str], None] = print
-) -> list[Any]:
-    """``flow.to_deployment(...)`` for every spec whose entrypoint file exists (the others are reported)."""
+def runner_deployments(specs: list[dict[str, Any]]) -> list[Any]:
+    """``flow.to_deployment(...)`` for every spec (its entrypoint a module of the installed payops)."""
     from prefect.flows import load_flow_from_entrypoint
 
     deployments = []
     for spec in specs:
-        if not entrypoint_path(spec["entrypoint"], root).is_file():
-            warn(f"skipping deployment {spec['name']!r}: {spec['entrypoint']} does not exist yet")
-            continue
         flow = load_flow_from_entrypoint(spec["entrypoint"], use_placeholder_flow=False)
         deployments.append(
             flow.to_deployment(
@@ -463,7 +454,7 @@ def run_all_in_one(
             wait_http(f"{console_url}/healthz", proc, 60, "the console")
             apply_alerts(payops, payops.console or console_url, say)
             specs = asyncio.run(resolve_templates(load_specs()))
-            deployments = runner_deployments(specs, warn=say)
+            deployments = runner_deployments(specs)
             runner = ServedDeployments(deployments)
             runner.start()
             record = ServeRecord(

@@ -46,6 +46,7 @@ class LoopbackCluster:
         deployments: tuple[str, ...] = ("payout-spreadsheet",),
         log_dir: Path | None = None,
         variables: Mapping[str, str] | None = None,
+        worker_python: Path | None = None,
     ) -> None:
         self.workers = workers
         self.limit = limit
@@ -53,6 +54,9 @@ class LoopbackCluster:
         self.worker_env = dict(worker_env or {})
         self.deployments = deployments
         self.variables = dict(variables or {})  # Prefect variables set before deploying (prefect.yaml's)
+        # The workers' Python: by default this one; a venv with the payops wheel installed runs them as a
+        # worker host does, away from any checkout (their working folder is their own).
+        self.worker_python = worker_python
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="payops-scaleout-"))
         self.home = self.log_dir / "prefect-home"
         self.payops_home = self.log_dir / "payops-home"  # the cluster's own payops home (database, caches)
@@ -117,7 +121,7 @@ class LoopbackCluster:
             self.cli("deploy", "--prefect-file", "deployments/prefect.yaml", "--name", name, timeout=180)
         for i in range(1, self.workers + 1):
             cmd = [
-                *prefect_cli(),
+                *([str(self.worker_python), "-m", "prefect"] if self.worker_python else prefect_cli()),
                 "worker",
                 "start",
                 "--pool",
@@ -128,7 +132,11 @@ class LoopbackCluster:
                 f"loopback-worker-{i}",
             ]
             env = self.env({"PREFECT_WORKER_QUERY_SECONDS": "1", **self.worker_env})
-            self.sup.start(f"worker-{i}", cmd, env)
+            if self.worker_python:
+                env.pop("PYTHONPATH", None)
+            here = self.log_dir / f"worker-{i}"
+            here.mkdir(exist_ok=True)
+            self.sup.start(f"worker-{i}", cmd, env, cwd=here if self.worker_python else ROOT)
         return self
 
     def stop(self) -> None:

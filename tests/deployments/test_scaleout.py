@@ -1,5 +1,7 @@
 """Scale-out on loopback: Prefect server on PostgreSQL, two process workers, three payout runs at once, and
-the emulator never sees more than the `payments-api` global rate limit allows.
+the emulator never sees more than the `payments-api` global rate limit allows. The workers run as a worker
+host does (issue 43): the payops wheel installed in a fresh venv, a working folder of their own, no checkout
+on their path, the service's credential a block they name.
 
 The emulator runs in this process behind a tiny ASGI middleware that records when each /v1 request arrives.
 With a limit of L slots decaying at D per second, any window of T seconds holds at most L + D*T requests.
@@ -23,6 +25,7 @@ from payops.sandbox import SandboxConfig, SandboxServer, create_app
 
 from tests.deployments.console_harness import payroll_rows, write_sheet
 from tests.flows.approval_support import prepared_home
+from tests.wheel_venv import ROOT, run, wheel_venv
 
 pytestmark = pytest.mark.e2e
 
@@ -56,6 +59,21 @@ def emulator() -> Iterator[tuple[SandboxServer, ArrivalLog]]:
 
 
 BLOCK = "payments-scaleout"
+
+
+def assert_workers_run_the_wheel(cluster: LoopbackCluster, python: Path) -> None:
+    """Every worker is the wheel venv's Python, in a folder outside the checkout, and that Python imports
+    payops from the wheel (site-packages), not from the checkout."""
+    import psutil
+
+    workers = [p for name, p in cluster.sup.children if name.startswith("worker-")]
+    assert len(workers) == 2
+    for proc in workers:
+        info = psutil.Process(proc.pid)
+        assert info.cmdline()[0] == str(python)
+        assert not Path(info.cwd()).is_relative_to(ROOT)
+    where = run([str(python), "-c", "import payops; print(payops.__file__)"], cwd=python.parents[2]).stdout
+    assert "site-packages" in where and not Path(where.strip()).is_relative_to(ROOT), where
 
 
 def save_credentials(cluster: LoopbackCluster, server: SandboxServer) -> None:
@@ -150,8 +168,10 @@ def test_three_runs_on_two_workers_share_one_request_rate(
     # each flow process's PAYOPS_CREDENTIALS_BLOCK): the workers hold no client id or secret of their own.
     secret = ("PAYOPS_CLIENT_ID", "PAYOPS_CLIENT_SECRET")
     workers_env = {k: v for k, v in server.env.items() if k not in secret}
+    python = wheel_venv(tmp_path / "wheel")
     with LoopbackCluster(
         workers=2,
+        worker_python=python,
         limit=LIMIT,
         decay_per_s=DECAY,
         worker_env={**workers_env, **prepared_home(tmp_path / "payops-home", operator=None)},
@@ -159,6 +179,7 @@ def test_three_runs_on_two_workers_share_one_request_rate(
         variables={"payops_credentials_block": BLOCK},
     ) as cluster:
         save_credentials(cluster, server)
+        assert_workers_run_the_wheel(cluster, python)
         start = len(log.times)
         runs = asyncio.run(run_three(cluster, sheets, tmp_path))
         states = [r.state.type.value if r.state else None for r in runs]
