@@ -37,7 +37,8 @@ from payops.tasks.approval.approvals import (
     check_approvals,
     read_rejecter,
 )
-from payops.tasks.events.alerts import emit_approval_reminder
+from payops.tasks.approval.outcome_notices import approved_text, people, tell
+from payops.tasks.events.alerts import emit_approval_reminder, emit_approved
 from payops.tasks.reports.artifacts import artifact_key, markdown_table
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money_text
@@ -248,6 +249,7 @@ async def ask_approval(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, desc
         logger.info(
             "approval decided: approved by %s%s", ", ".join(approvers), f" ({comment})" if comment else ""
         )
+        await _tell_approved(ask, desk, approvers, comment)
         return Answer(True, comment, approvers)
 
 
@@ -276,6 +278,16 @@ async def approved_before(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk) -
         "approval carried over from this run's earlier attempt: approved by %s", ", ".join(approvers)
     )
     return Answer(True, comment, approvers)
+
+
+async def _tell_approved(ask: Ask, desk: ApprovalDesk, approvers: list[str], comment: str) -> None:
+    """The run's initiator and uploader are told it is approved (a notice for each, the alert event): the
+    rejection, expiry and completion are told from the run's final summary (`flows.payouts`)."""
+    who = people(ask.start)
+    subject = ask.subject
+    text = approved_text(ask.label, approvers, subject.rows, subject.totals, comment)
+    await asyncio.to_thread(tell, desk.engine, "run_approved", subject.run_id, ask.label, text, who)
+    emit_approved(ask.label, approvers, subject.rows, subject.totals, who)
 
 
 async def _rejected(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, comment: str) -> Answer:

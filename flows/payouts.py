@@ -51,8 +51,9 @@ from payops.tasks.approval.approvals import (
     read_start,
     row_fields,
 )
+from payops.tasks.approval.outcome_notices import PAYOUT_RUN_HOOKS, people, start_of, tell_outcome
 from payops.tasks.approval.run_approvals import with_decisions
-from payops.tasks.events.alerts import PAYOUT_RUN_HOOKS, emit_needs_approval, emit_payout_outcome
+from payops.tasks.events.alerts import emit_needs_approval, emit_payout_outcome
 from payops.tasks.intake import IntakeResult, PayoutRow
 from payops.tasks.intake.columns import ColumnMapError, parse_column_map
 from payops.tasks.intake.streaming import streams
@@ -371,11 +372,15 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
         async with open_clients(), payops_store(settings) as store:
             summary = PayoutRunSummary.model_validate(await _pay(params, store, settings))
             await keep_summary(store, summary)
+            # whose run it is: told the outcome by notice, named in the alert (tasks.approval.outcome_notices)
+            who = people(await asyncio.to_thread(start_of, params.start, params.source, settings))
+            if isinstance(store, Engine):
+                await tell_outcome(store, _run_id(), summary, who)
         try:
             await publish_run_record(summary.as_json())
         except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it
             get_run_logger().warning("run record not published (%s): %s", type(exc).__name__, exc)
-        emit_payout_outcome(summary)
+        emit_payout_outcome(summary, people=who)
         return end_run(summary)
     finally:
         progress().phase("done")

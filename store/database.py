@@ -28,7 +28,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest revision of every branch in ``migrations/versions`` (a test checks it against Alembic's own
 #: reading of that folder). A database that records exactly these needs no migration, so a command skips
 #: Alembic's import and script parsing (a cost every command would pay) when nothing is to be done.
-SCHEMA_HEADS = frozenset({"0011_paid_before"})
+SCHEMA_HEADS = frozenset({"0012_notice_recipients"})
 DATABASE_FILE_MODE = 0o600
 """A SQLite database file payops makes is its owner's alone (password hashes, sessions, the audit trail)."""
 

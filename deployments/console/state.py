@@ -114,7 +114,7 @@ class Console:
         if account is None:
             nonce = request.cookies.get(CSRF_COOKIE) or new_nonce()
         notices = 0
-        if account is not None and account.role in PERMISSIONS["approve"]:
+        if account is not None:  # runs to approve (approvers), their own runs' outcomes (everyone)
             notices = len(await asyncio.to_thread(self.notices.for_user, account.name, account.role))
         context = {
             "csrf_token": self.csrf.token(account.session if account else nonce),

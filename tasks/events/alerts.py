@@ -12,6 +12,7 @@ event                                      when
                                            when payouts failed, were refused or await review)
 ``payops.payout-run.needs-approval``       a payout run paused for approval
 ``payops.payout-run.approval-reminder``    a paused run's approval expires soon (``approval_reminder_s``)
+``payops.payout-run.approved``             a paused payout run got its approvals and sends now
 ``payops.payout-run.not-approved``         rejected, or no answer before the approval timeout
 ``payops.payout-run.failed``               invalid sheet, failed pre-flight, or the run crashed
 ``payops.settlement.retry-failed``         a settlement retry failed again, or the policy blocks retries
@@ -24,7 +25,11 @@ event                                      when
 Resources are ``payops.payout-run.<label>``, ``payops.settlement.<run id>``, ``payops.wallet.<currency>``,
 ``payops.events.feed`` and ``payops.reconciliation.<run|day>.<label or date>``; emitted inside a flow run,
 an event is related to that run, so templates can link it with ``{{ flow_run|ui_url }}``. Payloads carry
-``flow_run_id`` for the console's run page.
+``flow_run_id`` for the console's run page. A payout run's events name whose run it is: ``started_by``
+(its initiator, none for a run started from Prefect directly) and ``uploaded_by`` (the sheet's uploader when
+someone else), user names only; the same outcome reaches them as a console notice
+(`tasks.approval.outcome_notices`). A rejection's comment is free text and stays out of every payload: the
+payload says who rejected (``rejected_by``), the notice quotes the comment.
 
 "Once per crossing" (low balance, lagging feed, settlement policy): `Crossings` keeps which alerts are on in a
 Prefect Variable; an alert is emitted when its condition turns on, not on every run while it stays on.
@@ -51,6 +56,7 @@ PAYOUT_RUN = "payops.payout-run"
 PAYOUT_COMPLETED = f"{PAYOUT_RUN}.completed"
 PAYOUT_NEEDS_APPROVAL = f"{PAYOUT_RUN}.needs-approval"
 PAYOUT_APPROVAL_REMINDER = f"{PAYOUT_RUN}.approval-reminder"
+PAYOUT_APPROVED = f"{PAYOUT_RUN}.approved"
 PAYOUT_NOT_APPROVED = f"{PAYOUT_RUN}.not-approved"
 PAYOUT_FAILED = f"{PAYOUT_RUN}.failed"
 SETTLEMENT_RETRY_FAILED = "payops.settlement.retry-failed"
@@ -62,6 +68,7 @@ EVENT_NAMES = (
     PAYOUT_COMPLETED,
     PAYOUT_NEEDS_APPROVAL,
     PAYOUT_APPROVAL_REMINDER,
+    PAYOUT_APPROVED,
     PAYOUT_NOT_APPROVED,
     PAYOUT_FAILED,
     SETTLEMENT_RETRY_FAILED,
@@ -176,16 +183,53 @@ def payout_run_event(summary: Mapping[str, Any]) -> tuple[str, dict[str, Any]] |
     return None
 
 
+def _people(people: Mapping[str, Any] | None) -> dict[str, str | None]:
+    """Whose run it is (user names, never anything else): ``started_by``, ``uploaded_by``."""
+    given = people or {}
+    return {k: _text(given[k]) if given.get(k) else None for k in ("started_by", "uploaded_by")}
+
+
 def _emit_payout(event: str, facts: dict[str, Any], emitter: Emitter | None = None) -> Any:
     label = facts["label"] or "unlabelled"
     labels = {"payops.label": label, "payops.attention": "yes" if needs_attention(facts) else "no"}
     return emit_alert(event, f"{PAYOUT_RUN}.{label}", label, facts, labels, emitter)
 
 
-def emit_payout_outcome(summary: Any, emitter: Emitter | None = None) -> Any:
-    """Emit the event of a finished payout run summary (dict or pydantic model)."""
+def emit_payout_outcome(
+    summary: Any, emitter: Emitter | None = None, people: Mapping[str, Any] | None = None
+) -> Any:
+    """Emit the event of a finished payout run summary (dict or pydantic model); ``people``: whose run it is
+    (`tasks.approval.outcome_notices.people`). A rejection names who rejected it, never their comment."""
     found = payout_run_event(_as_dict(summary))
-    return _emit_payout(*found, emitter) if found else None
+    if not found:
+        return None
+    event, facts = found
+    facts.update(_people(people))
+    decision = getattr(summary, "decision", None)
+    if event == PAYOUT_NOT_APPROVED and getattr(decision, "kind", None) == "rejected":
+        facts["rejected_by"] = _text(decision.by) if decision.by else None
+    return _emit_payout(event, facts, emitter)
+
+
+def emit_approved(
+    label: str,
+    approvers: Iterable[str],
+    rows: int,
+    totals: Mapping[str, Any],
+    people: Mapping[str, Any] | None = None,
+    emitter: Emitter | None = None,
+) -> Any:
+    """A paused payout run got its approvals and sends now: who approved, how many payouts, totals per
+    currency (approvers' comments stay out: free text)."""
+    facts = {
+        "label": _text(label),
+        "outcome": "approved",
+        "approvers": [_text(a) for a in approvers],
+        "payouts": int(rows),
+        "totals": {cur: _money(v) for cur, v in sorted(totals.items())},
+        **_people(people),
+    }
+    return _emit_payout(PAYOUT_APPROVED, facts, emitter)
 
 
 def emit_needs_approval(label: str, preflight: Any, timeout_s: int, emitter: Emitter | None = None) -> Any:
@@ -213,7 +257,9 @@ def emit_approval_reminder(label: str, seconds_left: int, emitter: Emitter | Non
     return _emit_payout(PAYOUT_APPROVAL_REMINDER, facts, emitter)
 
 
-async def payout_run_hook(flow: Any, flow_run: Any, state: Any) -> None:
+async def payout_run_hook(
+    flow: Any, flow_run: Any, state: Any, people: Mapping[str, Any] | None = None
+) -> None:
     """Flow-run hook (completion, failure, crash) of `payout-spreadsheet`: the alert of a run that ended
     without its summary (an exception or a crash). A run that ends with its summary emits its own event
     (`emit_payout_outcome`, called by the flow, whatever the final state's type: a Cancelled state runs no
@@ -230,6 +276,7 @@ async def payout_run_hook(flow: Any, flow_run: Any, state: Any) -> None:
         "error": type(result).__name__ if isinstance(result, BaseException) else _text(state.name),
         "problems": [],
         "report_files": {},
+        **_people(people),
     }
     _emit_payout(PAYOUT_FAILED, facts)
 
@@ -239,7 +286,9 @@ PAYOUT_RUN_HOOKS: dict[str, list[Any]] = {
     "on_failure": [payout_run_hook],
     "on_crashed": [payout_run_hook],
 }
-"""Keyword arguments of ``@flow`` for `payout-spreadsheet`: its alert events come from these hooks."""
+"""Hooks emitting the alert of a run that ended without its summary. `payout-spreadsheet` uses
+`tasks.approval.outcome_notices.PAYOUT_RUN_HOOKS`, which calls `payout_run_hook` naming whose run it was and
+tells them by notice too."""
 
 
 # -- settlements ------------------------------------------------------------------------------------------

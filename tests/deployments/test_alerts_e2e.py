@@ -318,3 +318,54 @@ def test_cli_reapplies_in_place_sends_a_test_and_names_a_wrong_block(
     assert r.exit_code == 2 and "no notification block named 'no-such-block'" in r.output
     assert "Traceback" not in r.output
 
+
+def test_an_operators_run_tells_them_approval_rejection_and_completion(
+    applied, receiver: Receiver, emulator: SandboxServer, tmp_path: Path
+) -> None:
+    """Issue 47: the outcome of a run reaches its initiator through the configured alerts (each message
+    names them) and as their console notice; the rejection names the rejecter, the comment stays out of the
+    message (free text) and goes to the initiator's notice only."""
+    from payops.store.notices import Notices
+    from payops.tasks.approval.approvals import sign_start
+
+    from tests.flows.approval_support import decide_as, key_pair, paused_run, payops_db
+
+    def params(label: str, prefix: str) -> PayoutRunParams:
+        sheet = write_sheet(tmp_path / f"{label}.xlsx", payroll_rows(2, prefix=prefix))
+        start = sign_start(key_pair()[0], source=str(sheet), initiator="olu", channel="cli")
+        return PayoutRunParams(
+            source=str(sheet), label=label, report_dir=str(tmp_path / "r"), start=start, require_approval=True
+        )
+
+    async def decided(p: PayoutRunParams, approve: bool, comment: str) -> tuple[str, Any]:
+        flow_task = asyncio.create_task(payout_spreadsheet(p, return_state=True))
+        run_id, _ = await paused_run(p.label)
+        await decide_as(run_id, "bea", approve=approve, comment=comment)
+        return run_id, run_summary(await flow_task)
+
+    ok_id, ok = asyncio.run(decided(params("alerts-told-ok", "TOK"), True, "matches payroll"))
+    assert ok["outcome"] == "completed" and ok["payouts_by_status"] == {"delivered": 2}
+    receiver.wait_for(lambda m: m["subject"].startswith("Approve payout run alerts-told-ok"), "the ask")
+    approved = receiver.wait_for(lambda m: "alerts-told-ok approved" in m["subject"], "the approval")
+    assert approved["subject"] == "Payout run alerts-told-ok approved: sending 2 payouts"
+    assert "(started by olu) was approved by bea: sending 2 payouts (GHS 22.00)" in approved["body"]
+    done = receiver.wait_for(lambda m: "alerts-told-ok completed" in m["subject"], "the completion")
+    assert done["subject"] == "Payout run alerts-told-ok completed: 2 of 2 payouts delivered"
+    assert "(started by olu) completed: 2 of 2 payouts delivered, none failed. Amount 22.00" in done["body"]
+    assert f"https://console.example/runs/{ok_id}" in done["body"]
+
+    no_id, no = asyncio.run(decided(params("alerts-told-no", "TNO"), False, "wrong month, use the HR sheet"))
+    assert no["outcome"] == "not_approved"
+    receiver.wait_for(lambda m: m["subject"].startswith("Approve payout run alerts-told-no"), "ask again")
+    rejected = receiver.wait_for(lambda m: "alerts-told-no not approved" in m["subject"], "the rejection")
+    assert (
+        "Payout run alerts-told-no (started by olu) was rejected by bea: nothing was sent" in rejected["body"]
+    )
+    for m in (approved, done, rejected):
+        assert_nothing_sensitive(m, ["wrong month", "matches payroll", "TOK", "TNO", str(tmp_path)])
+
+    with payops_db() as engine:
+        mine = Notices(engine).for_user("olu", "operator")  # newest first
+        (told,) = [n for n in mine if n.flow_run_id == no_id]
+        assert told.kind == "run_rejected" and "rejected by bea: “wrong month, use the HR sheet”" in told.text
+        assert [n.kind for n in mine if n.flow_run_id == ok_id] == ["run_completed", "run_approved"]

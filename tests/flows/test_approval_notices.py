@@ -80,7 +80,9 @@ def test_waiting_reminded_and_expired_are_told(
         assert [n.kind for n in mine] == ["approval_expired", "approval_reminder", "approval_needed"]
         assert [n.open for n in mine] == [True, False, False]
         assert "waits for 1 approval (not olu): GHS 22.00" in mine[2].text
-        assert not [n for n in Notices(engine).for_user("olu", "approver") if n.flow_run_id == run_id]
+        for_olu = [n for n in Notices(engine).for_user("olu", "approver") if n.flow_run_id == run_id]
+        assert [(n.kind, n.personal) for n in for_olu] == [("run_not_approved", True)]  # told, not asked
+        assert "nobody approved it within 1 minute. Nothing was sent (2 payouts, 22.00)" in for_olu[0].text
         actions = [e.action for e in reversed(search(engine, text=run_id))]
         assert actions == [
             "payops.run.approval_requested",

@@ -73,7 +73,7 @@ def test_a_database_behind_is_refused_naming_it_and_the_command(tmp_path: Path) 
         open_database(settings)
     assert str(refused.value) == (
         f"the payops database {url} is at revision 0003_lookup_cache, this payops needs "
-        "0011_paid_before: run `payops db upgrade` (or `payops serve`, which upgrades it)"
+        "0012_notice_recipients: run `payops db upgrade` (or `payops serve`, which upgrades it)"
     )
     with pytest.raises(SchemaBehind):  # still behind: refused again, never migrated behind the user's back
         open_database(settings)

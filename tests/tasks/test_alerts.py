@@ -16,11 +16,13 @@ from payops.deployments.alerts import AlertSetupError, fill_links, load_alert_sp
 from payops.store.settings import PayopsSettings
 from payops.tasks.events.alerts import (
     EVENT_NAMES,
+    PAYOUT_APPROVED,
     PAYOUT_COMPLETED,
     PAYOUT_FAILED,
     PAYOUT_NOT_APPROVED,
     SETTLEMENT_RETRY_FAILED,
     Crossings,
+    emit_approved,
     emit_events_lag,
     emit_low_balance,
     emit_payout_outcome,
@@ -205,11 +207,16 @@ class FakeEvent:
 SAMPLE_PAYLOADS: dict[str, dict[str, Any]] = {}
 
 
-def _payload(event: str) -> dict[str, Any]:
+def _payload(event: str, match: dict[str, str] | None = None) -> dict[str, Any]:
     rec = Recorder()
     rooms = {"GHS": CurrencyCheck("GHS", available=Decimal("50.00"), daily_remaining=Decimal("900"))}
-    if event == PAYOUT_COMPLETED:
+    if event == PAYOUT_COMPLETED and (match or {}).get("payops.attention") == "no":
+        clean = summary(payouts_by_status={"delivered": 4}, refused_items=0, awaiting_review=[], not_final=[])
+        emit_payout_outcome(clean, rec, people={"started_by": "olu"})
+    elif event == PAYOUT_COMPLETED:
         emit_payout_outcome(summary(), rec)
+    elif event == PAYOUT_APPROVED:
+        emit_approved("payroll-2026-11", ["bea"], 4, {"GHS": "52.50"}, {"started_by": "olu"}, rec)
     elif event == PAYOUT_NOT_APPROVED:
         emit_payout_outcome(
             summary(outcome="not_approved", approval={"comment": "no approval within 9s"}), rec
@@ -248,11 +255,15 @@ def _payload(event: str) -> dict[str, Any]:
 
 
 def test_every_alert_event_has_one_automation_and_its_templates_render() -> None:
+    """One automation per event, or per event and label (a completed run: one for attention, one not)."""
     specs = load_alert_specs()
     by_event = {e: [s for s in specs if e in s.trigger["expect"]] for e in EVENT_NAMES}
-    assert all(len(found) == 1 for found in by_event.values()), by_event
-    for event, (spec,) in by_event.items():
-        context = {"event": FakeEvent(_payload(event))}
+    assert all(found for found in by_event.values()), by_event
+    for found in by_event.values():
+        matches = [json.dumps(s.trigger.get("match") or {}, sort_keys=True) for s in found]
+        assert len(set(matches)) == len(found) and (len(found) == 1 or "{}" not in matches), found
+    for event, spec in ((e, s) for e, found in by_event.items() for s in found):
+        context = {"event": FakeEvent(_payload(event, spec.trigger.get("match")))}
         subject = render_user_template_sync(
             fill_links(spec.subject, "https://console", "https://ui"), context
         )
@@ -266,7 +277,11 @@ def test_every_alert_event_has_one_automation_and_its_templates_render() -> None
 
 
 def test_rendered_attention_message_has_the_facts() -> None:
-    (spec,) = [s for s in load_alert_specs() if PAYOUT_COMPLETED in s.trigger["expect"]]
+    (spec,) = [
+        s
+        for s in load_alert_specs()
+        if PAYOUT_COMPLETED in s.trigger["expect"] and s.trigger["match"]["payops.attention"] == "yes"
+    ]
     body = render_user_template_sync(
         fill_links(spec.body, "https://c", "https://u"), {"event": FakeEvent(_payload(PAYOUT_COMPLETED))}
     )
@@ -284,3 +299,47 @@ def test_a_broken_automation_file_is_refused_by_name(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("name: other\ntrigger: {type: event}\nsubject: s\nbody: b\n")
     with pytest.raises(AlertSetupError, match="name must start with 'payops: '"):
         load_alert_specs(tmp_path)
+
+
+def _rendered(event: str, payload: dict[str, Any], attention: str | None = None) -> tuple[str, str]:
+    (spec,) = [
+        s
+        for s in load_alert_specs()
+        if event in s.trigger["expect"]
+        and (attention is None or s.trigger.get("match", {}).get("payops.attention") == attention)
+    ]
+    context = {"event": FakeEvent(payload | {"flow_run_id": "7d1f3c1a-0000-4000-8000-000000000001"})}
+    subject = render_user_template_sync(fill_links(spec.subject, "https://c", "https://u"), context)
+    return subject, render_user_template_sync(fill_links(spec.body, "https://c", "https://u"), context)
+
+
+def test_outcome_messages_name_whose_run_it_is_and_a_rejection_never_quotes_the_comment() -> None:
+    """Issue 47: approval, completion and rejection reach the run's initiator (and uploader) through the
+    alerts too; the rejecter is named, their comment (free text) stays out of every payload."""
+    from payops.flows.summaries import Decision, PayoutRunSummary
+
+    who = {"started_by": "olu", "uploaded_by": "ada"}
+    rejected = PayoutRunSummary.model_validate(
+        summary(outcome="not_approved", approval={"approved": False, "comment": "wrong month <b>x</b>"})
+    )
+    rejected.decision = Decision(kind="rejected", by="bea", reason="wrong month <b>x</b>")
+    rec = Recorder()
+    emit_payout_outcome(rejected, rec, people=who)
+    p = rec.events[0]["payload"]
+    assert (p["rejected_by"], p["started_by"], p["uploaded_by"]) == ("bea", "olu", "ada")
+    assert "wrong month" not in json.dumps(rec.events[0], default=str)
+    _, body = _rendered(PAYOUT_NOT_APPROVED, p)
+    assert "Payout run payroll-2026-11 (started by olu, sheet uploaded by ada) was rejected by bea" in body
+
+    emit_approved("payroll-2026-11", ["bea", "cat"], 1, {"GHS": "2007.01"}, {"started_by": "olu"}, rec)
+    assert rec.events[1]["event"] == PAYOUT_APPROVED
+    subject, body = _rendered(PAYOUT_APPROVED, rec.events[1]["payload"])
+    assert subject == "Payout run payroll-2026-11 approved: sending 1 payout"
+    assert "(started by olu) was approved by bea, cat: sending 1 payout (GHS 2007.01)" in body
+
+    clean = summary(payouts_by_status={"delivered": 4}, refused_items=0, awaiting_review=[], not_final=[])
+    emit_payout_outcome(clean, rec, people={"started_by": "olu"})
+    assert rec.events[2]["resource"]["payops.attention"] == "no"
+    subject, body = _rendered(PAYOUT_COMPLETED, rec.events[2]["payload"], attention="no")
+    assert subject == "Payout run payroll-2026-11 completed: 4 of 4 payouts delivered"
+    assert "(started by olu) completed: 4 of 4 payouts delivered, none failed. Amount 52.50" in body

@@ -65,8 +65,10 @@ async def runs(request: Request, console: ConsoleDep, account: Viewer) -> Respon
 
 @router.get("/notices", response_class=HTMLResponse)
 async def notices(request: Request, console: ConsoleDep, account: Viewer) -> Response:
-    """Every notice for this user, newest first (open ones marked): runs to approve, reminders, expiries."""
+    """Every notice for this user, newest first: runs to approve, reminders, expiries (open until decided),
+    and what became of their own runs (new until this page shows them, then read)."""
     found = await asyncio.to_thread(console.notices.for_user, account.name, account.role, open_only=False)
+    await asyncio.to_thread(console.notices.mark_read, account.name)
     return await console.render(request, "notices.html", {"notices": await named(found)})
 
 
