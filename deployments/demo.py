@@ -70,7 +70,9 @@ def main() -> int:
             from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 
             print(f"paying {SHEET.relative_to(ROOT)} ...", flush=True)
-            params = PayoutRunParams(source=str(SHEET), report_dir=str(ROOT / "reports"), poll_deadline_s=240)
+            # The reports go to the demo's home, beside its database: .payops-demo/reports (README).
+            reports = DEMO_HOME / "reports"
+            params = PayoutRunParams(source=str(SHEET), report_dir=str(reports), poll_deadline_s=240)
             summary = run_summary(run_on_server(lambda: payout_spreadsheet(params, return_state=True)))
             print(summary.text())
             not_final = summary.not_final

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 from payops.connectors.payments import PaymentsSettings
 from payops.flows.approval import Answer, Ask, approved_before, ask_approval, resume_description
 from payops.flows.flow_decorator import flow
-from payops.flows.outcomes import end_run, keep_summary, state_message
+from payops.flows.outcomes import WITH_FAILURES, end_run, keep_summary, state_message
 from payops.flows.payout_parts import (
     accepted_state,
     batch_said,
@@ -26,7 +26,15 @@ from payops.flows.payout_parts import (
     submitted_outcome,
 )
 from payops.flows.pipeline import RunEnded, SheetRun, send_parts
-from payops.flows.run_params import SheetRunParams, Text, sheet_run_name, tag_run
+from payops.flows.run_params import (
+    FAILURES_TAG,
+    PAYOUT_TAG,
+    SheetRunParams,
+    Text,
+    add_run_tags,
+    sheet_run_name,
+    tag_run,
+)
 from payops.flows.summaries import Decision, PayoutRunSummary
 from payops.store.settings import PayopsSettings
 from payops.tasks.approval.approval_gate import (
@@ -368,6 +376,7 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
     settings are read here, once, and passed on.
     """
     settings = PayopsSettings.from_env()
+    await add_run_tags(PAYOUT_TAG)
     try:
         async with open_clients(), payops_store(settings) as store:
             summary = PayoutRunSummary.model_validate(await _pay(params, store, settings))
@@ -381,7 +390,10 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
         except Exception as exc:  # noqa: BLE001 - the payouts are done and reported; only `payops runs` loses it
             get_run_logger().warning("run record not published (%s): %s", type(exc).__name__, exc)
         emit_payout_outcome(summary, people=who)
-        return end_run(summary)
+        state = end_run(summary)
+        if state.name == WITH_FAILURES:  # a green badge in Prefect's UI: the tag says it (FAILURES_TAG)
+            await add_run_tags(FAILURES_TAG)
+        return state
     finally:
         progress().phase("done")
 

@@ -49,6 +49,11 @@ class ReconcileRunParams(BaseModel):
     )
     credentials_block: CredentialsBlock = ""
     rate_limit_per_s: RateLimit = 50
+    trigger: Literal["cli", "api"] | None = Field(
+        None,
+        description="Who asked for the check, as the reconciliation history shows it. Leave empty: a person "
+        "(cli) with a label, a payout's change (event) with a reference.",
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> ReconcileRunParams:
@@ -80,7 +85,7 @@ async def reconcile_run(params: ReconcileRunParams) -> State:
 async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
     label = params.label
-    trigger = "cli" if label else "event"
+    trigger = params.trigger or ("cli" if label else "event")
     if not label:
         store = await asyncio.to_thread(open_store, payops)
         label = await label_for_reference(store, params.reference) or ""

@@ -133,21 +133,41 @@ def sheet_run_name() -> str:
     return name_from_parameters(flow_run.parameters)
 
 
-async def tag_run(label: str) -> None:
-    """Add the run's label to its tags, so Prefect's runs list filters by it (a failure is logged, never
-    fatal: the payments matter more than the tag). The tags the run was created with are in its context, so
-    this makes one request, and only for a new label."""
+PAYOUT_TAG = "payroll"
+"""Tag of every payout run (the flow adds it, however the run was started): the operator's filter."""
+FAILURES_TAG = "payout-failures"
+"""Tag of a payout run that ended "Completed with failures": payouts failed, were refunded or refused. Its
+badge stays green (a Completed state: Failed or Crashed would retry the run or run crash handling), so the
+tag is what a person filters on (docs/operations.md, *Prefect UI*)."""
+MAINTENANCE_TAG = "maintenance"
+"""Tag of the deployments that run by themselves and move no money (events catch-up, wallet watch, payout
+follow-up, a run's reconciliation on a payout's change): deployments/prefect.yaml; filtered out of an
+operator's view."""
+
+
+async def tag_run(label: str, *more: str) -> None:
+    """Add the run's label (and ``more`` tags) to its tags, so Prefect's runs list filters by it."""
+    await add_run_tags(label, *more)
+
+
+async def add_run_tags(*tags: str) -> None:
+    """Add ``tags`` to this flow run's tags in Prefect (a failure is logged, never fatal: the payments
+    matter more than a tag). The run's current tags are read first: an earlier call changed them since the
+    run started."""
     from prefect.client.orchestration import get_client
     from prefect.runtime import flow_run
 
-    tags = list(flow_run.tags or [])
-    if not label or not flow_run.id or label in tags:
+    wanted = [t for t in dict.fromkeys(tags) if t]
+    if not wanted or not flow_run.id:
         return
     try:
         async with get_client() as client:
-            await client.update_flow_run(flow_run.id, tags=[*tags, label])
+            current = list((await client.read_flow_run(flow_run.id)).tags or [])
+            missing = [t for t in wanted if t not in current]
+            if missing:
+                await client.update_flow_run(flow_run.id, tags=[*current, *missing])
     except Exception as exc:  # noqa: BLE001 - tags are a convenience; say so and go on
-        get_run_logger().warning("run not tagged with its label %s (%s)", label, type(exc).__name__)
+        get_run_logger().warning("run not tagged %s (%s)", ", ".join(wanted), type(exc).__name__)
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,10 @@ def reconcile(
     try:
         if run is not None:
             run_params = ReconcileRunParams(
-                label=run, unchecked_after_hours=unchecked_after_hours, credentials_block=credentials_block
+                label=run,
+                unchecked_after_hours=unchecked_after_hours,
+                credentials_block=credentials_block,
+                trigger="cli",
             )
         else:
             day_params = ReconcileDayParams.model_validate(

@@ -10,6 +10,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from payops.connectors.payments.failure_words import failure_words
+from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES
 from payops.store.settings import PayopsSettings
 from payops.tasks.reports.attention import ATTENTION_TABLE_HEADERS
 from payops.tasks.reports.money_moved import MOVED_HEADERS, moved_rows
@@ -52,8 +53,10 @@ def report_lines(files: Mapping[str, Any] | None, settings: PayopsSettings) -> l
 
 
 def summary_markdown(summary: Mapping[str, Any], settings: PayopsSettings, why: str | None = None) -> str:
-    """Human summary of a run with links to the report files; ``why`` says why it sent nothing."""
-    lines = [f"# Payout run `{summary['label']}`", "", f"**Outcome:** {summary.get('outcome')}", ""]
+    """Human summary of a run with links to the report files; ``why`` says why it sent nothing. A run whose
+    payouts failed or were refused leads with a warning line (its state's badge in Prefect is green)."""
+    lines = warning_lines(summary)
+    lines += [f"# Payout run `{summary['label']}`", "", f"**Outcome:** {summary.get('outcome')}", ""]
     if why:
         lines += [f"**Why:** {why}", ""]
     moved = summary.get("moved") or {}
@@ -111,6 +114,22 @@ def summary_markdown(summary: Mapping[str, Any], settings: PayopsSettings, why: 
     lines += reason_lines(summary.get("attention_rows") or [])
     lines += report_lines(summary.get("report_files"), settings)
     return "\n".join(lines)
+
+
+def warning_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The artifact's first line when payouts failed, were refunded or were refused (empty otherwise)."""
+    by_status = summary.get("payouts_by_status") or {}
+    failed = sum(int(by_status.get(s) or 0) for s in PAYOUT_FAILED_STATUSES)
+    refused = int(summary.get("refused_items") or 0)
+    if not failed and not refused:
+        return []
+    parts = [f"{counted(failed, 'payout')} failed or refunded"] if failed else []
+    parts += [f"{counted(refused, 'payout')} refused by the service"] if refused else []
+    return [
+        f"> **Warning: completed with failures.** {'; '.join(parts)}: see *What needs a person* below and "
+        "the report's resubmit sheet. The run is tagged `payout-failures`.",
+        "",
+    ]
 
 
 def reason_lines(attention: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -32,6 +32,7 @@ from payops.store.settings import PayopsSettings, absolute_location
 from payops.tasks.reports.attention import charged_fee, needs_retry, outcome_kind, outcome_words
 from payops.tasks.reports.table_workbook import PlainNumber, table_workbook
 from payops.tasks.reports.xlsx import neutralise, write_csv
+from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money
 
 RESULT_COLUMNS = [
@@ -334,6 +335,131 @@ def summary_pairs(summary: Mapping[str, Any]) -> list[list[Any]]:
     return [[neutralise(k), neutralise(v)] for k, v in pairs]
 
 
+TOTAL_LABEL = "Total"
+"""The first cell of the results sheet's totals row (under the rows): ``Total: N rows``."""
+
+
+def with_totals(
+    rows: Iterable[list[Any]], headers: Sequence[str], amount_column: str | None
+) -> Iterator[list[Any]]:
+    """The typed results rows as they come, then a totals row: the row count, the sheet's amount column and
+    payops' Amount summed over the typed amounts (a number; a row payops could not read keeps its text and
+    is not summed), the Fee column summed over the fees charged (rows without a fee add nothing)."""
+    summed = [headers.index(h) for h in ("Amount", "Fee")]
+    if amount_column is not None:
+        summed.insert(0, headers.index(amount_column))
+    totals = dict.fromkeys(summed, Decimal(0))
+    count = 0
+    for row in rows:
+        count += 1
+        for i in summed:
+            v = row[i]
+            if type(v) is Decimal and v.is_finite():
+                totals[i] += v
+        yield row
+    label_at = 0 if 0 not in totals else headers.index("Reference (sent)")
+    last: list[Any] = [None] * len(headers)
+    last[label_at] = f"{TOTAL_LABEL}: {counted(count, 'row')}"
+    for i, total in totals.items():
+        last[i] = total
+    yield last
+
+
+_STATUS_WORDS = {
+    "delivered": "Payouts delivered",
+    "failed": "Payouts failed",
+    "refunded": "Payouts refunded after delivery",
+    "in_review": "Payouts in review at the provider",
+    "held": "Payouts held",
+    "pending": "Payouts still pending",
+    "processing": "Payouts still processing",
+    "accepted": "Payouts accepted, not final yet",
+    None: "Payouts with no status read",
+}
+_OUTCOME_WORDS = {
+    "completed": "Completed",
+    "dry_run": "Dry run: checked, nothing sent",
+    "not_approved": "Not approved: nothing sent",
+    "invalid_input": "Refused: the sheet has invalid rows; nothing sent",
+    "preflight_failed": "Refused at pre-flight; nothing sent",
+}
+_MOVED = [
+    ("paid", "Paid"),
+    ("paid_payouts", "Payouts paid"),
+    ("not_paid", "Not paid"),
+    ("not_paid_payouts", "Payouts not paid"),
+    ("fees", "Fees charged"),
+    ("wallet_effect", "Wallet movement"),
+]
+"""The summary's ``moved`` per currency, in the summary sheet's words (money keys are decimal strings)."""
+
+
+def _figure(value: Any) -> Any:
+    """A money string as a Decimal (a number in the sheet's money format); anything else as it is."""
+    if isinstance(value, str):
+        try:
+            number = Decimal(value)
+        except ArithmeticError:
+            return value
+        return number if number.is_finite() else value
+    return value
+
+
+def people_summary(summary: Mapping[str, Any], now: datetime | None = None) -> list[list[Any]]:
+    """The summary sheet of a payout run's xlsx, for a finance person: labelled figures (run, source,
+    outcome, rows, payouts by status in words, money as numbers, approval, when). The machine fields (rate
+    limit, API calls, timings...) stay in the JSON summary file only."""
+    by_status: Mapping[Any, int] = summary.get("payouts_by_status") or {}
+    failed = sum(int(by_status.get(s) or 0) for s in ("failed", "refunded"))
+    refused = int(summary.get("refused_items") or 0)
+    outcome = summary.get("outcome")
+    words = _OUTCOME_WORDS.get(outcome, str(outcome or ""))
+    if outcome == "completed" and (failed or refused):
+        words = "Completed with failures"
+    pairs: list[list[Any]] = [
+        ["Run", summary.get("label")],
+        ["Source sheet", summary.get("source")],
+        ["Outcome", words],
+        ["Rows in the sheet", summary.get("rows_total")],
+        ["Rows valid", summary.get("rows_valid")],
+        ["Rows invalid", summary.get("rows_invalid")],
+    ]
+    for status, n in sorted(by_status.items(), key=lambda kv: str(kv[0])):
+        pairs.append([_STATUS_WORDS.get(status, f"Payouts {str(status).replace('_', ' ')}"), n])
+    if refused:
+        pairs.append(["Payouts refused by the service", refused])
+    if "attention_total" in summary:
+        pairs.append(["Rows needing a person", summary.get("attention_total")])
+    moved = summary.get("moved")
+    if isinstance(moved, Mapping) and moved:
+        for currency, figures in sorted(moved.items()):
+            for key, words_of in _MOVED:
+                if isinstance(figures, Mapping) and key in figures:
+                    pairs.append([f"{words_of} ({currency})", _figure(figures[key])])
+    else:
+        currency = summary.get("currency")
+        suffix = f" ({currency})" if currency else ""
+        pairs.append([f"Amount in the sheet{suffix}", _figure(summary.get("amount_total"))])
+        if summary.get("fee_total") is not None:
+            pairs.append([f"Fees{suffix}", _figure(summary.get("fee_total"))])
+    approval = summary.get("approval")
+    if isinstance(approval, Mapping) and approval:
+        who = ", ".join(map(str, approval.get("approvers") or [])) or approval.get("by")
+        pairs.append(["Approved" if approval.get("approved") else "Approval", who or "no"])
+        for d in approval.get("decisions") or []:
+            pairs.append(
+                [
+                    f"Approval: {d.get('decision')} by {d.get('by')}",
+                    f"{d.get('at')}: {d.get('comment') or ''}",
+                ]
+            )
+    recon = summary.get("reconciliation")
+    if isinstance(recon, Mapping) and recon.get("status"):
+        pairs.append(["Reconciliation", recon.get("status")])
+    pairs.append(["Report written (UTC)", (now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)])
+    return [[k, v] for k, v in pairs if v is not None and v != ""]
+
+
 def write_reports(
     report_dir: str,
     label: str,
@@ -365,11 +491,13 @@ def write_reports(
     read = dict(read_columns or {})
     numbers = number_columns(columns, table, read.values())
     with table_workbook(paths["xlsx"]) as wb:
+        amount_column = read.get("amount")
         rows = results_rows(
-            columns, table, outcomes, facts, typed=True, amount_column=read.get("amount"), numbers=numbers
+            columns, table, outcomes, facts, typed=True, amount_column=amount_column, numbers=numbers
         )
-        wb.add_long_sheet("results", headers, rows, highlight=attention)
-        wb.add_sheet("summary", ["field", "value"], summary_pairs(summary))
+        sheet_amount = headers[columns.index(amount_column)] if amount_column in columns else None
+        wb.add_long_sheet("results", headers, with_totals(rows, headers, sheet_amount), highlight=attention)
+        wb.add_sheet("summary", ["Payout run", "Figure"], people_summary(summary))
         rh, rr = resubmit_rows(columns, table, outcomes, reference_column)
         wb.add_long_sheet(RESUBMIT_SHEET, rh, rr, read_back=True)
 

@@ -28,11 +28,9 @@ HIGHLIGHT = "#FFF2CC"
 """Fill of rows that need attention (failed, refused, invalid)."""
 _RISKY = frozenset("=+-@\t\r")
 """First characters a spreadsheet may run as a formula."""
-_SIGNED_NUMBER = re.compile(r"[+-][0-9][0-9 ().-]*").fullmatch
-"""Text that starts like a formula but holds only a sign, digits, spaces and number punctuation."""
-_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?").fullmatch
-"""A plain number: an optional sign, digits, at most one decimal point. A spreadsheet opening a csv reads it
-as a number, never as a formula (``-5.00``, ``+233241234567``)."""
+_NUMBER_AFTER_SIGN = re.compile(r"(?=[^0-9]*[0-9])[0-9 ().-]+").fullmatch
+"""What may follow a leading + or - for the text to be a number or a phone number, not a formula: digits,
+spaces, dashes, dots and parentheses, at least one digit."""
 _OPTIONS = {
     # Cells are data, never formulas, links or numbers guessed from text.
     "strings_to_formulas": False,
@@ -52,35 +50,41 @@ and the retry sheet built from it (`payops.tasks.payouts.retry_sheet`) keep the 
 number). Those are written only as xlsx inline-string cells (``TableWorkbook.add_sheet(read_back=True)``),
 which no spreadsheet evaluates, so they stay safe to open; never as csv, which a spreadsheet would evaluate.
 
-A csv cell that is a plain number (``-5.00``, ``+233241234567``: a sign, digits, one decimal point) goes
-without the guard (``csv_row``): a spreadsheet reads it as a number, which can run nothing, and an apostrophe
-there would make finance's ``-5.00`` text. Anything else starting with = + - @ tab or CR keeps it, a phone
-number written with spaces included: Excel and LibreOffice evaluate ``+233 24 123 4567`` from a csv as a
-formula (an error cell), so it stays ``'+233 24 123 4567``. In the xlsx reports such a signed number keeps its
-text with the quote-prefix style instead (``quote_prefixed``).
+The guard itself is one rule for csv and xlsx (:func:`formula_like`): text starting with = @ tab or CR is
+guarded; text starting with + or - is guarded unless the rest is a plain number or phone number (digits,
+spaces, dashes, dots, parentheses): ``-12.50``, ``+233241234567`` and ``+233 24 123 4567`` go without the
+apostrophe (they cannot call a function or reach outside the sheet, and finance copies them as they are),
+``-2+3`` and ``+cmd|' /C calc'!A0`` keep it. In the xlsx reports such a signed number also carries Excel's
+quote-prefix style (``quote_prefixed``), so editing the cell keeps it text.
 """
 
 
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet would take ``text`` for a formula: it starts with = @ tab or CR, or with + or -
+    followed by anything but a plain number or phone number (``-12.50``, ``+233 24 123 4567``: not formulas;
+    ``-2+3``: a formula). The one statement of the guard's rule (:data:`READ_BACK_RULE`)."""
+    first = text[:1]
+    if first not in _RISKY:
+        return False
+    return first not in "+-" or _NUMBER_AFTER_SIGN(text[1:]) is None
+
+
 def neutralise(value: Any) -> Any:
-    """Defuse spreadsheet formula injection: text starting with = + - @ (or tab, CR) is prefixed with a quote.
+    """Defuse spreadsheet formula injection: text a spreadsheet would take for a formula
+    (:func:`formula_like`) is prefixed with an apostrophe; a signed number or phone number is not.
 
     The one place of this rule: every xlsx and csv report cell and header goes through it (``safe_cell``,
     ``safe_row``, ``write_csv``, ``tasks.reports.table_workbook``); sheets payops reads back do not
     (:data:`READ_BACK_RULE`)."""
-    if type(value) is str:
-        return "'" + value if value[:1] in _RISKY else value
-    if isinstance(value, str) and value[:1] in _RISKY:  # str subclasses (enums)
+    if isinstance(value, str) and formula_like(value):
         return "'" + str(value)
     return value
 
 
 def quote_prefixed(text: str) -> bool:
-    """Whether an xlsx text cell keeps ``text`` as it is, with Excel's quote-prefix style, instead of a
-    leading apostrophe: a phone number ``+233 24 123 4567`` or ``-5`` (a sign, then digits, spaces and number
-    punctuation only) cannot call a function or reach outside the sheet, and finance copies it without a stray
-    apostrophe. Everything else that starts like a formula is neutralised (:func:`neutralise`); a csv has no
-    quote prefix, so its cells keep the guard unless they are plain numbers (:func:`csv_row`)."""
-    return _SIGNED_NUMBER(text) is not None
+    """Whether an xlsx text cell is a signed number left unguarded (``+233 24 123 4567``, ``-5``): written
+    as it is with Excel's quote-prefix style, so editing it in Excel keeps it text rather than a formula."""
+    return text[:1] in ("+", "-") and not formula_like(text)
 
 
 def safe_cell(value: Any) -> Any:
@@ -105,20 +109,14 @@ def safe_row(values: Iterable[Any]) -> list[Any]:
 
 
 def csv_row(values: Iterable[Any]) -> list[Any]:
-    """:func:`safe_row` for a csv line: a plain number keeps its sign, unguarded (``READ_BACK_RULE``)."""
-    return [
-        v
-        if (t := type(v)) is str and (v[:1] not in _RISKY or _PLAIN_NUMBER(v)) or v is None or t in _NUMBERS
-        else safe_cell(v)
-        for v in values
-    ]
+    """:func:`safe_row` for a csv line (the same rule: ``READ_BACK_RULE``)."""
+    return safe_row(values)
 
 
 def write_csv(path: str, headers: Sequence[Any], rows: Iterable[Sequence[Any]]) -> None:
     """A csv report at ``path`` (local path or fsspec URL): the header line and every cell neutralised, as
-    in the xlsx reports (a column header can carry a formula as well as a cell), plain numbers excepted
-    (:func:`csv_row`). Rows are streamed through a temporary file, so a failed report leaves no half-written
-    file and no copy of the rows is held."""
+    in the xlsx reports (a column header can carry a formula as well as a cell). Rows are streamed through a
+    temporary file, so a failed report leaves no half-written file and no copy of the rows is held."""
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as tmp:
         writer = csv.writer(tmp)
         writer.writerow(csv_row(headers))

@@ -258,7 +258,7 @@ def resume_with(dialog: Any, *, approve: bool) -> None:
 
 
 def column(path: Path, header: str) -> list[Any]:
-    """One column of a payout report's ``results`` sheet."""
+    """One column of a payout report's ``results`` sheet (its rows, not the totals row under them)."""
     rows = list(load_workbook(path, read_only=True)["results"].iter_rows(values_only=True))
     index = list(rows[0]).index(header)
-    return [r[index] for r in rows[1:]]
+    return [r[index] for r in rows[1:-1]]

@@ -100,6 +100,26 @@ def test_schedules() -> None:
     assert SPECS["reconcile-day"]["schedules"] == [{"cron": "10 0 * * *", "timezone": "Africa/Accra"}]
 
 
+MAINTENANCE = {"events-catch-up", "wallet-watch", "payout-followup", "reconcile-run"}
+"""The deployments that start by themselves and move no money: an operator's view filters them out."""
+
+
+def test_maintenance_runs_and_payout_runs_carry_the_tags_an_operator_filters_on() -> None:
+    from payops.deployments.serve import runner_deployments
+    from payops.flows.run_params import MAINTENANCE_TAG, PAYOUT_TAG
+
+    tagged = {name for name, spec in SPECS.items() if MAINTENANCE_TAG in spec["tags"]}
+    assert tagged == MAINTENANCE
+    for name in MAINTENANCE - {"payout-followup", "reconcile-run"}:  # the 5- and 15-minute schedules
+        assert SPECS[name]["schedules"][0]["interval"] <= 900, name
+    assert PAYOUT_TAG in SPECS["payout-spreadsheet"]["tags"]
+    assert [n for n, spec in SPECS.items() if PAYOUT_TAG in spec["tags"]] == ["payout-spreadsheet"]
+    # `payops serve` builds its deployments from this file with the same tags
+    served = {d.name: set(d.tags) for d in runner_deployments(list(SPECS.values()), warn=lambda _: None)}
+    assert {n for n, tags in served.items() if MAINTENANCE_TAG in tags} == MAINTENANCE
+    assert PAYOUT_TAG in served["payout-spreadsheet"]
+
+
 def test_every_schedule_names_its_timezone() -> None:
     for name, spec in SPECS.items():
         for item in spec.get("schedules") or []:

@@ -92,7 +92,7 @@ def test_a_run_reconciles_clean_and_a_late_refund_reopens_it(prefect_harness, en
     summary_sheet = dict(
         load_workbook(s["report_files"]["xlsx"])["summary"].iter_rows(min_row=2, values_only=True)
     )
-    assert summary_sheet["reconciliation.status"] == "clean"
+    assert summary_sheet["Reconciliation"] == "clean"
 
     admin(env.base_url, "payouts/RC-00001/refund")  # weeks later, the provider returns the money
     again = reconcile(reference="RC-00001")  # what the webhook / events catch-up trigger passes

@@ -10,7 +10,7 @@ from payops.tasks.reports.run_reports import RowOutcome, neutralise, resubmit_re
 
 
 def test_cells_starting_with_formula_characters_are_neutralised() -> None:
-    for risky in ['=HYPERLINK("x")', "+1", "-2+3", "@SUM(A1)", "\tx"]:
+    for risky in ['=HYPERLINK("x")', "+1+1", "-2+3", "@SUM(A1)", "\tx"]:
         assert neutralise(risky) == "'" + risky
     assert neutralise("Ama") == "Ama" and neutralise(5) == 5
 
@@ -215,14 +215,14 @@ def test_finance_columns_amounts_numbers_sum_to_the_total_and_approvers_kept(tmp
     assert [sheet.cell(r, col["Name check"]).value for r in (2, 3)] == ["match", "mismatch"]
 
     pairs = dict(load_workbook(paths["xlsx"])["summary"].iter_rows(min_row=2, values_only=True))
-    assert pairs["approval.approved by bea"] == "2026-11-22T09:00: checked against HR"
-    assert pairs["approval.approved by kojo"] == "2026-11-22T09:05: budget line 4"
+    assert pairs["Approval: approved by bea"] == "2026-11-22T09:00: checked against HR"
+    assert pairs["Approval: approved by kojo"] == "2026-11-22T09:05: budget line 4"
     assert json.loads(open(paths["json"]).read())["approval"]["decisions"] == decisions
 
     csv_lines = open(paths["csv"]).read().splitlines()
     assert csv_lines[1].endswith(",1200.50,GHS,12.01,Ama Mensah,match,,,,,,2026-11-22T10:00:05.123+00:00")
     assert csv_lines[1].startswith('P-1,Ama Mensah,"1,200.50",')  # the csv keeps the sheet's text
-    assert "'+233 24 123 4567" in csv_lines[1]  # csv stays plain text, neutralised as before
+    assert ",+233 24 123 4567," in csv_lines[1]  # a phone number is not a formula: no guard apostrophe
 
 
 def _payout_row(row: int, amount: str, destination: str) -> object:
@@ -301,7 +301,7 @@ def test_a_failing_row_reads_in_words_beside_its_code_in_the_xlsx_and_the_csv(tm
 
 def test_the_sheets_own_columns_are_echoed_as_the_values_payops_read(tmp_path) -> None:
     """The amount payops read is a number in its own column; numbers stay numbers, identifiers and phone
-    numbers stay text; the csv keeps the sheet's text and guards only what a spreadsheet would evaluate."""
+    numbers stay text; the csv keeps the sheet's text, guarding only what a spreadsheet runs."""
     import csv
     from decimal import Decimal
 
@@ -346,7 +346,7 @@ def test_the_sheets_own_columns_are_echoed_as_the_values_payops_read(tmp_path) -
         lines = list(csv.DictReader(fh))
     assert lines[0]["Pay"] == "1,200.50" and lines[0]["Employee ID"] == "00123"
     assert lines[0]["Bonus"] == "-5.00"  # a plain number: no guard apostrophe
-    assert lines[0]["Phone"] == "'+233 24 123 4567"  # a spreadsheet evaluates this from a csv: guarded
+    assert lines[0]["Phone"] == "+233 24 123 4567"  # a phone number, not a formula: no guard apostrophe
 
 
 def test_plain_numbers_are_what_a_spreadsheet_holds_exactly() -> None:
@@ -367,3 +367,115 @@ def test_plain_numbers_are_what_a_spreadsheet_holds_exactly() -> None:
         "",
     ]:
         assert not plain_number(text), text
+
+
+def _paid_run(tmp_path, summary: dict) -> dict:
+    """A payout run's reports: three rows paid (one failed), one the intake could not read."""
+    from decimal import Decimal
+
+    from payops.tasks.reports.run_reports import row_facts
+
+    columns = ["Staff", "Net Pay", "Phone"]
+    cells = [
+        ["Ama", "1,200.50", "0244000001"],
+        ["Kofi", "99.99", "0244000002"],
+        ["Esi", "10.01", "0244000003"],
+    ]
+    cells.append(["Yaw", "abc", "0244000004"])
+    table = [{"__row__": str(i), **dict(zip(columns, row, strict=True))} for i, row in enumerate(cells, 2)]
+    facts = row_facts([_payout_row(r, a, f"23324400000{r - 1}") for r, a in ((2, "1200.50"), (3, "99.99"))])
+    facts |= row_facts([_payout_row(4, "10.01", "233244000003")])
+    outcomes = {
+        2: RowOutcome(2, "P-2", "run-b0000", "accepted", "delivered", "12.01"),
+        3: RowOutcome(3, "P-3", "run-b0000", "accepted", "delivered", "1.00"),
+        4: RowOutcome(4, "P-4", "run-b0000", "accepted", "failed", None, "account_not_found"),
+        5: RowOutcome(
+            5, submission="invalid", error_code="invalid_input", error_message="Net Pay: not a number"
+        ),
+    }
+    read = {"amount": "Net Pay", "destination": "Phone", "payee_name": "Staff"}
+    assert Decimal("1200.50") + Decimal("99.99") + Decimal("10.01") == Decimal(summary["amount_total"])
+    return write_reports(str(tmp_path), "run", columns, table, outcomes, summary, None, facts, read)
+
+
+SUMMARY = {
+    "label": "payroll-2026-11",
+    "source": "/srv/payroll/2026-11.xlsx",
+    "outcome": "completed",
+    "rows_total": 4,
+    "rows_valid": 3,
+    "rows_invalid": 1,
+    "errors": [{"row": 5, "column": "Net Pay", "message": "not a number"}],
+    "amount_total": "1310.50",
+    "fee_total": "13.01",
+    "currency": "GHS",
+    "payouts_by_status": {"delivered": 2, "failed": 1},
+    "refused_items": 0,
+    "attention_total": 2,
+    "rate_limit": {"limit_per_s": 50, "waited_s": 0.1, "throttled_429": 0},
+    "api_calls": {"POST /v1/payouts/batch": 1, "GET /v1/payouts": 3},
+    "reconciliation": {"status": "clean", "matched": 3},
+}
+
+
+def test_the_results_sheet_ends_with_a_labelled_totals_row(tmp_path) -> None:
+    """Under the rows: their count, the sheet's amount column and payops' Amount summed as numbers (the typed
+    amounts; the row payops could not read is not summed), the fees charged summed."""
+    from decimal import Decimal
+
+    paths = _paid_run(tmp_path, dict(SUMMARY))
+    sheet = load_workbook(paths["xlsx"])["results"]
+    head = [c.value for c in sheet[1]]
+    assert sheet.max_row == 1 + 4 + 1
+    total = {h: c for h, c in zip(head, sheet[sheet.max_row], strict=True)}
+    assert total["Staff"].value == "Total: 4 rows"
+    for column in ("Net Pay", "Amount"):
+        assert Decimal(str(total[column].value)) == Decimal("1310.50"), column
+        assert total[column].number_format == "#,##0.00"
+    assert Decimal(str(total["Fee"].value)) == Decimal("13.01")  # the failed payout was charged nothing
+    assert total["Payout status"].value is None and total["Phone"].value is None
+    assert not open(paths["csv"]).read().count("Total:")  # the csv stays one line per row, for machines
+
+
+def test_the_summary_sheet_is_a_short_page_of_labelled_figures_for_people(tmp_path) -> None:
+    from datetime import datetime
+
+    paths = _paid_run(tmp_path, dict(SUMMARY))
+    sheet = load_workbook(paths["xlsx"])["summary"]
+    rows = list(sheet.iter_rows(min_row=2))
+    figures = {r[0].value: r[1] for r in rows}
+    assert len(rows) <= 20
+    assert not [k for k in figures if "." in k or "_" in k]  # no machine field (rate_limit.*, api_calls.*)
+    assert figures["Run"].value == "payroll-2026-11" and figures["Source sheet"].value.endswith(
+        "2026-11.xlsx"
+    )
+    assert figures["Outcome"].value == "Completed with failures"
+    assert (figures["Rows valid"].value, figures["Rows invalid"].value) == (3, 1)
+    assert (figures["Payouts delivered"].value, figures["Payouts failed"].value) == (2, 1)
+    for label, amount in (("Amount in the sheet (GHS)", 1310.5), ("Fees (GHS)", 13.01)):
+        assert figures[label].value == amount and figures[label].number_format == "#,##0.00", label
+    assert figures["Reconciliation"].value == "clean"
+    assert isinstance(figures["Report written (UTC)"].value, datetime)
+    data = json.loads(open(paths["json"]).read())  # the machine fields stay in the JSON summary
+    assert data["rate_limit"]["limit_per_s"] == 50 and data["api_calls"]["GET /v1/payouts"] == 3
+
+
+def test_the_summary_sheet_shows_the_money_moved_per_currency_when_the_run_has_it(tmp_path) -> None:
+    moved = {
+        "GHS": {
+            "paid": "1300.49",
+            "paid_payouts": 2,
+            "not_paid": "10.01",
+            "not_paid_payouts": 1,
+            "fees": "13.01",
+            "wallet_effect": "-1313.50",
+        }
+    }
+    paths = _paid_run(tmp_path, {**SUMMARY, "moved": moved})
+    figures = {
+        k: v for k, v in load_workbook(paths["xlsx"])["summary"].iter_rows(min_row=2, values_only=True)
+    }
+    assert figures["Paid (GHS)"] == 1300.49 and figures["Payouts paid (GHS)"] == 2
+    assert figures["Not paid (GHS)"] == 10.01 and figures["Payouts not paid (GHS)"] == 1
+    assert figures["Fees charged (GHS)"] == 13.01 and figures["Wallet movement (GHS)"] == -1313.5
+    assert "Amount in the sheet (GHS)" not in figures  # the moved figures replace the sheet's total

@@ -35,6 +35,7 @@ async def reconcile(
         if body.run:
             params: Any = ReconcileRunParams(
                 label=await payout_label(body.run),
+                trigger=body.channel,
                 unchecked_after_hours=body.unchecked_after_hours,
                 credentials_block=console.settings.credentials_block or "",
             )
