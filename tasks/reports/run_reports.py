@@ -432,6 +432,9 @@ def people_summary(summary: Mapping[str, Any], now: datetime | None = None) -> l
         pairs.append(["Rows needing a person", summary.get("attention_total")])
     moved = summary.get("moved")
     if isinstance(moved, Mapping) and moved:
+        currency = summary.get("currency")
+        suffix = f" ({currency})" if currency else ""
+        pairs.append([f"Amount in the sheet{suffix}", _figure(summary.get("amount_total"))])
         for currency, figures in sorted(moved.items()):
             for key, words_of in _MOVED:
                 if isinstance(figures, Mapping) and key in figures:

@@ -104,16 +104,24 @@ def test_a_runs_figures_are_what_left_the_wallet_on_every_surface(
     markdown = asyncio.run(_summary_artifact(run["id"], summary["label"]))
     assert f"| GHS | {paid:.2f} | 5 | {failed:.2f} | 3 | {fees:.2f} | {-left:.2f} |" in markdown
 
-    # The xlsx report: a failed row's fee is 0 (released), the Fee column sums to the fees charged.
+    # The xlsx report: a failed row's fee is 0 (released), the Fee column and its totals row sum to the fees
+    # charged; the summary sheet gives paid, not paid, fees and the wallet's movement as numbers.
     book = load_workbook(summary["report_files"]["xlsx"], read_only=True)
     results = list(book.worksheets[0].iter_rows(values_only=True))
     header = list(results[0])
     status, fee = header.index("Payout status"), header.index("Fee")
     by_status: dict[str, Decimal] = {}
-    for r in results[1:]:
+    for r in results[1:-1]:
         if r[status] in ("delivered", "failed"):
             by_status[r[status]] = by_status.get(r[status], Decimal(0)) + Decimal(str(r[fee] or 0))
     assert by_status == {"delivered": fees, "failed": Decimal(0)}
+    assert Decimal(str(results[-1][fee])).quantize(Decimal("0.01")) == fees  # the totals row
+    figures = {k: v for k, v in book["summary"].iter_rows(min_row=2, values_only=True)}
+    money = {k: Decimal(str(v)).quantize(Decimal("0.01")) for k, v in figures.items() if "(GHS)" in str(k)}
+    assert money["Paid (GHS)"] == paid and money["Not paid (GHS)"] == failed
+    assert money["Fees charged (GHS)"] == fees and money["Wallet movement (GHS)"] == -left
+    assert money["Amount in the sheet (GHS)"] == hr_total(rows)
+    assert not any(str(k).startswith(("rate_limit", "api_calls")) for k in figures)
 
     # Retried from the CLI: the row whose number the provider does not know is flagged before it is paid
     # again, and a retry whose payouts all fail again charged no fee and paid nothing.
