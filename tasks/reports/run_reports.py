@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 import fsspec
+from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES
 from payops.store.settings import PayopsSettings, absolute_location
 from payops.tasks.reports.attention import charged_fee, needs_retry, outcome_kind, outcome_words
 from payops.tasks.reports.table_workbook import PlainNumber, table_workbook
@@ -410,7 +411,7 @@ def people_summary(summary: Mapping[str, Any], now: datetime | None = None) -> l
     outcome, rows, payouts by status in words, money as numbers, approval, when). The machine fields (rate
     limit, API calls, timings...) stay in the JSON summary file only."""
     by_status: Mapping[Any, int] = summary.get("payouts_by_status") or {}
-    failed = sum(int(by_status.get(s) or 0) for s in ("failed", "refunded"))
+    failed = sum(int(by_status.get(s) or 0) for s in PAYOUT_FAILED_STATUSES)
     refused = int(summary.get("refused_items") or 0)
     outcome = summary.get("outcome")
     words = _OUTCOME_WORDS.get(outcome, str(outcome or ""))

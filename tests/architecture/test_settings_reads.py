@@ -29,6 +29,7 @@ FROM_ENV_ALLOWED = {
     "flows/wallet.py",
     "flows/events.py",
     "tasks/events/alerts.py",  # events_catch_up_hook: a completion hook Prefect calls
+    "tasks/approval/outcome_notices.py",  # payout_run_hook: a failure/crash hook Prefect calls
 }
 
 

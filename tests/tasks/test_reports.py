@@ -478,4 +478,5 @@ def test_the_summary_sheet_shows_the_money_moved_per_currency_when_the_run_has_i
     assert figures["Paid (GHS)"] == 1300.49 and figures["Payouts paid (GHS)"] == 2
     assert figures["Not paid (GHS)"] == 10.01 and figures["Payouts not paid (GHS)"] == 1
     assert figures["Fees charged (GHS)"] == 13.01 and figures["Wallet movement (GHS)"] == -1313.5
-    assert "Amount in the sheet (GHS)" not in figures  # the moved figures replace the sheet's total
+    # the sheet's total (what was approved) stays beside what moved
+    assert figures["Amount in the sheet (GHS)"] == float(SUMMARY["amount_total"])

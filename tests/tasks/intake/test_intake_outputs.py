@@ -107,7 +107,7 @@ def test_validation_report(tmp_path: Path) -> None:
     values = [list(r) for r in sheet.iter_rows(values_only=True)]
     assert values[0] == ["row", *HEADER, "comment", "errors", "warnings"]
     assert values[1][0] == 2 and values[1][8] == '\'=HYPERLINK("http://evil")'
-    assert values[2][2] == "'-5" and values[2][8] == "'@SUM(1)"
+    assert values[2][2] == "-5" and values[2][8] == "'@SUM(1)"  # a plain number is no formula (issue 47)
     assert (
         values[2][9] == "amount: the amount must be positive; provider: unknown provider 'x'; use one of "
         "airteltigo, calbank, card, ecobank, gcb, mtn, telecel"
