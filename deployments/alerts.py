@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from payops.store.settings import PayopsSettings
 
 AUTOMATIONS_DIR = Path(__file__).with_name("automations")
+RECOVERY_DIR = AUTOMATIONS_DIR / "recovery"
+"""Automations that act on runs rather than tell people (a payout run whose process is gone is marked
+Crashed and started again; a run stuck cancelling is ended): applied with the alerts, and by `payops serve`
+whether or not alerts are on. Each file holds its own actions."""
 NAME_PREFIX = "payops: "
 DEFAULT_CONSOLE_URL = "http://127.0.0.1:8400"
 TEST_SUBJECT = "payops test alert"
@@ -136,6 +140,46 @@ async def resolve_block(name: str) -> tuple[UUID, str]:
     return doc.id, f"{doc.block_type.slug if doc.block_type else slug}/{doc.name}"
 
 
+def load_recovery_automations(folder: Path = RECOVERY_DIR) -> list[Any]:
+    """Every ``*.yaml`` of ``folder`` as a Prefect automation (trigger and actions as written), checked."""
+    from prefect.automations import AutomationCore
+    from pydantic import ValidationError
+
+    automations = []
+    for path in sorted(folder.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not str(doc.get("name", "")).startswith(NAME_PREFIX):
+            raise AlertSetupError(f"{path.name}: name must start with {NAME_PREFIX!r}")
+        try:
+            automations.append(AutomationCore.model_validate({"enabled": True, **doc}))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            raise AlertSetupError(f"{path.name}: {where}: {first['msg']}") from None
+    return automations
+
+
+async def _upsert(client: Any, automation: Any) -> str:
+    """Create or update the automation of that name (copies removed); "created" or "updated"."""
+    existing = await client.read_automations_by_name(automation.name)
+    if existing:
+        await client.update_automation(existing[0].id, automation)
+        for extra in existing[1:]:
+            await client.delete_automation(extra.id)
+        return "updated"
+    await client.create_automation(automation)
+    return "created"
+
+
+async def apply_recovery(folder: Path = RECOVERY_DIR) -> list[tuple[str, str]]:
+    """Create or update every recovery automation (`RECOVERY_DIR`); (name, "created" | "updated") each."""
+    from prefect.client.orchestration import get_client
+
+    automations = load_recovery_automations(folder)
+    async with get_client() as client:
+        return [(a.name, await _upsert(client, a)) for a in automations]
+
+
 async def apply_automations(
     block: str,
     settings: PayopsSettings,
@@ -144,8 +188,8 @@ async def apply_automations(
     prefect_ui: str | None = None,
     folder: Path = AUTOMATIONS_DIR,
 ) -> list[tuple[str, str]]:
-    """Create or update every automation of ``folder`` to notify through ``block``.
-    Returns (name, "created" | "updated") per automation."""
+    """Create or update every automation of ``folder`` to notify through ``block``, and the recovery
+    automations (`apply_recovery`). Returns (name, "created" | "updated") per automation."""
     from prefect.automations import AutomationCore, EventTrigger, SendNotification
     from prefect.client.orchestration import get_client
 
@@ -169,16 +213,8 @@ async def apply_automations(
                     )
                 ],
             )
-            existing = await client.read_automations_by_name(spec.name)
-            if existing:
-                await client.update_automation(existing[0].id, automation)
-                for extra in existing[1:]:
-                    await client.delete_automation(extra.id)
-                done.append((spec.name, "updated"))
-            else:
-                await client.create_automation(automation)
-                done.append((spec.name, "created"))
-    return done
+            done.append((spec.name, await _upsert(client, automation)))
+    return done + await apply_recovery()
 
 
 async def send_test(block: str) -> str:

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
 PAYOUT_DEPLOYMENT = "payout-spreadsheet/payout-spreadsheet"
+HEARTBEAT_S = "30"
+"""Seconds between a flow run's heartbeats (prefect.yaml's job variables say the same for workers)."""
 
 
 # -- prefect.yaml ------------------------------------------------------------------------------------------
@@ -194,10 +196,16 @@ def apply_alerts(settings: PayopsSettings, console: str, say: Callable[[str], No
     """Apply the alert automations when ``PAYOPS_ALERTS_BLOCK`` names a notification block (operations.md),
     their links to ``console``. A wrong block is reported and the rest of the all-in-one still starts: alerts
     are not worth an outage."""
-    from payops.deployments.alerts import AlertSetupError, apply_automations
+    from payops.deployments.alerts import AlertSetupError, apply_automations, apply_recovery
 
     block = settings.alerts_block
     if not block:
+        try:  # a run whose process is gone is restarted, alerts or not
+            recovered = asyncio.run(apply_recovery())
+        except (AlertSetupError, httpx.HTTPError) as exc:
+            say(f"recovery automations: not applied: {exc}")
+        else:
+            say(f"recovery automations: {len(recovered)} (crashed payout runs restart by themselves)")
         say("alerts: off (set PAYOPS_ALERTS_BLOCK to a notification block to turn them on)")
         return False
     try:
@@ -383,6 +391,9 @@ def run_all_in_one(
 
     os.chdir(ROOT)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # The served flow runs' heartbeat (Prefect's default is 180 s): a run whose process is gone is found
+    # within 100 s (deployments/automations/recovery) and restarted.
+    os.environ.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", HEARTBEAT_S)
     home = PayopsSettings.from_env().home_dir()
     running = read_serve_record(home)
     if running is not None:

@@ -377,6 +377,8 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
     """
     settings = PayopsSettings.from_env()
     await add_run_tags(PAYOUT_TAG)
+    if (stop := _too_many_starts()) is not None:
+        return stop
     try:
         async with open_clients(), payops_store(settings) as store:
             summary = PayoutRunSummary.model_validate(await _pay(params, store, settings))
@@ -396,6 +398,26 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
         return state
     finally:
         progress().phase("done")
+
+
+MAX_STARTS = 25
+"""A payout run started more often than this (Prefect's run count: each start, restart after a crash and
+resume from an approval pause) is not run again: a crash that repeats would otherwise restart it for ever
+(deployments/automations/recovery). Each start replays what the last one sent, so the count is generous."""
+
+
+def _too_many_starts() -> State | None:
+    """The Failed state of a run started more than `MAX_STARTS` times (None: go on)."""
+    from prefect.runtime import flow_run
+    from prefect.states import Failed
+
+    starts = int(flow_run.run_count or 1)
+    if starts <= MAX_STARTS:
+        return None
+    return Failed(
+        message=f"started {starts} times (crashes that repeat): not run again; read the worker's log, then "
+        "start the sheet again under the same label once the cause is fixed (a new run replays what was sent)"
+    )
 
 
 async def _refused(

@@ -33,7 +33,7 @@ def apply(
 ) -> None:
     """Create or update every automation of deployments/automations/ (re-applying never duplicates)."""
     with quiet_prefect(True):
-        from payops.deployments.alerts import AlertSetupError, apply_automations
+        from payops.deployments.alerts import AlertSetupError, apply_automations, load_recovery_automations
 
     settings = cli_settings()
     chosen = _block(block, settings)
@@ -45,7 +45,10 @@ def apply(
         fail(f"{type(exc).__name__}: {exc}")
     for name, action in done:
         typer.echo(f"{action}: {name}")
-    typer.echo(f"{len(done)} automations notify through {chosen}")
+    recovery = {a.name for a in load_recovery_automations()}
+    told = [name for name, _ in done if name not in recovery]
+    gone = len(done) - len(told)
+    typer.echo(f"{len(told)} automations notify through {chosen}; {gone} recover runs whose process is gone")
 
 
 @app.command("test")

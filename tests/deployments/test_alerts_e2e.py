@@ -20,7 +20,12 @@ from typing import Any
 import httpx
 import pytest
 from payops.connectors.payments import PaymentsClient
-from payops.deployments.alerts import NAME_PREFIX, apply_automations, load_alert_specs
+from payops.deployments.alerts import (
+    NAME_PREFIX,
+    apply_automations,
+    load_alert_specs,
+    load_recovery_automations,
+)
 from payops.flows.outcomes import run_summary
 from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 from payops.flows.settlements import SettlementRetryParams, retry_failed_settlements
@@ -136,7 +141,8 @@ def applied(prefect_harness, receiver: Receiver) -> Iterator[list[tuple[str, str
             return [a for a in await client.read_automations() if a.name.startswith(NAME_PREFIX)]
 
     names = [a.name for a in asyncio.run(ours())]
-    assert sorted(names) == sorted(s.name for s in load_alert_specs())  # one each, no duplicates
+    recovery = [a.name for a in load_recovery_automations()]  # applied with the alerts (issue 43)
+    assert sorted(names) == sorted([*(s.name for s in load_alert_specs()), *recovery])  # one each, no copies
     assert {action for _, action in first} == {"created"} and {action for _, action in second} == {"updated"}
     time.sleep(3)  # the triggers service loads automations on change
     try:
@@ -310,7 +316,10 @@ def test_cli_reapplies_in_place_sends_a_test_and_names_a_wrong_block(
     runner = CliRunner()
     r = runner.invoke(app, ["alerts", "apply", "--block", BLOCK, "--console-url", "https://console.example"])
     assert r.exit_code == 0, r.output
-    assert r.output.count("updated: payops: ") == len(load_alert_specs()) and "created" not in r.output
+    applied_count = len(load_alert_specs()) + len(load_recovery_automations())
+    assert r.output.count("updated: payops: ") == applied_count and "created" not in r.output
+    said = f"{len(load_alert_specs())} automations notify through {BLOCK}; 3 recover runs whose process"
+    assert said in r.output
     r = runner.invoke(app, ["alerts", "test", "--block", f"custom-webhook/{BLOCK}"])
     assert r.exit_code == 0 and f"sent through custom-webhook/{BLOCK}" in r.output, r.output
     receiver.wait_for(lambda m: m["subject"] == TEST_SUBJECT, "the test message", timeout=10)

@@ -284,3 +284,16 @@ def test_a_catch_up_started_while_one_runs_is_cancelled(prefect_harness) -> None
     assert cancelled.is_cancelled(), cancelled
     waiting = asyncio.run(second_of_two(close))
     assert waiting.is_scheduled() and waiting.name == "AwaitingConcurrencySlot", waiting
+
+
+def test_runs_beat_often_enough_for_the_recovery_automation_to_find_a_dead_one() -> None:
+    """Workers' flow processes (the pool's job variables) and serve's beat every HEARTBEAT_S; the automation
+    that marks a silent payout run Crashed waits three beats and a margin (issue 43)."""
+    from payops.deployments.alerts import load_recovery_automations
+    from payops.deployments.serve import HEARTBEAT_S
+
+    for spec in SPECS.values():
+        assert spec["work_pool"]["job_variables"]["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == HEARTBEAT_S
+    gone = next(a for a in load_recovery_automations() if "process is gone" in a.name)
+    assert gone.trigger.within.total_seconds() >= 3 * int(HEARTBEAT_S)
+    assert [a.state.value for a in gone.actions] == ["CRASHED"]

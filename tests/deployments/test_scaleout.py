@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from payops.deployments.scaleout.loopback import LoopbackCluster
 from payops.sandbox import SandboxConfig, SandboxServer, create_app
@@ -27,7 +28,7 @@ from tests.deployments.console_harness import payroll_rows, write_sheet
 from tests.flows.approval_support import prepared_home
 from tests.wheel_venv import ROOT, run, wheel_venv
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 LIMIT, DECAY = 3, 3.0
 RUNS, ROWS = 3, 300
@@ -110,11 +111,75 @@ def only_source_and_label(cluster: LoopbackCluster, tmp_path: Path) -> None:
     assert summary["payouts_by_status"] == {"delivered": 3}
 
 
-async def final_state(cluster: LoopbackCluster, run_id: str) -> str | None:
+DIES_ROWS = 200
+HEARTBEAT_WINDOW_S = 100  # deployments/automations/recovery/payout-run-gone.yaml
+
+
+def a_worker_dies_mid_send(cluster: LoopbackCluster, server: SandboxServer, tmp_path: Path) -> None:
+    """SIGKILL the worker running a payout run, and the run's process, once its first payouts are created
+    (issue 43): nobody re-runs it, yet within the heartbeat window plus a minute the run was found gone
+    (Crashed), started again on the other worker, and completed; every payout was created once."""
+    import psutil
+    from payops.deployments.alerts import apply_recovery
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: cluster.api_url}):
+        assert len(asyncio.run(apply_recovery())) == 3
+    sheet = write_sheet(tmp_path / "dies.xlsx", payroll_rows(DIES_ROWS, prefix="DIE"))
+    given = {"source": str(sheet), "label": "dies-mid-send", "check_names": False, "poll_deadline_s": 300}
+    before = server_payouts(server)
+    run_id = asyncio.run(start_payout(cluster, {**given, "report_dir": str(tmp_path / "reports-dies")}))
+    deadline = time.monotonic() + 120
+    while server_payouts(server) == before:
+        assert time.monotonic() < deadline, "the run never sent"
+        time.sleep(0.2)
+    workers = [p for name, p in cluster.sup.children if name.startswith("worker-") and p.poll() is None]
+    busy = [w for w in workers if psutil.Process(w.pid).children(recursive=True)]
+    assert len(busy) == 1, "one worker runs the payout run"
+    doomed = [psutil.Process(busy[0].pid), *psutil.Process(busy[0].pid).children(recursive=True)]
+    for proc in doomed:
+        proc.kill()
+    killed_at, sent_then = time.monotonic(), server_payouts(server) - before
+    assert sent_then < DIES_ROWS, "the run had finished sending before the kill"
+
+    state = asyncio.run(final_state(cluster, run_id, timeout=HEARTBEAT_WINDOW_S + 60 + 90))
+    took = time.monotonic() - killed_at
+    assert state == "COMPLETED", f"the run ended {state}; logs in {cluster.log_dir}"
+    assert took <= HEARTBEAT_WINDOW_S + 60 + 30, f"finished {took:.0f} s after the kill"  # detection ticks
+    assert server_payouts(server) - before == DIES_ROWS  # each row paid once: the restart replayed
+    history = asyncio.run(state_types(cluster, run_id))
+    assert "CRASHED" in history and history[-1] == "COMPLETED", history
+    print(json.dumps({"killed_after_payouts": sent_then, "completed_after_kill_s": round(took)}))
+
+
+def server_payouts(server: SandboxServer) -> int:
+    stats = httpx.get(f"{server.base_url}/_sandbox/stats", timeout=10).json()
+    return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
+
+
+async def start_payout(cluster: LoopbackCluster, params: dict[str, Any]) -> str:
     from prefect.client.orchestration import PrefectClient
 
     async with PrefectClient(api=cluster.api_url) as client:
-        deadline = time.monotonic() + 120
+        deployment = await client.read_deployment_by_name("payout-spreadsheet/payout-spreadsheet")
+        run = await client.create_flow_run_from_deployment(deployment.id, parameters={"params": params})
+    return str(run.id)
+
+
+async def state_types(cluster: LoopbackCluster, run_id: str) -> list[str]:
+    """The run's states, oldest first (their types)."""
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(api=cluster.api_url) as client:
+        states = await client.read_flow_run_states(run_id)
+    return [s.type.value for s in sorted(states, key=lambda s: s.timestamp)]
+
+
+async def final_state(cluster: LoopbackCluster, run_id: str, timeout: float = 120) -> str | None:
+    from prefect.client.orchestration import PrefectClient
+
+    async with PrefectClient(api=cluster.api_url) as client:
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run = await client.read_flow_run(run_id)
             if run.state and run.state.is_final():
@@ -186,6 +251,7 @@ def test_three_runs_on_two_workers_share_one_request_rate(
         assert states == ["COMPLETED"] * RUNS, f"runs ended {states}; logs in {cluster.log_dir}"
         times = log.times[start:]
         only_source_and_label(cluster, tmp_path)
+        a_worker_dies_mid_send(cluster, server, tmp_path)
 
     summaries = [
         json.loads(next((tmp_path / f"reports-{i}").glob("*.json")).read_text()) for i in range(RUNS)
