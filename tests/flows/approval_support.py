@@ -154,3 +154,16 @@ def prepared_home(
     from payops.deployments.demo import unattended_home
 
     return unattended_home(home, policy, operator)
+
+
+@contextmanager
+def approval_emulator(monkeypatch: Any, delivery_delay_s: float = 0.3) -> Iterator[Any]:
+    """An emulator for approval tests: its client settings in the environment, and the approval key pair in
+    the session's payops home (where the flows find its public half)."""
+    from payops.sandbox import SandboxConfig, SandboxServer
+
+    with SandboxServer(SandboxConfig(delivery_delay_s=delivery_delay_s)) as server:
+        for k, v in server.env.items():
+            monkeypatch.setenv(k, v)
+        key_pair()
+        yield server

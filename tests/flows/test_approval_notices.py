@@ -13,13 +13,19 @@ from typing import Any
 import pytest
 from payops.flows.outcomes import run_summary
 from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
-from payops.sandbox import SandboxConfig, SandboxServer
+from payops.sandbox import SandboxServer
 from payops.store.approval_requests import ApprovalRequests
 from payops.store.audit import search
 from payops.store.notices import Notices
 from payops.tasks.approval.approvals import sign_start
 
-from tests.flows.approval_support import approval_policy, key_pair, payops_db, prefect_login_holder
+from tests.flows.approval_support import (
+    approval_emulator,
+    approval_policy,
+    key_pair,
+    payops_db,
+    prefect_login_holder,
+)
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -27,10 +33,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxServer]:
-    with SandboxServer(SandboxConfig(delivery_delay_s=0.3)) as server:
-        for k, v in server.env.items():
-            monkeypatch.setenv(k, v)
-        key_pair()  # in the session's payops home, where the flows find its public half
+    with approval_emulator(monkeypatch, 0.3) as server:
         yield server
 
 

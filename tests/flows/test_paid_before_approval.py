@@ -13,12 +13,12 @@ import pytest
 from payops.deployments.approving import DecisionError
 from payops.flows.outcomes import run_summary
 from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
-from payops.sandbox import SandboxConfig, SandboxServer
+from payops.sandbox import SandboxServer
 from payops.store.approval_requests import ApprovalRequests
 from payops.tasks.approval.approvals import sign_start
 from payops.tasks.payouts.paid_before import PAID_BEFORE
 
-from tests.flows.approval_support import decide_as, key_pair, payops_db, run_paused
+from tests.flows.approval_support import approval_emulator, decide_as, key_pair, payops_db, run_paused
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
 
 pytestmark = pytest.mark.e2e
@@ -26,10 +26,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[SandboxServer]:
-    with SandboxServer(SandboxConfig(delivery_delay_s=0.2)) as server:
-        for k, v in server.env.items():
-            monkeypatch.setenv(k, v)
-        key_pair()
+    with approval_emulator(monkeypatch, 0.2) as server:
         yield server
 
 
