@@ -15,6 +15,7 @@ import asyncio
 import logging
 import threading
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
@@ -38,6 +39,11 @@ class RunLauncher(Protocol):
     async def start_flow(self, flow: Any, parameters: dict[str, Any], run_name: str) -> UUID: ...
 
 
+WARM_HEAD_START_S = 20.0
+"""How far ahead a run handed to a warm process is scheduled: more than the runner's prefetch (10 s, Prefect's
+default), so the warm process has it first."""
+
+
 class DeploymentLauncher:
     """Runs the payout deployment (and the other flows' deployments, named as their flows are, as
     prefect.yaml names them); a worker (or ``payops serve``) picks the run up."""
@@ -51,7 +57,11 @@ class DeploymentLauncher:
     async def start(self, params: PayoutRunParams, run_name: str) -> UUID:
         """A run of the payout deployment; with ``warm``, handed at once to a process that has the flow
         imported (`deployments.warm_runs`), else left to the deployment's runner or worker."""
-        run_id = await self._run(self.name, {"params": params.model_dump(mode="json")}, run_name)
+        # A warm process takes the run at once; the runner would look for it within its query interval (2 s)
+        # and take it first on a busy host. Scheduled `WARM_HEAD_START_S` ahead, the runner sees it only
+        # after that less its prefetch: should the warm process fail, the runner still runs it then.
+        ahead = WARM_HEAD_START_S if self.warm is not None else 0.0
+        run_id = await self._run(self.name, {"params": params.model_dump(mode="json")}, run_name, ahead)
         if self.warm is not None:
             await asyncio.to_thread(self.warm.take, run_id)
         return run_id
@@ -60,12 +70,13 @@ class DeploymentLauncher:
         return await self._run(f"{flow.name}/{flow.name}", parameters, run_name)
 
     @staticmethod
-    async def _run(deployment: str, parameters: dict[str, Any], run_name: str) -> UUID:
+    async def _run(deployment: str, parameters: dict[str, Any], run_name: str, ahead_s: float = 0.0) -> UUID:
         from prefect.deployments import run_deployment
 
         flow_run = await run_deployment(
             name=deployment,
             parameters=parameters,
+            scheduled_time=datetime.now(UTC) + timedelta(seconds=ahead_s) if ahead_s else None,
             timeout=0,
             flow_run_name=run_name,
             tags=[CONSOLE_TAG],

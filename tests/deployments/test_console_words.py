@@ -187,7 +187,9 @@ def test_every_page_speaks_console_words_and_names_a_run_once(
     assert ">payroll-nov-2026-v3</a>" in pages["notices"] and "sheet-" not in pages["notices"]
     pages["run"] = run_page_when(olu, run_path, 'id="outcome"')
     assert title(pages["run"]) == "payroll-nov-2026-v3"
-    assert "<li>Amount 2,031.01 · fees" in pages["run"] and "GHS 11.50" in pages["run"]  # the failed row
+    assert "<li>Sheet total GHS 2,031.01</li>" in pages["run"]
+    assert "GHS 11.50" in pages["run"]  # the failed row
+    assert '<td class="not-paid">GHS 11.50 (1 payout)</td>' in pages["run"]  # what did not move (issue 47)
 
     assert 'id="retry-form"' in pages["run"]  # the operator may retry the failed row...
     assert 'id="retry-form"' not in bea.get(run_path).text  # ...the approver is not offered it (issue 47)

@@ -115,7 +115,7 @@ def test_maintenance_runs_and_payout_runs_carry_the_tags_an_operator_filters_on(
     assert PAYOUT_TAG in SPECS["payout-spreadsheet"]["tags"]
     assert [n for n, spec in SPECS.items() if PAYOUT_TAG in spec["tags"]] == ["payout-spreadsheet"]
     # `payops serve` builds its deployments from this file with the same tags
-    served = {d.name: set(d.tags) for d in runner_deployments(list(SPECS.values()), warn=lambda _: None)}
+    served = {d.name: set(d.tags) for d in runner_deployments(list(SPECS.values()))}
     assert {n for n, tags in served.items() if MAINTENANCE_TAG in tags} == MAINTENANCE
     assert PAYOUT_TAG in served["payout-spreadsheet"]
 

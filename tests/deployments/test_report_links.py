@@ -147,12 +147,12 @@ def test_a_labelled_run_is_named_and_tagged_after_its_label(
         state = _run(params)
     _artifacts, flow_run = asyncio.run(_artifacts_and_run(state.state_details.flow_run_id))
     assert flow_run.name == "payroll-2026-11"
-    assert sorted(flow_run.tags) == ["payroll-2026-11", "team-a"]
+    assert sorted(flow_run.tags) == ["payroll", "payroll-2026-11", "team-a"]  # payroll: a payout run
     # created already tagged with its label (a deployment's tag): the tag is not added twice
     with tags("payroll-2026-11"):
         again = _run(params)
     _artifacts, flow_run = asyncio.run(_artifacts_and_run(again.state_details.flow_run_id))
-    assert flow_run.tags == ["payroll-2026-11"]
+    assert sorted(flow_run.tags) == ["payroll", "payroll-2026-11"]  # each tag once
     assert (
         name_from_parameters({"params": {"label": "", "source": "s3://bucket/in/Pay Nov.csv"}}) == "Pay Nov"
     )
