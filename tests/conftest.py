@@ -59,3 +59,24 @@ def payops_policy_and_operator() -> Iterator[None]:
     users.add(OPERATOR, "operator", secrets.token_urlsafe(18))
     os.environ["PAYOPS_API_TOKEN"] = users.issue_token(OPERATOR, "tests")
     yield
+
+
+LONGEST_FIRST = (
+    "tests/deployments/test_approval_channels.py",
+    "tests/deployments/test_scaleout.py",
+    "tests/flows/test_payout_crash.py",
+    "tests/deployments/test_prefect_ui_operator.py",
+    "tests/deployments/test_console_browser.py",
+    "tests/deployments/test_serve_all_in_one.py",
+    "tests/deployments/test_console_hr_export.py",
+    "tests/deployments/test_process_ownership.py",
+)
+"""The longest files (minutes each), collected first: `make test` hands each xdist worker the next file as it
+frees up, so none of them starts last and runs alone at the end of the suite."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the tests of `LONGEST_FIRST` to the front, in that order; every other test keeps its place (a
+    stable sort: the shuffled runs stay shuffled)."""
+    first = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))
