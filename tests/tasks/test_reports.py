@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from decimal import Decimal
 
 from openpyxl import load_workbook
 from payops.tasks.reports.run_reports import RowOutcome, neutralise, resubmit_reference, write_reports
@@ -479,4 +480,4 @@ def test_the_summary_sheet_shows_the_money_moved_per_currency_when_the_run_has_i
     assert figures["Not paid (GHS)"] == 10.01 and figures["Payouts not paid (GHS)"] == 1
     assert figures["Fees charged (GHS)"] == 13.01 and figures["Wallet movement (GHS)"] == -1313.5
     # the sheet's total (what was approved) stays beside what moved
-    assert figures["Amount in the sheet (GHS)"] == float(SUMMARY["amount_total"])
+    assert Decimal(str(figures["Amount in the sheet (GHS)"])) == Decimal(SUMMARY["amount_total"])
