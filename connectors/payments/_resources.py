@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._idempotency import new_idempotency_key
+from ._slices import SlicedRead, read_sliced
 from .errors import (
     APIConnectionError,
     CheckoutUnavailableError,
@@ -160,6 +161,9 @@ def _check_advanced(cursor: str | None, next_cursor: str) -> None:
     if next_cursor == cursor:
         raise PaymentsError("pagination did not advance (same cursor returned twice)")
 
+
+WINDOW_WIDTH = 16
+"""Slices of a transaction window read at once when the caller does not size it (`read_window`)."""
 
 _SEND_TURNS = 6
 """Turns of the event loop given to a request just started, so its bytes are written before the caller gets
@@ -576,6 +580,52 @@ class Transactions(_Group):
         """As `iterate`, a page at a time, the next page already requested while the caller holds one."""
         filters = {k: v for k, v in locals().items() if k != "self"}
         return _prefetching_pages(self._fetch_pages(filters))
+
+    async def read_window(
+        self,
+        on_page: Callable[[list[Transaction]], None],
+        *,
+        from_: datetime,
+        to: datetime,
+        slices: Sequence[tuple[datetime, datetime]] | None = None,
+        width: Callable[[], int] = lambda: WINDOW_WIDTH,
+        gate: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+        channel: str | None = None,
+        settlement_status: str | None = None,
+        reconciliation_status: str | None = None,
+        limit: int = 100,
+    ) -> SlicedRead:
+        """Every matching transaction created in ``[from_, to)``, in slices read at once and cut where the
+        list is dense (`_slices`); ``on_page`` gets each page as it arrives (not in the list's order).
+        ``slices``: a first cut of the window (they must partition it); ``width``: how many slices may read
+        at once; ``gate``: held around each request (the caller's in-flight sizing)."""
+        filters = {
+            "kind": kind,
+            "status": status,
+            "channel": channel,
+            "settlement_status": settlement_status,
+            "reconciliation_status": reconciliation_status,
+            "limit": limit,
+        }
+
+        async def fetch(
+            low: datetime, high: datetime, cursor: str | None
+        ) -> tuple[list[Transaction], str | None]:
+            async with gate() if gate is not None else contextlib.nullcontext():
+                page = await self.list(**filters, from_=low, to=high, cursor=cursor)
+            return page.items, page.next_cursor
+
+        return await read_sliced(
+            fetch,
+            slices or [(from_, to)],
+            on_page,
+            width=width,
+            page_size=limit,
+            created_at=lambda tx: tx.created_at,
+            ident=lambda tx: tx.id,
+        )
 
     def _fetch_pages(
         self, filters: dict[str, Any]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -38,6 +37,7 @@ from payops.tasks.ledger.run_reconciliation import (
     open_store,
 )
 from payops.tasks.runtime.clients import payments_client
+from payops.tasks.runtime.inflight import InFlight
 from payops.tasks.runtime.retries import API_TASK_RETRY
 from payops.tasks.wire.references import is_settlement_reference, label_slug, row_reference_slug
 from prefect import task
@@ -81,9 +81,9 @@ class CloseData:
 class ReadTransactions:
     """Transactions as they are read: their columns (`tasks.ledger.run_reconciliation.RecordColumns`) with the
     label slug their reference carries, their ids, and the run label of each reference (or parent reference)
-    some payops run was approved to pay. A page is added while the service builds the next one
-    (`transactions.pages`), so this work overlaps the service's paging; a transaction listed twice (the list
-    moved between two pages) counts once, as first read. References are looked up in the payops database
+    some payops run was approved to pay. A page is added as it arrives while other slices of the window are
+    read (`Transactions.read_window`), so this work overlaps the service's paging; a transaction listed twice
+    (the window's re-reads) counts once, as first read. References are looked up in the payops database
     `LOOKUP` at a time (`flush` the rest)."""
 
     LOOKUP = 2000
@@ -116,8 +116,10 @@ class ReadTransactions:
             self._unlooked = set()
 
     def frame(self) -> pd.DataFrame:
-        """The transactions as a frame (`records_frame`) with ``slug`` (`row_reference_slug`)."""
-        return records_frame(self.columns).assign(slug=pd.Series(self.slugs, dtype=object))
+        """The transactions as a frame (`records_frame`) with ``slug`` (`row_reference_slug`), in the list's
+        order (newest first; pages arrive in the order their slices answer; ties keep the order read)."""
+        frame = records_frame(self.columns).assign(slug=pd.Series(self.slugs, dtype=object))
+        return frame.sort_values("created_at", ascending=False, kind="stable", ignore_index=True)
 
 
 def records_frame(columns: RecordColumns) -> pd.DataFrame:
@@ -156,11 +158,13 @@ async def fetch_close(
     labels_of: Callable[[Iterable[str]], dict[str, str]],
     *,
     lookback: timedelta = LOOKBACK,
+    gate: InFlight | None = None,
 ) -> CloseData:
     """Snapshot the wallet, list the transactions created since the last snapshot (the look-back on a first
     close), re-read what the last close left open, and list the late refunds and mismatches of older ones.
-    Each page becomes columns and labels (``labels_of``, the payops database) while the service builds the
-    next page."""
+    Each page becomes columns and labels (``labels_of``, the payops database) while other pages are read.
+    ``gate``: the client's in-flight sizing, how many requests (slices of a window) are out at once."""
+    sizing: dict[str, Any] = {} if gate is None else {"width": lambda: gate.size, "gate": lambda: gate}
     accounts = await client.wallet.get()
     as_of = datetime.now(UTC)
     wallet: dict[str, tuple[Decimal, Decimal]] = {}
@@ -174,11 +178,10 @@ async def fetch_close(
                 wallet[currency] = (b, r + Decimal(reserved))
     start = previous.taken_at if previous and previous.taken_at else as_of - lookback
     read = ReadTransactions(labels_of)
-    # Pages are worked on in the loop's thread (a worker thread's fight for the GIL cost more than it hid);
-    # closed on a failure too, so the request already in flight for the next page is dropped with it.
-    async with aclosing(client.transactions.pages(from_=start, to=as_of, limit=PAGE)) as pages:
-        async for page in pages:
-            read.add(page)
+    # The window in slices read at once, cut where dense (`Transactions.read_window`); each page is worked
+    # on in the loop's thread as it arrives (a worker thread's fight for the GIL cost more than it hid), while
+    # the other slices' requests are out.
+    await client.transactions.read_window(read.add, from_=start, to=as_of, limit=PAGE, **sizing)
     reread: list[Transaction] = []
     for first, last, ids in _groups([i for i in carried if i["transaction_id"] not in read.ids]):
         kinds = {i["kind"] for i in carried if i["transaction_id"] in ids}
@@ -193,18 +196,14 @@ async def fetch_close(
     old_mismatched: list[Transaction] = []
     if previous is not None:
         old_from = as_of - lookback
-        old_refunds = [
-            tx
-            async for tx in client.transactions.iterate(
-                kind="payout", status="refunded", from_=old_from, to=start, limit=PAGE
+        for found, filters in (
+            (old_refunds, {"kind": "payout", "status": "refunded"}),
+            (old_mismatched, {"reconciliation_status": "mismatched"}),
+        ):
+            await client.transactions.read_window(
+                found.extend, from_=old_from, to=start, limit=PAGE, **filters, **sizing
             )
-        ]
-        old_mismatched = [
-            tx
-            async for tx in client.transactions.iterate(
-                reconciliation_status="mismatched", from_=old_from, to=start, limit=PAGE
-            )
-        ]
+            found.sort(key=lambda tx: (tx.created_at or as_of, tx.id), reverse=True)  # the list's order
     return CloseData(as_of, start, wallet, read, old_refunds, old_mismatched, Counter(client.api_calls))
 
 
@@ -415,11 +414,12 @@ async def run_close(
     *,
     unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
     lookback: timedelta = LOOKBACK,
+    gate: InFlight | None = None,
 ) -> DayClose:
     """Read, attribute, compute and store one close (its snapshot, open items and differences)."""
     previous = await asyncio.to_thread(store.last_close)
     carried = await asyncio.to_thread(store.open_items, previous.id) if previous else []
-    data = await fetch_close(client, previous, carried, store.labels_of, lookback=lookback)
+    data = await fetch_close(client, previous, carried, store.labels_of, lookback=lookback, gate=gate)
     older = {tx.reference for tx in (*data.old_refunds, *data.old_mismatched)}
     labels = data.read.labels | await asyncio.to_thread(store.labels_of, older)
     run_labels = await asyncio.to_thread(store.run_labels)
@@ -455,7 +455,7 @@ async def run_close_task(
 ) -> DayClose:
     """One task per close: every page of the window and the re-reads, then the pandas close and the store."""
     store = await asyncio.to_thread(open_store, payops)
-    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
+    async with payments_client(settings, rate_per_s=rate_per_s) as (client, transport):
         return await run_close(
             client,
             store,
@@ -463,6 +463,7 @@ async def run_close_task(
             trigger,
             unchecked_after=timedelta(seconds=unchecked_after_s),
             lookback=timedelta(seconds=lookback_s),
+            gate=transport.in_flight(),
         )
 
 

@@ -22,7 +22,6 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -525,10 +524,10 @@ async def fetch_run_records(
     sending: tuple[datetime, datetime] | None = None,
 ) -> None:
     """The run's payouts into ``file``: the payout list over ``[start, end)`` (pages of 100, in the time
-    windows of `list_windows`, read at once), keeping the run's approved references (those in ``file``) and
-    any carrying its reference pattern; then a GET per approved reference the windows did not hold (replays
-    of an earlier attempt), `GET_CHUNK` references read from the file at a time. A reference the service
-    does not know is left out; one listed twice keeps its last record."""
+    windows of `list_windows`, cut again where dense and read at once: `Transactions.read_window`), keeping
+    the run's approved references (those in ``file``) and any carrying its reference pattern; then a GET
+    per approved reference the windows did not hold (replays of an earlier attempt), `GET_CHUNK` references
+    read from the file at a time. A reference the service does not know is left out."""
     slug = label_slug(label)
     at_once = asyncio.Semaphore(READS_AT_ONCE)
 
@@ -537,22 +536,15 @@ async def fetch_run_records(
         columns.add(records)
         file.put_records(columns.rows())
 
-    async def read_window(low: datetime, high: datetime) -> None:
-        async with at_once:
-            # A page is kept while the next one is read; closed on a failure too (the request in flight is
-            # dropped).
-            pages = client.transactions.pages(kind="payout", from_=low, to=high, limit=PAGE)
-            async with aclosing(pages):
-                async for page in pages:
-                    ours = file.intended_among([tx.reference for tx in page])
-                    keep(
-                        [
-                            tx
-                            for tx in page
-                            if tx.reference in ours
-                            or (tx.direction != "in" and row_reference_slug(tx.reference) == slug)
-                        ]
-                    )
+    def keep_ours(page: list[Any]) -> None:
+        ours = file.intended_among([tx.reference for tx in page])
+        keep(
+            [
+                tx
+                for tx in page
+                if tx.reference in ours or (tx.direction != "in" and row_reference_slug(tx.reference) == slug)
+            ]
+        )
 
     async def read_one(reference: str, found: list[Any]) -> None:
         async with at_once:
@@ -562,9 +554,10 @@ async def fetch_run_records(
                 return
 
     windows = list_windows(start, end, sending, file.intended_count())
-    async with asyncio.TaskGroup() as group:  # a failed read cancels the others
-        for low, high in windows:
-            group.create_task(read_window(low, high))
+    # The windows are a first cut; a dense one (other runs' payouts in the span) is cut again as it is read.
+    await client.transactions.read_window(
+        keep_ours, from_=start, to=end, slices=windows, width=lambda: READS_AT_ONCE, kind="payout", limit=PAGE
+    )
     for part in file.unlisted(GET_CHUNK):
         found: list[Any] = []
         async with asyncio.TaskGroup() as group:

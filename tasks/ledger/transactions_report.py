@@ -79,19 +79,20 @@ class ReportData:
 async def fetch_report_data(
     client: PaymentsClient, start: datetime, end: datetime, filters: Filters, *, page_size: int = 100
 ) -> ReportData:
-    """Every page of the window, then wallet balances and limit usage."""
-    items = [
-        tx
-        async for tx in client.transactions.iterate(
-            kind=filters.kind,
-            status=filters.status,
-            settlement_status=filters.settlement_status,
-            reconciliation_status=filters.reconciliation_status,
-            from_=start,
-            to=end,
-            limit=page_size,
-        )
-    ]
+    """Every page of the window (slices read at once: `Transactions.read_window`) in the list's order,
+    newest first, then wallet balances and limit usage."""
+    items: list[Transaction] = []
+    await client.transactions.read_window(
+        items.extend,
+        from_=start,
+        to=end,
+        kind=filters.kind,
+        status=filters.status,
+        settlement_status=filters.settlement_status,
+        reconciliation_status=filters.reconciliation_status,
+        limit=page_size,
+    )
+    items.sort(key=lambda tx: tx.created_at or end, reverse=True)  # stable: ties in the order read
     wallet = [a.model_dump(mode="json", by_alias=True) for a in await client.wallet.get()]
     limits = [lim.model_dump(mode="json", by_alias=True) for lim in await client.limits.get()]
     return ReportData(items, wallet, limits, datetime.now(ACCRA), Counter(client.api_calls))

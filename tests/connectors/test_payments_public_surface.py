@@ -76,7 +76,7 @@ GROUPS = {
     "party_lookups": {"lookup"},
     "limits": {"get"},
     "wallet": {"get"},
-    "transactions": {"list", "iterate", "pages"},
+    "transactions": {"list", "iterate", "pages", "read_window"},
     "events": {"list", "iterate"},
 }
 
