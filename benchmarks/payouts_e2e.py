@@ -29,9 +29,14 @@ second; target: the ``--rows`` run's peak RSS within 50 MB of the baseline's. No
 sheet's money, run again with the same label to the end; then every row's reference must be paid exactly
 once, read back through the API.
 
+``--through-cli`` (`benchmarks.through_cli`): cold and warm as an operator runs them, each one `payops
+payouts SHEET --json` command (a token, nothing else) through `payops serve`, against one emulator (the warm
+run meets the cold run's payouts there), then the naive script against it; wall from exec to exit.
+``--history N``: before anything is timed, every emulator already holds N payouts of an earlier day.
+
 Usage: python benchmarks/payouts_e2e.py [--rows 2000] [--format xlsx|csv] [--latency-ms MS]
-       [--rate-limit RPS] [--baseline-rows N] [--against-rows N | --kill-mid-run [--kill-at 0.3]]
-       [--poll-deadline-s S]
+       [--rate-limit RPS] [--baseline-rows N] [--history N]
+       [--against-rows N | --kill-mid-run [--kill-at 0.3] | --through-cli] [--poll-deadline-s S]
 
 ``--latency-ms`` delays every emulator answer (a network round trip); ``--rate-limit`` makes the emulator
 answer 429 with Retry-After above that many requests per second per credential. ``--baseline-rows`` runs the
@@ -65,6 +70,7 @@ from benchmarks.exactly_once import KILL_AT, exactly_once  # noqa: E402
 from benchmarks.flow_process import run_flow_process  # noqa: E402
 from benchmarks.payroll import XLSX_MAX_ROWS, SheetFile, cycle_sheet, iter_payees, iter_payroll  # noqa: E402
 from benchmarks.scale_runs import cold_run, compare  # noqa: E402
+from benchmarks.through_cli import history_total, operator_run, payops_server, seed_history  # noqa: E402
 
 FINAL = {"delivered", "failed", "refunded"}
 SETTLE_S = 1.5
@@ -177,6 +183,18 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"with --kill-mid-run: the share of the sheet's money the service holds at the kill ({KILL_AT})",
     )
     ap.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the service already holds N transactions of an earlier day (each emulator, before any timing)",
+    )
+    ap.add_argument(
+        "--through-cli",
+        action="store_true",
+        help="cold and warm as an operator runs them: `payops payouts` through a payops server, one emulator",
+    )
+    ap.add_argument(
         "--poll-deadline-s",
         type=float,
         default=None,
@@ -256,8 +274,13 @@ def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     warm_sheet = cycle_sheet(tmp, "cycle2", args.format, n, "C2", seed=2)
     reports = str(tmp / "reports")
 
+    history: dict[str, Any] = {}
+
     def flow(sheet: SheetFile, label: str) -> dict[str, Any]:
-        with fresh_emulator(sheet.amount_total, args.latency_ms, args.rate_limit):
+        with fresh_emulator(
+            sheet.amount_total + history_total(args.history), args.latency_ms, args.rate_limit
+        ):
+            history[label] = seed_history(args.history)
             return run_flow_process(sheet.path, label, reports, args.poll_deadline_s)
 
     fixed_cost_target = not args.latency_ms and n <= 2000
@@ -269,7 +292,8 @@ def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     if nb:
         baseline_rows = list(iter_payroll(iter_payees(nb), "C1", seed=1))
         total = sum((Decimal(r[2]) for r in baseline_rows), Decimal(0))
-        with fresh_emulator(total, args.latency_ms, args.rate_limit):
+        with fresh_emulator(total + history_total(args.history), args.latency_ms, args.rate_limit):
+            history["naive"] = seed_history(args.history)
             base = asyncio.run(naive(baseline_rows))
     first = cold or warm  # the run that met the service with the most requests
     pre_rate = (first["preflight"]["rate_limit"] or {}).get("achieved_per_s") or 0
@@ -277,6 +301,7 @@ def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     total_requests = (first["rate_limit"] or {}).get("acquires", 0) or 1
     out: dict = {
         **header(args, "cold_warm"),
+        "history": history,
         "sheets_written": {"cold": cold_sheet.figures(), "warm": warm_sheet.figures()},
         "load_average": os.getloadavg(),
         "cold": cold,
@@ -327,6 +352,41 @@ def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     return out
 
 
+def through_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """`--through-cli`: one emulator (holding ``--history`` earlier transactions), one payops server; the
+    cold and the warm run each one `payops payouts` command of an operator; the naive script on the same
+    emulator after them. Targets: cold 3x, warm 6x faster than the naive script."""
+    n = args.rows
+    cold_sheet = cycle_sheet(tmp, "cycle1", args.format, n, "C1", seed=1)
+    warm_sheet = cycle_sheet(tmp, "cycle2", args.format, n, "C2", seed=2)
+    rows = list(iter_payroll(iter_payees(n), "C3", seed=3))
+    total = cold_sheet.amount_total + warm_sheet.amount_total + sum((Decimal(r[2]) for r in rows), Decimal(0))
+    with fresh_emulator(total + history_total(args.history), args.latency_ms, args.rate_limit) as service:
+        history = seed_history(args.history)
+        with payops_server(tmp, {**os.environ, **service}) as server:
+            cold = operator_run(cold_sheet.path, "bench-c1", server["operator_env"])
+            warm = operator_run(warm_sheet.path, "bench-c2", server["operator_env"])
+        base = asyncio.run(naive(rows))
+    out = {
+        **header(args, "through_cli"),
+        "history": history,
+        "what": "`payops payouts SHEET --json` with a token, through `payops serve`; wall from exec to exit",
+        "load_average": os.getloadavg(),
+        "cold": cold,
+        "warm": warm,
+        "naive_16way": base,
+        "ratios": {
+            "naive_wall_over_cold_wall": round(base["wall_s"] / cold["wall_s"], 2),
+            "naive_wall_over_warm_wall": round(base["wall_s"] / warm["wall_s"], 2),
+        },
+        "targets": {
+            "cold_3x_faster_than_naive": base["wall_s"] >= 3 * cold["wall_s"],
+            "warm_6x_faster_than_naive": base["wall_s"] >= 6 * warm["wall_s"],
+        },
+    }
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments(argv)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -337,6 +397,8 @@ def main(argv: list[str] | None = None) -> None:
             out = scale(args, Path(tmp))
         elif args.kill_mid_run:
             out = kill_mid_run(args, Path(tmp))
+        elif args.through_cli:
+            out = through_cli(args, Path(tmp))
         else:
             out = cold_and_warm(args, Path(tmp))
     print(json.dumps(out, indent=2))

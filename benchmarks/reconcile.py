@@ -1,26 +1,34 @@
-"""Benchmark: the daily close of N transactions (paged at 100 from the emulator) against its naive per-row
-alternative, in the same run; print JSON.
+"""Benchmark: the daily close and a run's reconciliation of N transactions (paged at 100 from the emulator)
+against their floors and a naive per-row alternative, in the same run; print JSON.
 
-One emulator (`payops sandbox`, its own process, so the service builds a page while payops works on the last)
-holds the day: N payouts sent in batches of 100 (amounts with cents, one in 50 failing), after a first close
-took the baseline snapshot. The payops database is copied then, and put back before each close, so every close
-closes the same day. Each variant runs in a fresh payops process, so each has its own peak RSS and CPU:
+One emulator (`payops sandbox`, its own process, ``--latency-ms`` added to every answer) holds the day: N
+payouts sent in batches of 100 (amounts with cents, one in 50 failing), after a first close took the baseline
+snapshot; payops' database records them as one approved run (``bench``). The database is copied then, and put
+back before each close, so every close closes the same day. Each variant runs in a fresh payops process, so
+each has its own peak RSS and CPU; the client is the flows' (the shared adaptive rate, 1,000/s at most, and
+the in-flight sizing):
 
-* ``paging``: only reading every page of the window, one after the other, doing nothing with them: the floor
-  the API's paging sets;
+* ``paging``: reading every page of the window cursor by cursor, doing nothing with them: the floor the API's
+  paging sets for one reader (at a latency, run once: it is pages x latency);
+* ``sliced``: every page of the window read in slices at once (`Transactions.read_window`, at most
+  `READS_AT_ONCE` requests out), doing nothing with them;
 * ``close``: the daily close as `reconcile-day` runs it, without Prefect: `tasks.ledger.daily_close.run_close`
-  (pages of 100 made columns and run labels while the next page is read, pandas over integer cents,
-  attribution, the store written), then its reports (`write_close_reports`: xlsx, csv and JSON of every
-  transaction), timed as a phase of their own;
+  (the window in slices read at once, each page made columns and run labels as it arrives, pandas over
+  integer cents, attribution, the store written), then its reports (`write_close_reports`: xlsx, csv and
+  JSON of every transaction), timed as a phase of their own;
+* ``run``: `reconcile_run` of the recorded run (its N payouts read back in slices and matched);
 * ``naive``: per row, as a script would: every page to learn the references, then a GET per payout, a
   database look-up per reference and Decimal sums row by row. It runs on ``--naive-rows`` transactions (a
-  full run would take hours) and its per-row time is reported with the figure it extrapolates to.
+  full run would take hours; 0 skips it) and its per-row time is reported with the figure it extrapolates to.
 
-Paging and the close alternate ``--repeat`` times; medians are compared. **Target** ("bounded by paging"): the
-close's wall time within 1.2x the paging floor's (`TARGET_CLOSE_OVER_PAGING`). The reports are a later phase
-of `reconcile-day` whose CPU no page hides: measured, and the whole flow's figure reported, beside it.
+The variants alternate ``--repeat`` times; medians are compared. **Targets**: on loopback the close's wall
+time within 1.2x the cursor-by-cursor paging's (`TARGET_CLOSE_OVER_PAGING`); at a latency, the close and the
+run's reconciliation each within 1.3x the latency floor (`TARGET_OVER_LATENCY_FLOOR`): pages / requests in
+flight x latency, the pages being N / 100 and the requests in flight `READS_AT_ONCE`. The reports are a later
+phase of `reconcile-day` whose CPU no page hides: measured, and the whole flow's figure reported, beside it.
 
-Usage: python benchmarks/reconcile.py [--transactions 100000] [--naive-rows 2000] [--repeat 3]
+Usage: python benchmarks/reconcile.py [--transactions 100000] [--latency-ms 0] [--naive-rows 2000]
+       [--repeat 3]
 """
 
 from __future__ import annotations
@@ -37,8 +45,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,6 +57,8 @@ from payops.deployments.demo import free_port, read_env_file, start_sandbox  # n
 from payops.tasks.runtime.child_processes import preexec_own_group_dying_with_parent  # noqa: E402
 
 TARGET_CLOSE_OVER_PAGING = 1.2
+TARGET_OVER_LATENCY_FLOOR = 1.3
+RUN_LABEL = "bench"
 
 
 def _cpu() -> float:
@@ -58,10 +70,19 @@ def _peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-async def _client():
+def _client():
+    """A client as the flows open it: the adaptive shared rate (no Prefect limit here) and its transport's
+    in-flight sizing."""
+    import httpx
     from payops.connectors.payments import PaymentsClient, PaymentsSettings
+    from payops.flows.run_params import DEFAULT_RATE_PER_S
+    from payops.tasks.runtime.clients import PooledTransport
+    from payops.tasks.runtime.inflight import MAX_IN_FLIGHT
+    from payops.tasks.runtime.ratelimit import AdaptiveRate, RateLimitedTransport
 
-    return PaymentsClient(PaymentsSettings())
+    pool = PooledTransport(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT))
+    transport = RateLimitedTransport(pool, AdaptiveRate(DEFAULT_RATE_PER_S))
+    return PaymentsClient(PaymentsSettings(), transport=transport), transport
 
 
 async def seed(n: int) -> dict:
@@ -78,15 +99,17 @@ async def seed(n: int) -> dict:
     engine = upgrade_database(PayopsSettings.from_env())  # the benchmark's own new home
     store = ReconciliationStore(engine)
     t0 = time.perf_counter()
-    async with await _client() as client:
+    sent_from = datetime.now(UTC)
+    client, _transport = _client()
+    async with client:
         baseline = await run_close(client, store, "bench-0", "benchmark")
-        sem = asyncio.Semaphore(8)
+        sem = asyncio.Semaphore(16)
 
         async def batch(b: int) -> None:
             items = [
                 {
-                    "reference": f"bench-r{b * 100 + i}",
-                    "amount": f"{10 + (b * 100 + i) % 23}.{(b + i) % 100:02d}",
+                    "reference": _reference(b * 100 + i),
+                    "amount": _amount(b * 100 + i),
                     "currency": "GHS",
                     "provider": "mtn",
                     "destination": {
@@ -101,16 +124,39 @@ async def seed(n: int) -> dict:
 
         await asyncio.gather(*(batch(b) for b in range((n + 99) // 100)))
     sent = time.perf_counter() - t0
+    record_run(store, n, sent_from, datetime.now(UTC))
     await asyncio.sleep(3)  # every payout final (delivery delay 0.2 s)
     engine.dispose()
     return {"seed_s": round(sent, 1), "baseline_status": baseline.result.status}
+
+
+def _reference(i: int) -> str:
+    return f"{RUN_LABEL}-r{i + 2}"
+
+
+def _amount(i: int) -> str:
+    return f"{10 + i % 23}.{(i // 100 + i % 100) % 100:02d}"
+
+
+def record_run(store: Any, n: int, sent_from: datetime, ended: datetime) -> None:
+    """The seeded payouts as one approved run, ``bench`` (each row's fee bound wide: only timing counts)."""
+    from payops.store.reconciliation import IntendedPayout
+
+    part = 50_000
+    for start in range(0, n, part):
+        rows = [
+            IntendedPayout(_reference(i), i + 2, _amount(i), "GHS", "0.00", "100.00")
+            for i in range(start, min(n, start + part))
+        ]
+        store.record_intent(RUN_LABEL, sent_from, rows, first=start == 0)
+    store.mark_ended(RUN_LABEL, ended)
 
 
 async def variant(name: str, naive_rows: int) -> dict:
     from payops.store import PayopsSettings, open_database
     from payops.store.reconciliation import ReconciliationStore
     from payops.tasks.ledger.daily_close import run_close, write_close_reports
-    from payops.tasks.ledger.run_reconciliation import cents, wallet_effect
+    from payops.tasks.ledger.run_reconciliation import READS_AT_ONCE, cents, reconcile_run, wallet_effect
 
     engine = open_database(PayopsSettings.from_env())  # seeded (and upgraded) by the parent
     store = ReconciliationStore(engine)
@@ -118,14 +164,36 @@ async def variant(name: str, naive_rows: int) -> dict:
     rss_before = _peak_rss_mb()
     cpu0, t0 = _cpu(), time.perf_counter()
     out: dict = {"variant": name}
-    async with await _client() as client:
+    client, transport = _client()
+    async with client:
         if name == "paging":
             count = 0
             async for _tx in client.transactions.iterate(from_=since, limit=100):
                 count += 1
             out["transactions"] = count
+        elif name == "sliced":
+            gate = transport.in_flight(READS_AT_ONCE)
+            counted: list[int] = []
+            read = await client.transactions.read_window(
+                lambda page: counted.append(len(page)),
+                from_=since,
+                to=datetime.now(UTC),
+                width=lambda: gate.size,
+                gate=lambda: gate,
+            )
+            out |= {"transactions": sum(counted), "slices": read.slices, "widest": read.widest}
+        elif name == "run":
+            check = await reconcile_run(client, store, RUN_LABEL, "benchmark")
+            out |= {
+                "transactions": check.summary["rows"],
+                "matched": check.summary["matched"],
+                "status": check.summary["status"],
+                "differences": len(check.differences),
+            }
         elif name == "close":
-            done = await run_close(client, store, "bench-1", "benchmark")
+            done = await run_close(
+                client, store, "bench-1", "benchmark", gate=transport.in_flight(READS_AT_ONCE)
+            )
             closed, closed_cpu = time.perf_counter(), _cpu()
             with tempfile.TemporaryDirectory() as reports:
                 files = write_close_reports(reports, "close", done.result, done.result.summary())
@@ -161,6 +229,7 @@ async def variant(name: str, naive_rows: int) -> dict:
                 "extrapolated_wall_s": round(listed + per_row * len(refs), 1),
             }
         out["api_calls"] = dict(sorted(client.api_calls.items()))
+        out["limiter"] = transport.stats.as_dict()
     out["wall_s"] = out.pop("close_wall_s", round(time.perf_counter() - t0, 3))
     out["cpu_s"] = out.pop("close_cpu_s", round(_cpu() - cpu0, 3))
     out["peak_rss_mb"] = _peak_rss_mb()
@@ -187,81 +256,123 @@ def run_variant(name: str, naive_rows: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--transactions", type=int, default=100_000)
-    ap.add_argument("--naive-rows", type=int, default=2_000)
-    ap.add_argument("--repeat", type=int, default=3, help="paging and the close alternate this many times")
-    ap.add_argument("--variant", choices=["paging", "close", "naive"])
+    ap.add_argument("--latency-ms", type=int, default=0, help="added to every emulator answer")
+    ap.add_argument(
+        "--naive-rows",
+        type=int,
+        default=None,
+        help="naive script rows (default 2,000; 0 at a latency)",
+    )
+    ap.add_argument("--repeat", type=int, default=3, help="the variants alternate this many times")
+    ap.add_argument("--variant", choices=["paging", "sliced", "close", "run", "naive"])
     args = ap.parse_args()
+    naive_rows = args.naive_rows if args.naive_rows is not None else (0 if args.latency_ms else 2_000)
     if args.variant:
-        print(json.dumps(asyncio.run(variant(args.variant, args.naive_rows))))
+        print(json.dumps(asyncio.run(variant(args.variant, naive_rows))))
         return
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["PAYOPS_HOME"] = tmp
         database = Path(tmp) / "payops.sqlite3"
         os.environ["PAYOPS_DATABASE_URL"] = f"sqlite:///{database}"
         env_file = Path(tmp) / "env"
-        proc = start_sandbox(free_port(), env_file, 0, "--delivery-delay", "0.2", start_timeout_s=120)
+        proc = start_sandbox(
+            free_port(), env_file, args.latency_ms, "--delivery-delay", "0.2", start_timeout_s=120
+        )
         try:
             os.environ.update(read_env_file(env_file))
             seeded = asyncio.run(seed(args.transactions))
             shutil.copy(database, Path(tmp) / "baseline.sqlite3")
             results = []
-            for _ in range(args.repeat):  # alternating, so a change in the machine's load hits both
-                results.append(run_variant("paging", args.naive_rows))
-                shutil.copy(Path(tmp) / "baseline.sqlite3", database)  # the same day to close each time
-                results.append(run_variant("close", args.naive_rows))
-            results.append(run_variant("naive", args.naive_rows))
+            for k in range(args.repeat):  # alternating, so a change in the machine's load hits them all
+                if k == 0 or not args.latency_ms:  # at a latency, cursor by cursor is pages x latency
+                    results.append(run_variant("paging", naive_rows))
+                for name in ("sliced", "close", "run"):
+                    shutil.copy(Path(tmp) / "baseline.sqlite3", database)  # the same day to close each time
+                    results.append(run_variant(name, naive_rows))
+            if naive_rows:
+                results.append(run_variant("naive", naive_rows))
         finally:
             proc.terminate()
             proc.wait(10)
-    summary = {"transactions": args.transactions, **seeded, **summarise(results), "results": results}
+    summary = {
+        "transactions": args.transactions,
+        "latency_ms": args.latency_ms,
+        **seeded,
+        **summarise(results, args.transactions, args.latency_ms),
+        "results": results,
+    }
     print(json.dumps(summary, indent=2))
 
 
-def summarise(results: list[dict]) -> dict:
-    """Medians of paging and the close, their ratios, the target, the naive script's extrapolation."""
-    pagings = [r for r in results if r["variant"] == "paging"]
-    closes = [r for r in results if r["variant"] == "close"]
-    naive = next(r for r in results if r["variant"] == "naive")
+def latency_floor_s(transactions: int, latency_ms: int) -> float:
+    """Pages / requests in flight x latency: the least a window's read takes at this latency."""
+    from payops.tasks.ledger.run_reconciliation import PAGE, READS_AT_ONCE
 
-    def median(rows: list[dict], *path: str) -> float:
+    pages = -(-transactions // PAGE)
+    return round(pages / READS_AT_ONCE * latency_ms / 1000, 3)
+
+
+def summarise(results: list[dict], transactions: int, latency_ms: int) -> dict:
+    """Medians of each variant, their ratios to the floors, the targets, the naive script's extrapolation."""
+
+    def rows(name: str) -> list[dict]:
+        return [r for r in results if r["variant"] == name]
+
+    def median(name: str, *path: str) -> float:
         values = []
-        for r in rows:
+        for r in rows(name):
             for key in path:
                 r = r[key]
             values.append(r)
         return round(statistics.median(values), 3)
 
-    paging_s, close_s = median(pagings, "wall_s"), median(closes, "wall_s")
-    report_s = median(closes, "report", "wall_s")
-    ratio = round(close_s / paging_s, 2)
-    return {
-        "paging_floor": {
-            "wall_s": paging_s,
-            "cpu_s": median(pagings, "cpu_s"),
-            "api_calls": sum(pagings[0]["api_calls"].values()),
-            "peak_rss_mb": median(pagings, "peak_rss_mb"),
-        },
-        "close": {
-            "wall_s": close_s,
-            "cpu_s": median(closes, "cpu_s"),
-            "api_calls": sum(closes[0]["api_calls"].values()),
-            "peak_rss_mb_with_reports": median(closes, "peak_rss_mb"),
-        },
-        "reports": {"wall_s": report_s, "cpu_s": median(closes, "report", "cpu_s")},
-        "close_over_paging": ratio,
-        "close_cpu_over_paging_cpu": round(median(closes, "cpu_s") / median(pagings, "cpu_s"), 2),
+    def figures(name: str) -> dict:
+        first = rows(name)[0]
+        return {
+            "wall_s": median(name, "wall_s"),
+            "cpu_s": median(name, "cpu_s"),
+            "api_calls": sum(first["api_calls"].values()),
+            "peak_rss_mb": median(name, "peak_rss_mb"),
+            "in_flight_max": first["limiter"]["in_flight_max"],
+        }
+
+    paging_s, close_s, run_s = median("paging", "wall_s"), median("close", "wall_s"), median("run", "wall_s")
+    report_s = median("close", "report", "wall_s")
+    out: dict = {
+        "paging_cursor_by_cursor": figures("paging"),
+        "sliced": figures("sliced"),
+        "close": figures("close"),
+        "run_reconciliation": figures("run"),
+        "reports": {"wall_s": report_s, "cpu_s": median("close", "report", "cpu_s")},
+        "close_over_paging": round(close_s / paging_s, 2),
+        "close_cpu_over_paging_cpu": round(median("close", "cpu_s") / median("paging", "cpu_s"), 2),
         "close_and_reports_over_paging": round((close_s + report_s) / paging_s, 2),
-        "target_close_over_paging": TARGET_CLOSE_OVER_PAGING,
-        "targets": {"close_le_1_2x_paging": ratio <= TARGET_CLOSE_OVER_PAGING},
-        "naive": {
+        "targets": {},
+    }
+    if latency_ms:
+        floor = latency_floor_s(transactions, latency_ms)
+        out["latency_floor"] = {
+            "wall_s": floor,
+            "what": "pages / requests in flight (READS_AT_ONCE) x latency",
+        }
+        out["close_over_latency_floor"] = round(close_s / floor, 2)
+        out["run_over_latency_floor"] = round(run_s / floor, 2)
+        out["targets"] |= {
+            "close_le_1_3x_latency_floor": close_s <= TARGET_OVER_LATENCY_FLOOR * floor,
+            "run_le_1_3x_latency_floor": run_s <= TARGET_OVER_LATENCY_FLOOR * floor,
+        }
+    out["targets"]["close_le_1_2x_paging"] = close_s <= TARGET_CLOSE_OVER_PAGING * paging_s
+    if rows("naive"):
+        naive = rows("naive")[0]
+        out["naive"] = {
             "rows_processed": naive["rows_processed"],
             "per_row_ms": naive["per_row_ms"],
             "extrapolated_wall_s": naive["extrapolated_wall_s"],
             "extrapolated": f"from {naive['rows_processed']:,} of {naive['transactions']:,} rows",
             "api_calls_for_rows_processed": sum(naive["api_calls"].values()),
-        },
-        "naive_over_close_extrapolated": round(naive["extrapolated_wall_s"] / close_s, 1),
-    }
+        }
+        out["naive_over_close_extrapolated"] = round(naive["extrapolated_wall_s"] / close_s, 1)
+    return out
 
 
 if __name__ == "__main__":

@@ -17,7 +17,14 @@ from typing import Any, Literal
 
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run, keep_summary
-from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
+from payops.flows.run_params import (
+    DEFAULT_RATE_PER_S,
+    FORM_CONFIG,
+    CredentialsBlock,
+    RateLimit,
+    ReportDir,
+    Text,
+)
 from payops.flows.summaries import ReconciliationSummary
 from payops.store.settings import PayopsSettings
 from payops.tasks.events.alerts import emit_reconciliation_difference
@@ -48,7 +55,7 @@ class ReconcileRunParams(BaseModel):
         description="A final payout the platform has not checked after this many hours is a difference.",
     )
     credentials_block: CredentialsBlock = ""
-    rate_limit_per_s: RateLimit = 50
+    rate_limit_per_s: RateLimit = DEFAULT_RATE_PER_S
     trigger: Literal["cli", "api"] | None = Field(
         None,
         description="Who asked for the check, as the reconciliation history shows it. Leave empty: a person "
@@ -158,7 +165,7 @@ class ReconcileDayParams(BaseModel):
     )
     report_dir: ReportDir = ""
     credentials_block: CredentialsBlock = ""
-    rate_limit_per_s: RateLimit = 50
+    rate_limit_per_s: RateLimit = DEFAULT_RATE_PER_S
     trigger: Literal["schedule", "cli", "api"] | None = Field(
         None,
         description="Who asked for the close, as the reconciliation history shows it. Leave empty: the "

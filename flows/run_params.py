@@ -60,6 +60,9 @@ CREDENTIALS_DESCRIPTION = (
 # The fields every run's form shares (one description each): where reports go, which credentials, how fast.
 ReportDir = Annotated[Text, Field(description=REPORT_DIR_DESCRIPTION)]
 CredentialsBlock = Annotated[Text, Field(description=CREDENTIALS_DESCRIPTION)]
+DEFAULT_RATE_PER_S = 1000.0
+"""The request rate's ceiling for the runs that read or send in bulk (a payout run, a reconciliation, a
+transactions report): the adaptive rate starts well below it and backs off at the service's first 429."""
 RateLimit = Annotated[
     float,
     Field(
@@ -88,7 +91,7 @@ class SheetRunParams(BaseModel):
     report_dir: ReportDir = ""
     credentials_block: CredentialsBlock = ""
     rate_limit_per_s: float = Field(
-        1000,
+        DEFAULT_RATE_PER_S,
         gt=0,
         description=(
             "Most requests per second to the Payments Service when no `payments-api` rate limit is set up in "

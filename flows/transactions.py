@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
-from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir
+from payops.flows.run_params import DEFAULT_RATE_PER_S, FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir
 from payops.flows.summaries import TransactionsReportSummary
 from payops.store.settings import PayopsSettings
 from payops.tasks.ledger.transactions_report import (
@@ -70,7 +70,7 @@ class TransactionsReportParams(BaseModel):
     page_size: int = Field(100, ge=1, le=100, description="Transactions read per request to the service.")
     report_dir: ReportDir = ""
     credentials_block: CredentialsBlock = ""
-    rate_limit_per_s: RateLimit = 50
+    rate_limit_per_s: RateLimit = DEFAULT_RATE_PER_S
 
     model_config = ConfigDict(FORM_CONFIG, populate_by_name=True)
 

@@ -624,7 +624,6 @@ class Transactions(_Group):
             width=width,
             page_size=limit,
             created_at=lambda tx: tx.created_at,
-            ident=lambda tx: tx.id,
         )
 
     def _fetch_pages(

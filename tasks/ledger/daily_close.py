@@ -32,6 +32,7 @@ from payops.store.settings import PayopsSettings
 from payops.tasks.ledger.run_reconciliation import (
     DEFAULT_UNCHECKED_AFTER,
     PAGE,
+    READS_AT_ONCE,
     RecordColumns,
     cents,
     open_store,
@@ -463,7 +464,7 @@ async def run_close_task(
             trigger,
             unchecked_after=timedelta(seconds=unchecked_after_s),
             lookback=timedelta(seconds=lookback_s),
-            gate=transport.in_flight(),
+            gate=transport.in_flight(READS_AT_ONCE),
         )
 
 

@@ -84,9 +84,10 @@ READ_CHUNK = 5_000
 GET_CHUNK = 500
 """References not in the listing read from the match file at a time (then a GET each)."""
 READS_AT_ONCE = 32
-"""List windows (each following its own cursor) and GETs in flight at once. A list read after a cursor is
-sequential: 2,000 payouts are 20 round trips, 2 s at 100 ms each; in windows of about a page each, read at
-once, one or two. The client's rate limiter still paces every request."""
+"""Slices of a transaction window (`Transactions.read_window`) and GETs in flight at once, for a run's check
+and the daily close. A list read after a cursor is sequential: 2,000 payouts are 20 round trips, 2 s at
+100 ms each; in slices of about a page each, read at once, one or two. The client's rate limiter still paces
+every request."""
 
 
 def cents(value: Decimal | None) -> int:

@@ -21,6 +21,7 @@ HELPERS = {
     "exactly_once",
     "scale_runs",
     "front_door",
+    "through_cli",
     "__init__",
 }
 
