@@ -84,15 +84,22 @@ def execute(flow_run_id: str) -> None:
 
 async def _claim(run_id: UUID) -> Any:
     """The flow run once this process holds it (Pending granted), else None: a runner took it first."""
+    from datetime import UTC, datetime
+
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.objects import StateDetails, StateType
     from prefect.states import Pending
 
     async with get_client() as client:
         flow_run = await client.read_flow_run(run_id)
         if flow_run.state is None or flow_run.state.type != StateType.SCHEDULED:
             return None
-        answer = await client.set_flow_run_state(run_id, Pending(message="taken by a warm process"))
+        # Pending carries the time the run may start (Prefect copies the Scheduled state's, the launcher's
+        # head start, unless one is proposed): now, or Prefect would hold its Running until the head start.
+        now = StateDetails(scheduled_time=datetime.now(UTC))
+        answer = await client.set_flow_run_state(
+            run_id, Pending(message="taken by a warm process", state_details=now)
+        )
         if not granted(answer):
             return None
         return await client.read_flow_run(run_id)

@@ -19,15 +19,21 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
 async def _create(params: PayoutRunParams) -> Any:
+    from datetime import UTC, datetime, timedelta
+
+    from payops.deployments.console.runs import WARM_HEAD_START_S
     from prefect.client.orchestration import get_client
     from prefect.states import Scheduled
 
-    async with get_client() as client:  # as a deployment's run is created: Scheduled, to start now
+    # as the launcher creates a run it hands to a warm process: scheduled its head start ahead, so the
+    # runner does not take it first
+    ahead = datetime.now(UTC) + timedelta(seconds=WARM_HEAD_START_S)
+    async with get_client() as client:
         return await client.create_flow_run(
             payout_spreadsheet,
             name=params.label,
             parameters={"params": params.model_dump(mode="json")},
-            state=Scheduled(),
+            state=Scheduled(scheduled_time=ahead),
         )
 
 
@@ -90,8 +96,12 @@ def test_a_warm_process_claims_pays_and_ends_with_its_run(
     assert final.name == "Completed with failures" and payouts_at(emulator) == before + 4
     process.join(30)
     assert process.exitcode == 0
-    pending = [s for s in asyncio.run(_states(paid.id)) if s.type == StateType.PENDING]
+    states = asyncio.run(_states(paid.id))
+    pending = [s for s in states if s.type == StateType.PENDING]
     assert [s.message for s in pending] == ["taken by a warm process"]
+    # at once: not held by Prefect until the head start the run was scheduled with
+    running = next(s for s in states if s.type == StateType.RUNNING)
+    assert running.timestamp < states[0].state_details.scheduled_time
 
     taken = asyncio.run(
         _create(PayoutRunParams(source=str(tmp_path / "w.xlsx"), label="warm-2", report_dir=reports))
