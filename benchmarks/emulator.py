@@ -50,11 +50,13 @@ def sized_seed(amount_total: Decimal, currency: str = "GHS") -> dict[str, Any]:
 
 @contextmanager
 def fresh_emulator(
-    amount_total: Decimal, latency_ms: int = 0, rate_limit: float | None = None
+    amount_total: Decimal, latency_ms: int = 0, rate_limit: float | None = None, history: int = 0
 ) -> Iterator[dict[str, str]]:
-    """A new emulator sized for `amount_total`; its credentials put in ``os.environ`` (the flow processes
-    started inside inherit them) and yielded. Stopped when the block ends."""
+    """A new emulator sized for `amount_total`, holding ``history`` delivered payouts of the day before
+    (`sandbox.seed.seed_history`); its credentials put in ``os.environ`` (the flow processes started inside
+    inherit them) and yielded. Stopped when the block ends."""
     options = ["--rate-limit", str(rate_limit)] if rate_limit else []
+    options += ["--history", str(history)] if history else []
     with tempfile.TemporaryDirectory() as tmp:
         seed_file = Path(tmp) / "seed.json"
         seed_file.write_text(json.dumps(sized_seed(amount_total)), encoding="utf-8")

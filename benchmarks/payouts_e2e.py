@@ -32,7 +32,8 @@ once, read back through the API.
 ``--through-cli`` (`benchmarks.through_cli`): cold and warm as an operator runs them, each one `payops
 payouts SHEET --json` command (a token, nothing else) through `payops serve`, against one emulator (the warm
 run meets the cold run's payouts there), then the naive script against it; wall from exec to exit.
-``--history N``: before anything is timed, every emulator already holds N payouts of an earlier day.
+``--history N``: every emulator starts holding N delivered payouts of the day before (`payops sandbox
+--history`), a service with a past.
 
 Usage: python benchmarks/payouts_e2e.py [--rows 2000] [--format xlsx|csv] [--latency-ms MS]
        [--rate-limit RPS] [--baseline-rows N] [--history N]
@@ -70,7 +71,7 @@ from benchmarks.exactly_once import KILL_AT, exactly_once  # noqa: E402
 from benchmarks.flow_process import run_flow_process  # noqa: E402
 from benchmarks.payroll import XLSX_MAX_ROWS, SheetFile, cycle_sheet, iter_payees, iter_payroll  # noqa: E402
 from benchmarks.scale_runs import cold_run, compare  # noqa: E402
-from benchmarks.through_cli import history_total, operator_run, payops_server, seed_history  # noqa: E402
+from benchmarks.through_cli import operator_run, payops_server  # noqa: E402
 
 FINAL = {"delivered", "failed", "refunded"}
 SETTLE_S = 1.5
@@ -218,6 +219,7 @@ def header(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     return {
         "mode": mode,
         "rows": args.rows,
+        "history": args.history,
         "format": args.format,
         "latency_ms": args.latency_ms,
         "emulator_rate_limit": args.rate_limit,
@@ -274,13 +276,8 @@ def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     warm_sheet = cycle_sheet(tmp, "cycle2", args.format, n, "C2", seed=2)
     reports = str(tmp / "reports")
 
-    history: dict[str, Any] = {}
-
     def flow(sheet: SheetFile, label: str) -> dict[str, Any]:
-        with fresh_emulator(
-            sheet.amount_total + history_total(args.history), args.latency_ms, args.rate_limit
-        ):
-            history[label] = seed_history(args.history)
+        with fresh_emulator(sheet.amount_total, args.latency_ms, args.rate_limit, args.history):
             return run_flow_process(sheet.path, label, reports, args.poll_deadline_s)
 
     fixed_cost_target = not args.latency_ms and n <= 2000
@@ -292,8 +289,7 @@ def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     if nb:
         baseline_rows = list(iter_payroll(iter_payees(nb), "C1", seed=1))
         total = sum((Decimal(r[2]) for r in baseline_rows), Decimal(0))
-        with fresh_emulator(total + history_total(args.history), args.latency_ms, args.rate_limit):
-            history["naive"] = seed_history(args.history)
+        with fresh_emulator(total, args.latency_ms, args.rate_limit, args.history):
             base = asyncio.run(naive(baseline_rows))
     first = cold or warm  # the run that met the service with the most requests
     pre_rate = (first["preflight"]["rate_limit"] or {}).get("achieved_per_s") or 0
@@ -301,7 +297,6 @@ def cold_and_warm(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     total_requests = (first["rate_limit"] or {}).get("acquires", 0) or 1
     out: dict = {
         **header(args, "cold_warm"),
-        "history": history,
         "sheets_written": {"cold": cold_sheet.figures(), "warm": warm_sheet.figures()},
         "load_average": os.getloadavg(),
         "cold": cold,
@@ -361,15 +356,13 @@ def through_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     warm_sheet = cycle_sheet(tmp, "cycle2", args.format, n, "C2", seed=2)
     rows = list(iter_payroll(iter_payees(n), "C3", seed=3))
     total = cold_sheet.amount_total + warm_sheet.amount_total + sum((Decimal(r[2]) for r in rows), Decimal(0))
-    with fresh_emulator(total + history_total(args.history), args.latency_ms, args.rate_limit) as service:
-        history = seed_history(args.history)
+    with fresh_emulator(total, args.latency_ms, args.rate_limit, args.history) as service:
         with payops_server(tmp, {**os.environ, **service}) as server:
             cold = operator_run(cold_sheet.path, "bench-c1", server["operator_env"])
             warm = operator_run(warm_sheet.path, "bench-c2", server["operator_env"])
         base = asyncio.run(naive(rows))
     out = {
         **header(args, "through_cli"),
-        "history": history,
         "what": "`payops payouts SHEET --json` with a token, through `payops serve`; wall from exec to exit",
         "load_average": os.getloadavg(),
         "cold": cold,

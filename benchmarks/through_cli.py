@@ -5,13 +5,11 @@ follows it to the end. The figure is the command's whole wall time, from exec to
 
 The server is `payops serve` (its own Prefect server, console and runner) against an emulator started apart
 (`benchmarks.emulator.fresh_emulator`: latency, rate limit, wallet sized), whose credential only the server
-holds; its approval policy is "none" (the approvals have their own tests). `seed_history` gives the service
-the transactions of earlier days before anything is timed.
+holds; its approval policy is "none" (the approvals have their own tests).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import secrets
@@ -21,56 +19,11 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVE_START_S = 240
-HISTORY_BATCHES_AT_ONCE = 16
-
-
-def history_amount(i: int) -> str:
-    return f"{10 + i % 23}.{(i * 7) % 100:02d}"
-
-
-def history_total(n: int) -> Decimal:
-    return sum((Decimal(history_amount(i)) for i in range(n)), Decimal(0))
-
-
-async def _send_history(n: int) -> dict[str, Any]:
-    from payops.connectors.payments import PaymentsClient, PaymentsSettings
-
-    t0 = time.perf_counter()
-    sem = asyncio.Semaphore(HISTORY_BATCHES_AT_ONCE)
-    async with PaymentsClient(PaymentsSettings()) as client:
-
-        async def batch(b: int) -> None:
-            items = [
-                {
-                    "reference": f"hist-{b}-{i}",
-                    "amount": history_amount(b * 100 + i),
-                    "currency": "GHS",
-                    "provider": "mtn",
-                    "destination": {"type": "msisdn", "value": f"23320{b * 100 + i:07d}"},
-                }
-                for i in range(min(100, n - b * 100))
-            ]
-            async with sem:
-                await client.payout_batches.create(reference=f"hist-b{b}", items=items)
-
-        await asyncio.gather(*(batch(b) for b in range(-(-n // 100))))
-    return {"transactions": n, "seed_s": round(time.perf_counter() - t0, 1)}
-
-
-def seed_history(n: int, settle_s: float = 3.0) -> dict[str, Any]:
-    """``n`` payouts of an earlier day in the emulator of ``os.environ`` (batches of 100, distinct numbers,
-    amounts with cents), then ``settle_s`` for them to settle, so its own work is done before any timing."""
-    if n <= 0:
-        return {"transactions": 0}
-    out = asyncio.run(_send_history(n))
-    time.sleep(settle_s)
-    return out
 
 
 @contextmanager

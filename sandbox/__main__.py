@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token-ttl", type=int, default=300, help="access token lifetime, seconds")
     parser.add_argument("--delivery-delay", type=float, default=2.0, help="seconds until a payout is final")
     parser.add_argument("--allow-local-webhooks", action="store_true")
+    parser.add_argument("--history", type=int, default=0, help="delivered payouts of the day before")
     args = parser.parse_args(argv)
     run_sandbox(
         host=args.host,
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
         delivery_delay=args.delivery_delay,
         allow_local_webhooks=args.allow_local_webhooks,
         fault_seed=args.fault_seed,
+        history=args.history,
     )
 
 

@@ -47,6 +47,7 @@ def run_sandbox(
     latency_ms: int = 0,
     allow_local_webhooks: bool = False,
     fault_seed: int | None = None,
+    history: int = 0,
 ) -> None:
     """Print (and optionally write to ``env_file``) the demo credential's settings, then serve."""
     config = SandboxConfig(
@@ -58,6 +59,7 @@ def run_sandbox(
         latency_ms=latency_ms,
         seed_file=Path(seed) if seed else None,
         allow_local_webhooks=allow_local_webhooks,
+        history_payouts=history,
     )
     app = create_app(config)
     tune_gc()

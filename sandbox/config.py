@@ -31,6 +31,12 @@ class SandboxConfig(BaseModel):
     )
     clock: Clock | None = Field(default=None, description="Time source; default SystemClock")
     seed_file: Path | None = Field(default=None, description="JSON file with businesses (see README)")
+    history_payouts: int = Field(
+        default=0,
+        ge=0,
+        le=2_000_000,
+        description="Delivered payouts of the day before in the demo business's test environment (a past)",
+    )
     allow_local_webhooks: bool = False
     checkout_configured: bool = True
     events_lag_s: float = Field(

@@ -11,7 +11,7 @@ from fastapi import Request
 from .clock import Clock, SystemClock
 from .config import SandboxConfig
 from .ratelimit import RateLimiter
-from .seed import load_seed_file, seed_defaults
+from .seed import load_seed_file, seed_defaults, seed_history
 from .state import SandboxState
 
 RESOURCE = "urn:payments-api"
@@ -59,6 +59,8 @@ class Sandbox:
             seed_defaults(self.state)
             if config.seed_file is not None:
                 load_seed_file(self.state, config.seed_file)
+            if config.history_payouts:
+                seed_history(self.state, config.history_payouts)
 
 
 def get_sandbox(request: Request) -> Sandbox:

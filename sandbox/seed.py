@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 from .engine.settlements import install_policy
 from .ledger import Wallet
 from .limits import CurrencyLimit, LimitBook
-from .records import ALL_PERMISSIONS, ENVIRONMENTS, Business, Credential
+from .money import payout_fee, split_by_fee_bearer
+from .records import ALL_PERMISSIONS, ENVIRONMENTS, Business, Credential, Movement
 from .state import PROVIDERS, EnvState, SandboxState
 
 READ_PERMISSIONS = frozenset(p for p in ALL_PERMISSIONS if p.endswith(".read"))
@@ -158,3 +160,41 @@ def seed_defaults(state: SandboxState) -> None:
 def env_for(state: SandboxState, business_id: str, environment: str) -> EnvState:
     """Shortcut used by tests and admin endpoints."""
     return state.env(business_id, environment)
+
+
+HISTORY_DAY = timedelta(days=1)
+
+
+def seed_history(
+    state: SandboxState, count: int, business_id: str = "demo", environment: str = "test"
+) -> None:
+    """``count`` delivered payouts of the business's day before: created one after another over the 24 hours
+    that ended 12 hours ago, distinct numbers, amounts with cents; listed and read by reference as any
+    other. A service with a past, for benchmarks: the wallet and today's limits are as seeded (the opening
+    balance is what those payouts left)."""
+    env = state.env(business_id, environment)
+    start = state.clock.now() - HISTORY_DAY - timedelta(hours=12)
+    step = HISTORY_DAY / max(count, 1)
+    for i in range(count):
+        amount = Decimal(f"{10 + i % 23}.{(i * 7) % 100:02d}")
+        fee = payout_fee(amount)
+        payer_amount, recipient_amount = split_by_fee_bearer(amount, fee, "initiator")
+        created = start + step * i
+        payout = Movement(
+            kind="payout",
+            direction="out",
+            reference=f"hist-{i}",
+            amount=amount,
+            currency="GHS",
+            status="delivered",
+            created_at=created,
+            completed_at=created + timedelta(seconds=2),
+            provider="mtn",
+            fee=fee,
+            fee_bearer="initiator",
+            payer_amount=payer_amount,
+            recipient_amount=recipient_amount,
+            destination={"type": "msisdn", "value": f"23320{i:07d}"},
+        )
+        env.payouts[payout.reference] = payout
+        env.add_transaction(payout)

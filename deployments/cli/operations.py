@@ -66,6 +66,9 @@ def sandbox(
     allow_local_webhooks: bool = typer.Option(
         False, help="Allow webhook endpoints on 127.0.0.1 (local work)"
     ),
+    history: int = typer.Option(
+        0, min=0, max=2_000_000, help="Delivered payouts of the day before (a service with a past)"
+    ),
 ) -> None:
     """Serve the Payments Service emulator and print the settings a client needs."""
     from payops.sandbox.cli import run_sandbox
@@ -81,4 +84,5 @@ def sandbox(
         delivery_delay=delivery_delay,
         latency_ms=latency_ms,
         allow_local_webhooks=allow_local_webhooks,
+        history=history,
     )
