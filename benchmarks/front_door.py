@@ -12,69 +12,14 @@ Runs alternate (direct, through, direct, ...) so both see the same machine; medi
 
 from __future__ import annotations
 
-import os
-import secrets
-import signal
 import statistics
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-SERVE_START_S = 180
+from benchmarks.payops_server import payops_server
+
 TARGET_RATIO = 1.10
-
-
-@contextmanager
-def served(tmp: Path, base: dict[str, str]) -> Iterator[dict[str, Any]]:
-    """`payops serve --sandbox` in ``tmp/serve-home`` with the policy "none" and an operator ``bench`` with
-    a personal token (made on the host, as `payops host` would); stopped (its process group) at the end."""
-    from payops.store import PayopsSettings, upgrade_database
-    from payops.store.approvals import state_policy
-    from payops.store.home import read_serve_record
-    from payops.store.users import Users
-
-    home = tmp / "serve-home"
-    env = {**base, "PAYOPS_HOME": str(home), "PREFECT_HOME": str(tmp / "serve-prefect")}
-    for key in [k for k in env if k.startswith("PAYOPS_") and k not in ("PAYOPS_HOME",)]:
-        del env[key]
-    settings = PayopsSettings(home=home)
-    engine = upgrade_database(settings)
-    state_policy(engine, "none")
-    users = Users(engine)
-    users.add("bench", "operator", secrets.token_urlsafe(18))
-    token = users.issue_token("bench", "benchmark")
-    engine.dispose()
-    log = tmp / "serve.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "payops.deployments.cli", "serve", "--sandbox"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + SERVE_START_S
-        while "serving" not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"payops serve did not start:\n{log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.5)
-        record = read_serve_record(home)
-        assert record is not None and record.sandbox_env_file
-        yield {"home": home, "env": env, "token": token, "record": record}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
 
 
 def compare(
@@ -84,8 +29,9 @@ def compare(
     command), alternating, after one warm-up of each."""
     from payops.deployments.processes import read_env_file
 
-    with served(tmp, base) as serve:
+    with payops_server(tmp, base, sandbox=True) as serve:
         record = serve["record"]
+        assert record.sandbox_env_file
         emulator = read_env_file(Path(record.sandbox_env_file))
         login = (serve["home"] / "prefect-auth").read_text().strip()
         direct_env = {

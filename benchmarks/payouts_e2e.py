@@ -69,9 +69,10 @@ from benchmarks.empty_flow import empty_flow_floor  # noqa: E402
 from benchmarks.emulator import fresh_emulator  # noqa: E402
 from benchmarks.exactly_once import KILL_AT, exactly_once  # noqa: E402
 from benchmarks.flow_process import run_flow_process  # noqa: E402
+from benchmarks.payops_server import payops_server  # noqa: E402
 from benchmarks.payroll import XLSX_MAX_ROWS, SheetFile, cycle_sheet, iter_payees, iter_payroll  # noqa: E402
 from benchmarks.scale_runs import cold_run, compare  # noqa: E402
-from benchmarks.through_cli import operator_run, payops_server  # noqa: E402
+from benchmarks.through_cli import operator_run  # noqa: E402
 
 FINAL = {"delivered", "failed", "refunded"}
 SETTLE_S = 1.5

@@ -11,64 +11,13 @@ holds; its approval policy is "none" (the approvals have their own tests).
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVE_START_S = 240
-
-
-@contextmanager
-def payops_server(tmp: Path, base: dict[str, str]) -> Iterator[dict[str, Any]]:
-    """`payops serve` in ``tmp/serve-home`` against the emulator in ``base`` (its credential), policy "none",
-    an operator ``bench`` with a personal token; stopped (its process group) at the end."""
-    from payops.store import PayopsSettings, upgrade_database
-    from payops.store.approvals import state_policy
-    from payops.store.users import Users
-
-    home = tmp / "serve-home"
-    env = {**base, "PAYOPS_HOME": str(home), "PREFECT_HOME": str(tmp / "serve-prefect")}
-    for key in ("PAYOPS_DATABASE_URL", "PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):
-        env.pop(key, None)
-    engine = upgrade_database(PayopsSettings(home=home))
-    state_policy(engine, "none")
-    users = Users(engine)
-    users.add("bench", "operator", secrets.token_urlsafe(18))
-    token = users.issue_token("bench", "benchmark")
-    engine.dispose()
-    log = tmp / "serve.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "payops.deployments.cli", "serve"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + SERVE_START_S
-        while "serving" not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"payops serve did not start:\n{log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.5)
-        operator = {k: v for k, v in env.items() if not k.startswith("PAYOPS_") or k == "PAYOPS_HOME"}
-        yield {"home": home, "operator_env": {**operator, "PAYOPS_API_TOKEN": token}, "log": log}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
 
 
 def operator_run(sheet: Path, label: str, env: dict[str, str]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ HELPERS = {
     "scale_runs",
     "front_door",
     "through_cli",
+    "payops_server",
     "__init__",
 }
 
