@@ -43,7 +43,7 @@ test: $(DEV_STAMP) browser-deps
 	@seed=$${SEED:-$$RANDOM}; echo "shuffled: $(SHUFFLED) (SEED=$$seed)"; \
 	  $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --random-order-bucket=module \
 	    --random-order-seed=$$seed $(SHUFFLED)
-	@$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
+	@$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
 	@$(PY) -m pytest -q $(ALONE)
 
 lint: $(DEV_STAMP)
