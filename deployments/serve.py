@@ -53,10 +53,21 @@ HEARTBEAT_S = "30"
 
 
 # -- prefect.yaml ------------------------------------------------------------------------------------------
+WORKERS_ONLY = frozenset({"approval-deadlines"})
+"""Deployments of prefect.yaml that `payops serve` leaves out: the approval-deadlines sweep resumes runs
+suspended on workers (PAYOPS_APPROVAL_WAIT=suspend, the pool's job variables); serve's runs wait for approval
+in their own process and remind and expire by themselves."""
+
+
 def load_specs(path: Path = PREFECT_YAML) -> list[dict[str, Any]]:
     """The ``deployments`` entries of a prefect.yaml (YAML anchors resolved)."""
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     return list(document.get("deployments") or [])
+
+
+def served_specs(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The specs `payops serve` serves: all but `WORKERS_ONLY`."""
+    return [s for s in specs if s["name"] not in WORKERS_ONLY]
 
 
 async def resolve_templates(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -464,7 +475,7 @@ def run_all_in_one(
             proc = sup.start("console", [*console, "--port", str(ports["console"])], console_env)
             wait_http(f"{console_url}/healthz", proc, 60, "the console")
             apply_alerts(payops, payops.console or console_url, say)
-            specs = asyncio.run(resolve_templates(load_specs()))
+            specs = asyncio.run(resolve_templates(served_specs(load_specs())))
             deployments = runner_deployments(specs)
             runner = ServedDeployments(deployments)
             runner.start()

@@ -189,8 +189,12 @@ async def ask_approval(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, desc
         ask.start.describe(),
         ask.timeout_s,
     )
-    deadline = time.monotonic() + ask.timeout_s
-    remind_at = deadline - ask.reminder_s if 0 < ask.reminder_s < ask.timeout_s else None
+    request = await asyncio.to_thread(desk.requests.get, run_id)
+    left = request.seconds_left if request is not None else ask.timeout_s  # a run started again waits on
+    deadline = time.monotonic() + left
+    reminded = request is not None and request.reminded_at is not None
+    due = 0 < ask.reminder_s < ask.timeout_s and not reminded
+    remind_at = deadline - ask.reminder_s if due else None
     attempt = 0
     # Prefect refuses a pause key the flow run has used (pause_flow_run then returns None): a run Prefect
     # retries (`prefect flow-run retry`, the UI's Retry) pauses again under keys of its own attempt.
@@ -226,31 +230,108 @@ async def ask_approval(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, desc
                 logger.info("approval reminder sent: %ss left", left)
             continue
         attempt += 1
-        if answer.reject:
-            return await _rejected(ask, key, desk, answer.comment)
-        decisions = await asyncio.to_thread(desk.approvals.decisions, run_id)
-        tokens = [d.token for d in decisions if d.decision == "approve"]
-        if len(tokens) < ask.need.required:
-            logger.warning(
-                "resumed with %d of %d signed approvals: still waiting for approval",
-                len(tokens),
-                ask.need.required,
-            )
-            continue
-        try:
-            approvers = check_approvals(key, tokens, ask.subject, ask.need)
-        except ApprovalRefused as exc:
-            reason = f"approval refused: {exc}"
-            logger.error("approval decided: %s; nothing sent", reason)
-            await asyncio.to_thread(desk.close, run_id, "not_approved", "payops", reason=reason)
-            return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))
-        comment = approvers_comments(decisions)
-        await asyncio.to_thread(desk.close, run_id, "approved", "payops", approvers=", ".join(approvers))
-        logger.info(
-            "approval decided: approved by %s%s", ", ".join(approvers), f" ({comment})" if comment else ""
-        )
-        await _tell_approved(ask, desk, approvers, comment)
-        return Answer(True, comment, approvers)
+        if (decided := await _decided(ask, key, desk, answer.reject, answer.comment)) is not None:
+            return decided
+        logger.info("resumed without enough signed approvals: still waiting for approval")
+
+
+async def _decided(
+    ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, reject: bool, comment: str
+) -> Answer | None:
+    """The decision once the run is resumed (the Resume form's ``reject`` and ``comment``, else the signed
+    decisions in the database), or None while there are not enough approvals: wait on."""
+    if reject:
+        return await _rejected(ask, key, desk, comment)
+    logger = get_run_logger()
+    run_id = ask.subject.run_id
+    decisions = await asyncio.to_thread(desk.approvals.decisions, run_id)
+    if any(d.decision == "reject" for d in decisions):  # signed in the console; the resume carried no form
+        return await _rejected(ask, key, desk, "")
+    tokens = [d.token for d in decisions if d.decision == "approve"]
+    if len(tokens) < ask.need.required:
+        return None
+    try:
+        approvers = check_approvals(key, tokens, ask.subject, ask.need)
+    except ApprovalRefused as exc:
+        reason = f"approval refused: {exc}"
+        logger.error("approval decided: %s; nothing sent", reason)
+        await asyncio.to_thread(desk.close, run_id, "not_approved", "payops", reason=reason)
+        return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))
+    comment = approvers_comments(decisions)
+    await asyncio.to_thread(desk.close, run_id, "approved", "payops", approvers=", ".join(approvers))
+    logger.info(
+        "approval decided: approved by %s%s", ", ".join(approvers), f" ({comment})" if comment else ""
+    )
+    await _tell_approved(ask, desk, approvers, comment)
+    return Answer(True, comment, approvers)
+
+
+SWEEP_GRACE_S = 300
+"""A suspended run's pause outlives its next due time (the reminder, else the deadline) by this long. The
+approval-deadlines deployment (`flows.approval_deadlines`) resumes the run at the due time, so that the run
+itself reminds its approvers or ends "Not approved"; where that deployment is not running, Prefect fails the
+run once the pause ends ("paused and never resumed")."""
+
+
+async def wait_suspended(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, description: str) -> Answer:
+    """Wait for the decision with no process waiting (a deployment's run on a worker): the run is
+    suspended (Prefect's `suspend_flow_run`: its process ends, a worker slot is free) and started again from
+    the top on any worker when resumed: by the payops server once enough approvals or a rejection are in, by
+    Prefect's Resume dialog, or by the approval-deadlines sweep at the reminder and at the deadline. Each
+    start replays what came before (same label) and reads the decision here; each suspension has a key of
+    its own. Returns the decision; returns only when decided."""
+    from prefect.flow_runs import suspend_flow_run
+    from prefect.runtime import flow_run
+
+    run_id = ask.subject.run_id
+    prefix = f"{artifact_key(ask.label, 'approval')}-{flow_run.run_count or 1}-s"
+    seen = await _suspensions(run_id, prefix)
+    # What was decided meanwhile (also on a start after a crash: approvals given before it count)
+    reject, comment = await _resume_form(run_id, f"{prefix}{seen - 1}") if seen else (False, "")
+    if (decided := await _decided(ask, key, desk, reject, comment)) is not None:
+        return decided
+    request = await asyncio.to_thread(desk.requests.get, run_id)
+    left = request.seconds_left if request is not None else 0
+    if left <= 0:
+        return await _expired(ask, desk)
+    due = left
+    if 0 < ask.reminder_s < ask.timeout_s and request is not None and request.reminded_at is None:
+        if left <= ask.reminder_s:
+            await asyncio.to_thread(desk.remind, run_id, ask.label, ask.need, left)
+            emit_approval_reminder(ask.label, left)
+            get_run_logger().info("approval reminder sent: %ss left", left)
+        else:
+            due = left - ask.reminder_s
+    get_run_logger().info("suspended until decided (%ss left); no process waits", left)
+    await suspend_flow_run(
+        wait_for_input=Approval.with_initial_data(description=description),
+        timeout=due + SWEEP_GRACE_S,
+        key=f"{prefix}{seen}",
+    )
+    raise AssertionError("suspend_flow_run returned: the run was not suspended")  # it raises Pause
+
+
+async def _suspensions(run_id: str, prefix: str) -> int:
+    """How many times this attempt of the run suspended for approval (its pause keys with ``prefix``)."""
+    async with get_client() as client:
+        run = await client.read_flow_run(run_id)
+    return sum(1 for k in run.empirical_policy.pause_keys or () if str(k).startswith(prefix))
+
+
+async def _resume_form(run_id: str, pause_key: str) -> tuple[bool, str]:
+    """(reject, comment) as the suspension ``pause_key`` was resumed with; no form (a resume without
+    input) rejects nothing. Read raw: `RunInput.load` turns a missing form into the form's defaults."""
+    from uuid import UUID
+
+    from prefect.input.actions import aread_flow_run_input
+    from prefect.input.run_input import keyset_from_base_key
+
+    keyset = keyset_from_base_key(f"suspended-{pause_key}")
+    value = await aread_flow_run_input(keyset["response"], flow_run_id=UUID(run_id))
+    if not value:
+        return False, ""
+    form = Approval(**value)
+    return form.reject, form.comment
 
 
 def approvers_comments(decisions: Sequence[Any]) -> str:

@@ -14,7 +14,14 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from payops.connectors.payments import PaymentsSettings
-from payops.flows.approval import Answer, Ask, approved_before, ask_approval, resume_description
+from payops.flows.approval import (
+    Answer,
+    Ask,
+    approved_before,
+    ask_approval,
+    resume_description,
+    wait_suspended,
+)
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import WITH_FAILURES, end_run, keep_summary, state_message
 from payops.flows.payout_parts import (
@@ -911,7 +918,7 @@ async def _approve(
         reason = f"{NO_APPROVAL_KEY} ({exc})"
         get_run_logger().error("%s", reason)
         return Answer(False, reason, refusal=Decision(kind="not_approved", reason=reason))
-    from prefect.runtime import flow_run
+    from prefect.runtime import deployment, flow_run
 
     run_id = str(flow_run.id)
     subject = Subject.of(
@@ -923,28 +930,36 @@ async def _approve(
     start, need = gate.start, gate.need
     ask = Ask(label, subject, need, start, params.approval_timeout_s, params.approval_reminder_s)
     desk = ApprovalDesk(store, audit_key=audit_key)
-    if (carried := await approved_before(ask, key, desk)) is not None:
+    asked = await asyncio.to_thread(desk.requests.get, run_id)
+    # A run resumed, or started again, while its request (same rows) waits: it waits on, to the same
+    # deadline, without telling the approvers a second time; the decision is read where it waits.
+    waiting = asked is not None and asked.state == "waiting" and asked.fingerprint == subject.fingerprint
+    if not waiting and (carried := await approved_before(ask, key, desk)) is not None:
         return carried
     figures = currency_figures(pf)
     paid = await asyncio.to_thread(_paid_before, run, rows, store)
     found = findings(rows, pf.names, names_checked, paid)
-    await asyncio.to_thread(
-        desk.open,
-        run_id=run_id,
-        label=label,
-        start=start,
-        need=need,
-        policy=gate.policy,
-        fingerprint_=subject.fingerprint,
-        figures=figures,
-        findings_=found,
-        rows=request_rows(rows, label, checks),
-        timeout_s=params.approval_timeout_s,
-        paid=paid,
-    )
-    emit_needs_approval(label, pf, params.approval_timeout_s)
+    if not waiting:
+        await asyncio.to_thread(
+            desk.open,
+            run_id=run_id,
+            label=label,
+            start=start,
+            need=need,
+            policy=gate.policy,
+            fingerprint_=subject.fingerprint,
+            figures=figures,
+            findings_=found,
+            rows=request_rows(rows, label, checks),
+            timeout_s=params.approval_timeout_s,
+            paid=paid,
+        )
+        emit_needs_approval(label, pf, params.approval_timeout_s)
     progress().phase("approval")
-    return await ask_approval(ask, key, desk, resume_description(ask, figures, found, run.settings))
+    description = resume_description(ask, figures, found, run.settings)
+    if run.settings.approval_wait == "suspend" and deployment.id:  # suspending needs a deployment
+        return await wait_suspended(ask, key, desk, description)
+    return await ask_approval(ask, key, desk, description)
 
 
 def _paid_before(run: SheetRun, rows: Sequence[PayoutRow], engine: Engine) -> PaidBefore:

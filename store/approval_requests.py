@@ -99,6 +99,7 @@ class RequestView:
     state: str
     decided_at: datetime | None
     paid_before: list[dict[str, Any]] = field(default_factory=list)  # tasks.payouts.paid_before.EarlierRun
+    reminded_at: datetime | None = None
 
     @property
     def seconds_left(self) -> int:
@@ -124,6 +125,7 @@ def _view(r: ApprovalRequest) -> RequestView:
         r.state,
         r.decided_at,
         json.loads(r.paid_before or "[]"),
+        r.reminded_at,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -66,6 +66,12 @@ class PayopsSettings(BaseSettings):
         None, description="Key of the audit chain; default: the file audit.key in the home"
     )
     api_token: SecretStr | None = Field(None, description="A payops user's personal API token (the CLI)")
+    approval_wait: Literal["pause", "suspend"] = Field(
+        "pause",
+        description="How a deployment's payout run waits for approval: `suspend` ends its process (no worker "
+        "slot held; it resumes on any worker once decided; deadlines and reminders need the "
+        "approval-deadlines deployment), `pause` waits in its process (payops serve, CLI runs)",
+    )
     url: str | None = Field(
         None, description="The payops server the CLI is a client of (default: this home's `payops serve`)"
     )
@@ -79,8 +85,7 @@ class PayopsSettings(BaseSettings):
         "names none: a worker's setting, so a run started with only its sheet and label still pays",
     )
     events_lag_alert_minutes: float = Field(
-        15.0,
-        ge=0, description="Age of a caught-up event at which the events feed counts as lagging"
+        15.0, ge=0, description="Age of a caught-up event at which the events feed counts as lagging"
     )
     paid_before_days: int = Field(
         30,

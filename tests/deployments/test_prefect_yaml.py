@@ -30,12 +30,14 @@ OPERATOR_FILLS = {
     "payout-spreadsheet": {"source": "/srv/payroll/2026-11.xlsx"},
     "reconcile-run": {"label": "payroll-2026-11"},
 }
+PREFECT_ONLY = {"approval-deadlines"}  # reads Prefect's API only: no parameters, no service credential
 DEVELOPER_PHRASES = ("prefect ui", "rendered as a form", "fsspec", "tasks/", ".py", "do not edit", "env vars")
 
 
 def test_the_expected_deployments_are_declared() -> None:
     assert set(SPECS) == {
         "payout-spreadsheet",
+        "approval-deadlines",
         "retry-failed-settlements",
         "settle-now",
         "events-catch-up",
@@ -58,8 +60,10 @@ def test_entrypoint_is_a_flow_and_parameters_validate(name: str) -> None:
     if filled:  # a field the operator fills in the run form: no fake default in prefect.yaml
         with pytest.raises(ParameterTypeError, match=next(iter(filled))):
             flow.validate_parameters(spec["parameters"])
-    params = {"params": {**spec["parameters"]["params"], **(filled or {})}}
-    flow.validate_parameters(params)
+    if name in PREFECT_ONLY:
+        assert not spec.get("parameters") and not flow.parameters.properties
+    else:
+        flow.validate_parameters({"params": {**spec["parameters"]["params"], **(filled or {})}})
     for trigger in spec.get("triggers") or []:
         # The automation's parameters replace the deployment's top-level ones (shallow merge).
         flow.validate_parameters({**spec["parameters"], **trigger["parameters"]})
@@ -83,7 +87,8 @@ def test_credentials_come_from_a_block_variable_never_inline(name: str) -> None:
                 walk(value, f"{path}[{i}]")
 
     walk(spec, name)
-    assert spec["parameters"]["params"]["credentials_block"] == CREDENTIALS
+    if name not in PREFECT_ONLY:
+        assert spec["parameters"]["params"]["credentials_block"] == CREDENTIALS
     for trigger in spec.get("triggers") or []:
         assert trigger["parameters"]["params"]["credentials_block"] == CREDENTIALS
     assert spec["work_pool"]["name"] == "payops"
@@ -100,7 +105,7 @@ def test_schedules() -> None:
     assert SPECS["reconcile-day"]["schedules"] == [{"cron": "10 0 * * *", "timezone": "Africa/Accra"}]
 
 
-MAINTENANCE = {"events-catch-up", "wallet-watch", "payout-followup", "reconcile-run"}
+MAINTENANCE = {"approval-deadlines", "events-catch-up", "wallet-watch", "payout-followup", "reconcile-run"}
 """The deployments that start by themselves and move no money: an operator's view filters them out."""
 
 
@@ -110,7 +115,7 @@ def test_maintenance_runs_and_payout_runs_carry_the_tags_an_operator_filters_on(
 
     tagged = {name for name, spec in SPECS.items() if MAINTENANCE_TAG in spec["tags"]}
     assert tagged == MAINTENANCE
-    for name in MAINTENANCE - {"payout-followup", "reconcile-run"}:  # the 5- and 15-minute schedules
+    for name in MAINTENANCE - {"payout-followup", "reconcile-run"}:  # the 1-, 5- and 15-minute schedules
         assert SPECS[name]["schedules"][0]["interval"] <= 900, name
     assert PAYOUT_TAG in SPECS["payout-spreadsheet"]["tags"]
     assert [n for n, spec in SPECS.items() if PAYOUT_TAG in spec["tags"]] == ["payout-spreadsheet"]
@@ -140,7 +145,7 @@ def _params_schema(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return schema, model
 
 
-@pytest.mark.parametrize("name", sorted(SPECS))
+@pytest.mark.parametrize("name", sorted(set(SPECS) - PREFECT_ONLY))
 def test_run_forms_describe_every_field_for_an_operator(name: str) -> None:
     schema, model = _params_schema(name)
     if name not in OPERATOR_FILLS:
@@ -245,7 +250,7 @@ def test_the_followup_trigger_matches_the_final_payout_statuses() -> None:
     assert trigger["within"] >= 60  # debounced: a storm of payout events is one follow-up run a minute
 
 
-CATCH_UPS_AND_WATCHES = {"events-catch-up", "wallet-watch"}
+CATCH_UPS_AND_WATCHES = {"events-catch-up", "wallet-watch", "approval-deadlines"}
 
 
 def test_scheduled_deployments_run_one_at_a_time() -> None:
@@ -297,3 +302,17 @@ def test_runs_beat_often_enough_for_the_recovery_automation_to_find_a_dead_one()
     gone = next(a for a in load_recovery_automations() if "process is gone" in a.name)
     assert gone.trigger.within.total_seconds() >= 3 * int(HEARTBEAT_S)
     assert [a.state.value for a in gone.actions] == ["CRASHED"]
+    # a run suspended for approval ends its process on purpose: not gone (test_scaleout_approvals.py)
+    assert "prefect.flow-run.Suspended" in gone.trigger.expect
+
+
+def test_workers_suspend_approval_waits_and_serve_leaves_their_sweep_out() -> None:
+    """The pool's runs suspend while they wait for approval; the approval-deadlines sweep that resumes them
+    for reminders and deadlines is a workers' deployment: `payops serve`'s runs pause in their process."""
+    from payops.deployments.serve import WORKERS_ONLY, served_specs
+
+    for spec in SPECS.values():
+        assert spec["work_pool"]["job_variables"]["env"]["PAYOPS_APPROVAL_WAIT"] == "suspend"
+    served = {s["name"] for s in served_specs(list(SPECS.values()))}
+    assert served == set(SPECS) - {"approval-deadlines"} and WORKERS_ONLY == {"approval-deadlines"}
+    assert SPECS["approval-deadlines"]["schedules"] == [{"interval": 60, "timezone": "UTC"}]

@@ -19,14 +19,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from payops.deployments.scaleout.loopback import LoopbackCluster
 from payops.sandbox import SandboxConfig, SandboxServer, create_app
 
 from tests.deployments.console_harness import payroll_rows, write_sheet
+from tests.deployments.scaleout_support import (
+    BLOCK,
+    assert_workers_run_the_wheel,
+    final_state,
+    save_credentials,
+    server_payouts,
+    start_payout,
+    state_types,
+)
 from tests.flows.approval_support import prepared_home
-from tests.wheel_venv import ROOT, run, wheel_venv
+from tests.wheel_venv import wheel_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -59,40 +67,6 @@ def emulator() -> Iterator[tuple[SandboxServer, ArrivalLog]]:
         yield server, log
 
 
-BLOCK = "payments-scaleout"
-
-
-def assert_workers_run_the_wheel(cluster: LoopbackCluster, python: Path) -> None:
-    """Every worker is the wheel venv's Python, in a folder outside the checkout, and that Python imports
-    payops from the wheel (site-packages), not from the checkout."""
-    import psutil
-
-    workers = [p for name, p in cluster.sup.children if name.startswith("worker-")]
-    assert len(workers) == 2
-    for proc in workers:
-        info = psutil.Process(proc.pid)
-        assert info.cmdline()[0] == str(python)
-        assert not Path(info.cwd()).is_relative_to(ROOT)
-    where = run([str(python), "-c", "import payops; print(payops.__file__)"], cwd=python.parents[2]).stdout
-    assert "site-packages" in where and not Path(where.strip()).is_relative_to(ROOT), where
-
-
-def save_credentials(cluster: LoopbackCluster, server: SandboxServer) -> None:
-    """The emulator's credential as the block the workers name, saved on the cluster's Prefect server."""
-    from payops.tasks.runtime.credentials import PaymentsCredentials
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    env = server.env
-    block = PaymentsCredentials(
-        base_url=env["PAYOPS_BASE_URL"],
-        auth_url=env["PAYOPS_AUTH_URL"],
-        client_id=env["PAYOPS_CLIENT_ID"],
-        client_secret=env["PAYOPS_CLIENT_SECRET"],
-    )
-    with temporary_settings({PREFECT_API_URL: cluster.api_url}):
-        block.save(BLOCK, overwrite=True)
-
-
 def only_source_and_label(cluster: LoopbackCluster, tmp_path: Path) -> None:
     """`prefect deployment run --param params=...` with only the sheet and a label (issue 43): Prefect
     replaces the deployment's whole `params`, its credentials_block with it; the run reads the workers'
@@ -111,7 +85,48 @@ def only_source_and_label(cluster: LoopbackCluster, tmp_path: Path) -> None:
     assert summary["payouts_by_status"] == {"delivered": 3}
 
 
-DIES_ROWS = 200
+def a_crashed_run_retried_by_hand(cluster: LoopbackCluster, server: SandboxServer, tmp_path: Path) -> None:
+    """SIGKILL only a payout run's flow process once it has sent: its worker reports the run Crashed; then
+    `prefect flow-run retry` (issue 43), as an operator holding Prefect's login types it, completes it on a
+    worker, and every row is paid once. Before the recovery automations are applied (they would restart it
+    themselves)."""
+    import psutil
+
+    sheet = write_sheet(tmp_path / "retried.xlsx", payroll_rows(DIES_ROWS, prefix="RET"))
+    given = {"source": str(sheet), "label": "retried-by-hand", "check_names": False, "poll_deadline_s": 300,
+             "max_concurrent_batches": 1}  # fmt: skip
+    before = server_payouts(server)
+    run_id = asyncio.run(start_payout(cluster, {**given, "report_dir": str(tmp_path / "reports-retried")}))
+    deadline = time.monotonic() + 120
+    while server_payouts(server) == before:
+        assert time.monotonic() < deadline, "the run never sent"
+        time.sleep(0.05)
+    workers = [p for name, p in cluster.sup.children if name.startswith("worker-") and p.poll() is None]
+    flow_process = next(
+        child
+        for w in workers
+        for child in psutil.Process(w.pid).children(recursive=True)
+        if child.environ().get("PREFECT__FLOW_RUN_ID") == run_id
+    )
+    for proc in [*flow_process.children(recursive=True), flow_process]:
+        proc.kill()
+    sent_then = server_payouts(server) - before
+    assert sent_then < DIES_ROWS, "the run had finished sending before the kill"
+    assert asyncio.run(final_state(cluster, run_id, timeout=60)) == "CRASHED"
+
+    cluster.cli("flow-run", "retry", run_id)
+    ends = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+    state = asyncio.run(final_state(cluster, run_id, timeout=180, ends=ends))
+    assert state == "COMPLETED", f"the retried run ended {state}; logs in {cluster.log_dir}"
+    assert server_payouts(server) - before == DIES_ROWS  # each row paid once: the retry replayed
+    summary = json.loads((tmp_path / "reports-retried" / "retried-by-hand.json").read_text())
+    assert summary["payouts_by_status"] == {"delivered": DIES_ROWS}
+    print(json.dumps({"retried_after_payouts": sent_then}))
+
+
+DIES_ROWS = 1000
+"""Ten batches sent one at a time under the 3-a-second limit: seconds of sending to kill the run inside (two
+batches went out together under a loaded CI before the kill)."""
 HEARTBEAT_WINDOW_S = 100  # deployments/automations/recovery/payout-run-gone.yaml
 
 
@@ -126,13 +141,14 @@ def a_worker_dies_mid_send(cluster: LoopbackCluster, server: SandboxServer, tmp_
     with temporary_settings({PREFECT_API_URL: cluster.api_url}):
         assert len(asyncio.run(apply_recovery())) == 3
     sheet = write_sheet(tmp_path / "dies.xlsx", payroll_rows(DIES_ROWS, prefix="DIE"))
-    given = {"source": str(sheet), "label": "dies-mid-send", "check_names": False, "poll_deadline_s": 300}
+    given = {"source": str(sheet), "label": "dies-mid-send", "check_names": False, "poll_deadline_s": 300,
+             "max_concurrent_batches": 1}  # fmt: skip
     before = server_payouts(server)
     run_id = asyncio.run(start_payout(cluster, {**given, "report_dir": str(tmp_path / "reports-dies")}))
     deadline = time.monotonic() + 120
     while server_payouts(server) == before:
         assert time.monotonic() < deadline, "the run never sent"
-        time.sleep(0.2)
+        time.sleep(0.05)
     workers = [p for name, p in cluster.sup.children if name.startswith("worker-") and p.poll() is None]
     busy = [w for w in workers if psutil.Process(w.pid).children(recursive=True)]
     assert len(busy) == 1, "one worker runs the payout run"
@@ -152,49 +168,6 @@ def a_worker_dies_mid_send(cluster: LoopbackCluster, server: SandboxServer, tmp_
     history = asyncio.run(state_types(cluster, run_id))
     assert "CRASHED" in history and history[-1] == "COMPLETED", history
     print(json.dumps({"killed_after_payouts": sent_then, "completed_after_kill_s": round(took)}))
-
-
-def server_payouts(server: SandboxServer) -> int:
-    stats = httpx.get(f"{server.base_url}/_sandbox/stats", timeout=10).json()
-    return sum(env["payouts"] for biz in stats["businesses"].values() for env in biz.values())
-
-
-async def start_payout(cluster: LoopbackCluster, params: dict[str, Any]) -> str:
-    from prefect.client.orchestration import PrefectClient
-
-    async with PrefectClient(api=cluster.api_url) as client:
-        deployment = await client.read_deployment_by_name("payout-spreadsheet/payout-spreadsheet")
-        run = await client.create_flow_run_from_deployment(deployment.id, parameters={"params": params})
-    return str(run.id)
-
-
-async def state_types(cluster: LoopbackCluster, run_id: str) -> list[str]:
-    """The run's states, oldest first (their types)."""
-    from prefect.client.orchestration import PrefectClient
-
-    async with PrefectClient(api=cluster.api_url) as client:
-        states = await client.read_flow_run_states(run_id)
-    return [s.type.value for s in sorted(states, key=lambda s: s.timestamp)]
-
-
-async def final_state(
-    cluster: LoopbackCluster, run_id: str, timeout: float = 120, ends: frozenset[str] | None = None
-) -> str | None:
-    """The run's final state type, or (``ends``) the first of those it reaches; at the timeout, the last
-    state it was seen in (None if none was final)."""
-    from prefect.client.orchestration import PrefectClient
-
-    seen: str | None = None
-    async with PrefectClient(api=cluster.api_url) as client:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            run = await client.read_flow_run(run_id)
-            if run.state and run.state.is_final():
-                seen = run.state.type.value
-                if ends is None or seen in ends:
-                    return seen
-            await asyncio.sleep(1)
-    return seen
 
 
 def most_in_window(times: list[float], window_s: float) -> int:
@@ -260,6 +233,7 @@ def test_three_runs_on_two_workers_share_one_request_rate(
         assert states == ["COMPLETED"] * RUNS, f"runs ended {states}; logs in {cluster.log_dir}"
         times = log.times[start:]
         only_source_and_label(cluster, tmp_path)
+        a_crashed_run_retried_by_hand(cluster, server, tmp_path)
         a_worker_dies_mid_send(cluster, server, tmp_path)
 
     summaries = [
