@@ -157,11 +157,6 @@ def seed_defaults(state: SandboxState) -> None:
     load_seed(state, DEFAULT_SEED)
 
 
-def env_for(state: SandboxState, business_id: str, environment: str) -> EnvState:
-    """Shortcut used by tests and admin endpoints."""
-    return state.env(business_id, environment)
-
-
 HISTORY_DAY = timedelta(days=1)
 
 

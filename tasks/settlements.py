@@ -455,16 +455,3 @@ async def settle_now_task(
                 raise
             return SettleNowResult(None, exc.code, exc.message, Counter(client.api_calls))
         return SettleNowResult(run, api_calls=Counter(client.api_calls))
-
-
-@task(
-    cache_policy=NO_CACHE,
-    name="relay-settlement-events",
-    **API_TASK_RETRY,
-)
-async def relay_settlement_events_task(
-    settings: PaymentsSettings, after: str | None, rate_per_s: float = 50.0
-) -> tuple[int, str | None]:
-    """Relay the events feed's settlement events to Prefect (for deployments without a webhook receiver)."""
-    async with payments_client(settings, rate_per_s=rate_per_s) as (client, _t):
-        return await relay_settlement_events(client, after)

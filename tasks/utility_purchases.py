@@ -419,7 +419,7 @@ async def quote_all(client: PaymentsClient, keys: Sequence[tuple[str, Decimal]])
             q = await client.utilities.fee_quote(product_id=product_id, amount=amount, currency=CURRENCY)
             result.by_key[(product_id, amount)] = Quote(product_id, amount, q.fee, q.gross)
         except APIStatusError as exc:
-            if exc.status is None or exc.status >= 500 or exc.status == 429:
+            if exc.transient:
                 raise
             result.by_key[(product_id, amount)] = Quote(product_id, amount, None, None, exc.code, exc.message)
     accounts = await client.wallet.get()
@@ -479,8 +479,7 @@ async def purchase_one(client: PaymentsClient, order: PurchaseOrder) -> Purchase
             UtilityPurchaseRequest.model_validate(order.body), idempotency_key=order.idempotency_key
         )
     except APIStatusError as exc:
-        transient = exc.status is None or exc.status >= 500 or exc.status == 429
-        outcome.submission = "error" if transient else "refused"
+        outcome.submission = "error" if exc.transient else "refused"
         outcome.error_code, outcome.error_message = exc.code, exc.message
         return outcome
     except APIConnectionError as exc:

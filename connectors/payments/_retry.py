@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
-from .errors import parse_retry_after
+from .errors import is_transient_status, parse_retry_after
 
 __all__ = ["should_retry", "delay", "TRANSPORT_TIMEOUT", "TRANSPORT_CONNECT", "IDEMPOTENT_METHODS"]
 
@@ -44,13 +44,13 @@ def should_retry(
     replay_safe = has_idempotency_key or method.upper() in IDEMPOTENT_METHODS
     if status is None:
         return transport_error == TRANSPORT_CONNECT or (transport_error is not None and replay_safe)
-    if status == 429:
-        return True
     if status == 409:
         return code == _IN_FLIGHT_CODE
-    if status >= 500:
-        return code not in _NEVER_RETRIED_5XX_CODES and replay_safe
-    return False
+    if not is_transient_status(status):
+        return False
+    if status == 429:  # nothing was processed: safe to send again, key or not
+        return True
+    return code not in _NEVER_RETRIED_5XX_CODES and replay_safe
 
 
 def _header(headers: Mapping[str, str] | None, name: str) -> str | None:

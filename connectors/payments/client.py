@@ -240,7 +240,7 @@ class PaymentsClient:
                 )
                 retry = wait <= settings.max_retry_wait_s
             if not retry:
-                level = logging.DEBUG if status is not None and status < 500 else logging.WARNING
+                level = logging.WARNING if error.transient else logging.DEBUG
                 logger.log(level, "%s %s failed: %s", method, template, error)
                 error.retries_spent = attempt >= settings.max_retries
                 raise error

@@ -78,8 +78,19 @@ __all__ = [
 ]
 
 
+def is_transient_status(status: int) -> bool:
+    """The one rule of a passing failure: 429 (throttled) or a 5xx (the service failed), which the same
+    request may get past later; any other status is the request's own and comes back unchanged."""
+    return status == 429 or status >= 500
+
+
 class PaymentsError(Exception):
     """Base of every error raised by the Payments client."""
+
+    @property
+    def transient(self) -> bool:
+        """The same request may succeed later (the service was unreachable, throttled or failing)."""
+        return False
 
     retries_spent: bool = False
     """Set by the client: the request was sent as often as its retry budget allows (``max_retries``), so a
@@ -88,6 +99,10 @@ class PaymentsError(Exception):
 
 class APIConnectionError(PaymentsError):
     """The service could not be reached (DNS, refused connection, reset, protocol error)."""
+
+    @property
+    def transient(self) -> bool:
+        return True
 
     def __init__(self, message: str = "connection error", *, method: str = "", path: str = "") -> None:
         self.method = method
@@ -130,6 +145,10 @@ class APIStatusError(PaymentsError):
         self.method = method
         self.path = path
         super().__init__(self._text())
+
+    @property
+    def transient(self) -> bool:
+        return is_transient_status(self.status)
 
     def _text(self) -> str:
         where = f" on {self.method} {self.path}" if self.method else ""

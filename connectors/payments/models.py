@@ -54,6 +54,8 @@ __all__ = [
     "MAX_BATCH_ITEMS",
     "COLLECTION_STATUSES",
     "COLLECTION_FINAL_STATUSES",
+    "COLLECTION_FAILED_STATUSES",
+    "MONEY_MOVED_STATUSES",
     "PAYOUT_STATUSES",
     "PAYOUT_FINAL_STATUSES",
     "PAYOUT_AWAITING_REVIEW_STATUSES",
@@ -158,6 +160,8 @@ COLLECTION_STATUSES = frozenset(
     {"accepted", "dispatched", "in_review", "held", "settled", "failed", "expired"}
 )
 COLLECTION_FINAL_STATUSES = frozenset({"settled", "failed", "expired"})
+#: Final statuses of a collection that brought no money (its inbound limit usage is given back).
+COLLECTION_FAILED_STATUSES = frozenset({"failed", "expired"})
 PAYOUT_STATUSES = frozenset(
     {"accepted", "dispatching", "in_review", "held", "delivered", "failed", "refunded"}
 )
@@ -190,6 +194,9 @@ TRANSFER_STATUSES = frozenset({"pending", "held", "completed", "declined", "fail
 TRANSFER_FINAL_STATUSES = frozenset({"completed", "declined", "failed"})
 #: Statuses of a settlement run's payments (transaction kind ``settlement``) after which they do not move.
 SETTLEMENT_PAYMENT_FINAL_STATUSES = frozenset({"settled", "failed"})
+#: Statuses, of any kind of movement, at which its money has left or entered the wallet (a refund with a
+#: recorded reversal keeps its payout's debit: the reversal carries the credit).
+MONEY_MOVED_STATUSES = frozenset({"delivered", "settled", "completed"})
 CHECKOUT_STATUSES = frozenset({"open", "paid", "expired", "cancelled"})
 SETTLEMENT_STATUSES = frozenset({"running", "completed"})
 SETTLEMENT_OUTCOMES = frozenset({"settled", "failed_partial", "failed_all"})

@@ -10,7 +10,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from payops.connectors.payments.models import CollectionRequest
+from payops.connectors.payments.models import (
+    COLLECTION_FAILED_STATUSES,
+    COLLECTION_FINAL_STATUSES,
+    CollectionRequest,
+)
 
 from ..errors import invalid
 from ..money import collection_fee, split_by_fee_bearer
@@ -21,7 +25,7 @@ from ..state import PROVIDER_CURRENCIES, PROVIDERS, EnvState
 from .payouts import DESTINATION_PATTERNS
 
 COLLECTION_NS = "collection"
-FINAL = frozenset({"settled", "failed", "expired"})
+FINAL = COLLECTION_FINAL_STATUSES
 
 # Test values: last four digits of the payer value → steps (fraction of delivery_delay, status, reason).
 Step = tuple[float, str, str | None]
@@ -160,7 +164,7 @@ def transition(
         env.wallet.credit(collection.currency, credited, at, f"{collection.reference}:collection")
         if eligible:
             collection.settlement_status = "eligible"
-    elif status in {"failed", "expired"}:
+    elif status in COLLECTION_FAILED_STATUSES:
         if collection.fee is not None:
             env.limits.remove(collection.currency, "in", collection.amount, collection.created_at)
         collection.failure_reason = reason

@@ -13,7 +13,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from payops.connectors.payments.models import UTILITY_PURCHASE_FINAL_STATUSES, UtilityPurchaseRequest
+from payops.connectors.payments.models import (
+    UTILITY_PURCHASE_FAILED_STATUSES,
+    UTILITY_PURCHASE_FINAL_STATUSES,
+    UtilityPurchaseRequest,
+)
 
 from ..errors import ApiError, invalid, not_found
 from ..money import ZERO, fmt, q
@@ -276,7 +280,7 @@ def transition(
         else:
             env.wallet.release(purchase.currency, purchase.reserved, at, purchase.reference)
         purchase.reserved = ZERO
-    if status in {"failed", "refunded"}:
+    if status in UTILITY_PURCHASE_FAILED_STATUSES:
         env.limits.remove(purchase.currency, "out", purchase.amount, purchase.created_at)
     if reason is not None:
         purchase.failure_reason = reason

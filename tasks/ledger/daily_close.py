@@ -19,7 +19,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -54,10 +54,6 @@ GROUP_GAP = timedelta(seconds=1)
 def business_day(moment: datetime) -> date:
     """The Africa/Accra calendar day of ``moment`` (the spec's limits follow Accra days)."""
     return moment.astimezone(ACCRA).date()
-
-
-def day_start(day: date) -> datetime:
-    return datetime.combine(day, time(0), tzinfo=ACCRA)
 
 
 def money_of(value_cents: int) -> Decimal:

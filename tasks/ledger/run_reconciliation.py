@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from payops.connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
 from payops.connectors.payments.models import (
     COLLECTION_FINAL_STATUSES,
+    MONEY_MOVED_STATUSES,
     PAYOUT_FINAL_STATUSES,
     SETTLEMENT_PAYMENT_FINAL_STATUSES,
     TRANSFER_FINAL_STATUSES,
@@ -68,9 +69,7 @@ FINAL_STATUSES: Mapping[str, frozenset[str]] = {
     "wallet_transfer": TRANSFER_FINAL_STATUSES,
     "settlement": SETTLEMENT_PAYMENT_FINAL_STATUSES,
 }
-MONEY_MOVED = frozenset({"delivered", "settled", "completed"})
-"""Statuses at which a movement's money has left or entered the wallet (a refund with a recorded reversal
-keeps its payout's debit: the reversal carries the credit)."""
+MONEY_MOVED = MONEY_MOVED_STATUSES
 WINDOW_MARGIN = timedelta(minutes=5)
 """Read the run's payouts this much before its first and after its last send (clocks differ a little)."""
 PAGE = 100

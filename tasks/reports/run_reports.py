@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -509,7 +509,3 @@ def write_reports(
     with fsspec.open(paths["json"], "w", encoding="utf-8") as fh:
         json.dump(summary, fh, indent=2, default=str)
     return paths
-
-
-def outcome_dicts(outcomes: Mapping[int, RowOutcome]) -> list[dict[str, Any]]:
-    return [asdict(o) for o in outcomes.values()]

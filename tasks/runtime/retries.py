@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from payops.connectors.payments import APIConnectionError, InternalServerError, RateLimitError
+from payops.connectors.payments import PaymentsError
 
 
 async def is_transient(_task: Any, _run: Any, state: Any) -> bool:
@@ -22,8 +22,7 @@ async def is_transient(_task: Any, _run: Any, state: Any) -> bool:
     not already send the request as often as its budget allows (the fixed references and Idempotency-Keys
     make a retry safe)."""
     error = await state.aresult(raise_on_failure=False)
-    transient = isinstance(error, APIConnectionError | InternalServerError | RateLimitError)
-    return transient and not getattr(error, "retries_spent", False)
+    return isinstance(error, PaymentsError) and error.transient and not error.retries_spent
 
 
 API_TASK_RETRY: dict[str, Any] = {"retries": 2, "retry_delay_seconds": 2, "retry_condition_fn": is_transient}

@@ -1,8 +1,10 @@
-"""The checker behind test_status_sets: payout or purchase status sets spelled out outside the connector.
+"""The checker behind test_status_sets: payout, purchase or collection status sets spelled out outside the
+connector.
 
 Final, failed and awaiting-review statuses live in `connectors/payments/models.py` and are imported
-(docs/architecture.md, "Where each rule lives"). A set, list or tuple literal in tasks/, flows/ or
-deployments/ holding two or more of those statuses restates one of them; this finds every such literal.
+(docs/architecture.md, "Where each rule lives"). A set, list or tuple literal in tasks/, flows/,
+deployments/ or sandbox/ (the emulator follows the same sets) holding two or more of those statuses restates
+one of them; this finds every such literal.
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from payops.connectors.payments.models import PAYOUT_STATUSES, UTILITY_PURCHASE_STATUSES
+from payops.connectors.payments.models import (
+    COLLECTION_STATUSES,
+    PAYOUT_STATUSES,
+    UTILITY_PURCHASE_STATUSES,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-ROOMS = ("tasks", "flows", "deployments")
-STATUSES = PAYOUT_STATUSES | UTILITY_PURCHASE_STATUSES
+ROOMS = ("tasks", "flows", "deployments", "sandbox")
+STATUSES = PAYOUT_STATUSES | UTILITY_PURCHASE_STATUSES | COLLECTION_STATUSES
 
 
 def restated_sets(source: str, filename: str = "<source>") -> list[str]:

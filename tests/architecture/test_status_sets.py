@@ -1,4 +1,5 @@
-"""Payout and purchase status sets live in connectors/payments/models.py only; the checker finds a copy."""
+"""Payout, purchase and collection status sets live in connectors/payments/models.py only (sandbox/ too);
+the checker finds a copy."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def test_no_status_set_is_spelled_out_outside_the_connector() -> None:
         'WAITED_ON = ("outcome_unknown", "refund_failed")\n',
         'x = [s for s in states if s in ["delivered", "failed", "refunded"]]\n',
         'keep = {"failed", "refunded", *OTHERS}\n',
+        'FINAL = frozenset({"settled", "failed", "expired"})\n',  # a collection set (the emulator's copy)
     ],
 )
 def test_a_restated_set_is_reported(source: str) -> None:
