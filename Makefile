@@ -38,11 +38,13 @@ SHUFFLED := tests/architecture tests/connectors tests/store tests/tasks tests/de
 # them about half busy (CPU time = wall time): a third process fills the waits. schemathesis' run counts its
 # requests across its tests, which xdist folds into one item: it runs alone, in one process.
 TEST_WORKERS ?= 3
+# The shuffled unit tests keep both cores busy themselves: a third process only adds contention.
+UNIT_WORKERS ?= 2
 ALONE := tests/sandbox/test_sandbox_schemathesis.py
 
 test: $(DEV_STAMP) browser-deps
 	@seed=$${SEED:-$$RANDOM}; echo "shuffled: $(SHUFFLED) (SEED=$$seed)"; \
-	  $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --random-order-bucket=module \
+	  $(PY) -m pytest -q -n $(UNIT_WORKERS) --dist loadfile --random-order-bucket=module \
 	    --random-order-seed=$$seed $(SHUFFLED)
 	@$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
 	@$(PY) -m pytest -q $(ALONE)

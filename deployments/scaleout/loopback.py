@@ -1,5 +1,5 @@
 """The scale-out recipe on one machine: PostgreSQL, a Prefect server on it, a process work pool with N
-workers, the ``payments-api`` global rate limit, and the payout deployment from deployments/prefect.yaml.
+workers, the ``payments-api`` global rate limit, and deployments/prefect.yaml's payout deployment (or all).
 
     python -m payops.deployments.scaleout.loopback --workers 2 --limit 10 --env-file .sandbox.env
 
@@ -43,7 +43,7 @@ class LoopbackCluster:
         limit: int = 10,
         decay_per_s: float | None = None,
         worker_env: Mapping[str, str] | None = None,
-        deployments: tuple[str, ...] = ("payout-spreadsheet",),
+        deployments: tuple[str, ...] | None = ("payout-spreadsheet",),
         log_dir: Path | None = None,
         variables: Mapping[str, str] | None = None,
         worker_python: Path | None = None,
@@ -52,7 +52,7 @@ class LoopbackCluster:
         self.limit = limit
         self.decay_per_s = decay_per_s if decay_per_s is not None else float(limit)
         self.worker_env = dict(worker_env or {})
-        self.deployments = deployments
+        self.deployments = deployments  # names from prefect.yaml; None: `prefect deploy --all`
         self.variables = dict(variables or {})  # Prefect variables set before deploying (prefect.yaml's)
         # The workers' Python: by default this one; a venv with the payops wheel installed runs them as a
         # worker host does, away from any checkout (their working folder is their own).
@@ -117,8 +117,9 @@ class LoopbackCluster:
         )
         for key, value in self.variables.items():
             self.cli("variable", "set", key, value)
-        for name in self.deployments:
-            self.cli("deploy", "--prefect-file", "deployments/prefect.yaml", "--name", name, timeout=180)
+        names = self.deployments
+        which = ["--all"] if names is None else [arg for name in names for arg in ("--name", name)]
+        self.cli("deploy", "--prefect-file", "deployments/prefect.yaml", *which, timeout=300)
         for i in range(1, self.workers + 1):
             cmd = [
                 *([str(self.worker_python), "-m", "prefect"] if self.worker_python else prefect_cli()),

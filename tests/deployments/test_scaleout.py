@@ -85,6 +85,21 @@ def only_source_and_label(cluster: LoopbackCluster, tmp_path: Path) -> None:
     assert summary["payouts_by_status"] == {"delivered": 3}
 
 
+def sending_run(cluster: LoopbackCluster, server: SandboxServer, tmp: Path, label: str) -> tuple[str, int]:
+    """A `DIES_ROWS` payout run under ``label`` (reports in ``reports-<label>``), once its first payouts are
+    at the service: its id, and the service's payout count before it."""
+    sheet = write_sheet(tmp / f"{label}.xlsx", payroll_rows(DIES_ROWS, prefix=label[:3].upper()))
+    given = {"source": str(sheet), "label": label, "check_names": False, "poll_deadline_s": 300,
+             "max_concurrent_batches": 1, "report_dir": str(tmp / f"reports-{label}")}  # fmt: skip
+    before = server_payouts(server)
+    run_id = asyncio.run(start_payout(cluster, given))
+    deadline = time.monotonic() + 120
+    while server_payouts(server) == before:
+        assert time.monotonic() < deadline, "the run never sent"
+        time.sleep(0.05)
+    return run_id, before
+
+
 def a_crashed_run_retried_by_hand(cluster: LoopbackCluster, server: SandboxServer, tmp_path: Path) -> None:
     """SIGKILL only a payout run's flow process once it has sent: its worker reports the run Crashed; then
     `prefect flow-run retry` (issue 43), as an operator holding Prefect's login types it, completes it on a
@@ -92,15 +107,7 @@ def a_crashed_run_retried_by_hand(cluster: LoopbackCluster, server: SandboxServe
     themselves)."""
     import psutil
 
-    sheet = write_sheet(tmp_path / "retried.xlsx", payroll_rows(DIES_ROWS, prefix="RET"))
-    given = {"source": str(sheet), "label": "retried-by-hand", "check_names": False, "poll_deadline_s": 300,
-             "max_concurrent_batches": 1}  # fmt: skip
-    before = server_payouts(server)
-    run_id = asyncio.run(start_payout(cluster, {**given, "report_dir": str(tmp_path / "reports-retried")}))
-    deadline = time.monotonic() + 120
-    while server_payouts(server) == before:
-        assert time.monotonic() < deadline, "the run never sent"
-        time.sleep(0.05)
+    run_id, before = sending_run(cluster, server, tmp_path, "retried-by-hand")
     workers = [p for name, p in cluster.sup.children if name.startswith("worker-") and p.poll() is None]
     flow_process = next(
         child
@@ -119,7 +126,7 @@ def a_crashed_run_retried_by_hand(cluster: LoopbackCluster, server: SandboxServe
     state = asyncio.run(final_state(cluster, run_id, timeout=180, ends=ends))
     assert state == "COMPLETED", f"the retried run ended {state}; logs in {cluster.log_dir}"
     assert server_payouts(server) - before == DIES_ROWS  # each row paid once: the retry replayed
-    summary = json.loads((tmp_path / "reports-retried" / "retried-by-hand.json").read_text())
+    summary = json.loads((tmp_path / "reports-retried-by-hand" / "retried-by-hand.json").read_text())
     assert summary["payouts_by_status"] == {"delivered": DIES_ROWS}
     print(json.dumps({"retried_after_payouts": sent_then}))
 
@@ -140,15 +147,7 @@ def a_worker_dies_mid_send(cluster: LoopbackCluster, server: SandboxServer, tmp_
 
     with temporary_settings({PREFECT_API_URL: cluster.api_url}):
         assert len(asyncio.run(apply_recovery())) == 3
-    sheet = write_sheet(tmp_path / "dies.xlsx", payroll_rows(DIES_ROWS, prefix="DIE"))
-    given = {"source": str(sheet), "label": "dies-mid-send", "check_names": False, "poll_deadline_s": 300,
-             "max_concurrent_batches": 1}  # fmt: skip
-    before = server_payouts(server)
-    run_id = asyncio.run(start_payout(cluster, {**given, "report_dir": str(tmp_path / "reports-dies")}))
-    deadline = time.monotonic() + 120
-    while server_payouts(server) == before:
-        assert time.monotonic() < deadline, "the run never sent"
-        time.sleep(0.05)
+    run_id, before = sending_run(cluster, server, tmp_path, "dies-mid-send")
     workers = [p for name, p in cluster.sup.children if name.startswith("worker-") and p.poll() is None]
     busy = [w for w in workers if psutil.Process(w.pid).children(recursive=True)]
     assert len(busy) == 1, "one worker runs the payout run"

@@ -2,9 +2,10 @@
 so no worker process waits for a person, and a worker that dies meanwhile strands nothing.
 
 The cluster is the scale-out recipe's (PostgreSQL, a process work pool, two workers running the payops wheel
-from a fresh venv, prefect.yaml's job variables: PAYOPS_APPROVAL_WAIT=suspend), with the approval-deadlines
-deployment on its one-minute schedule and the recovery automations applied. The test plays the payops server:
-it holds the approval key's private half and approves as the console does (deployments/approving.decide).
+from a fresh venv, prefect.yaml's job variables: PAYOPS_APPROVAL_WAIT=suspend), every deployment of
+prefect.yaml deployed (`prefect deploy --all`: the approval-deadlines sweep on its one-minute schedule, the
+catch-up and the wallet watch among them), and the recovery automations applied. The test plays the payops
+server: it holds the approval key's private half and approves as the console does (approving.decide).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from uuid import UUID
 
 import psutil
 import pytest
@@ -33,14 +33,15 @@ from tests.deployments.scaleout_support import (
     start_payout,
     state_types,
 )
-from tests.flows.approval_support import prepared_home
+from tests.flows.approval_support import decide_on, prepared_home
 from tests.wheel_venv import wheel_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 WAITING, ROWS = 5, 3
 APPROVER = "abena"
-EXPIRES_S, REMIND_S = 150, 100  # longer than the 100 s a run may go without a heartbeat before it is Crashed
+QUIET_S = 100  # a run without a heartbeat this long is taken for gone (recovery/payout-run-gone.yaml)
+EXPIRES_S, REMIND_S = 120, 75  # the sweep (every 60 s) reminds before the deadline whenever its minute falls
 ENDS = frozenset({"COMPLETED", "FAILED", "CANCELLED"})  # Crashed is restarted by the recovery automation
 
 
@@ -56,27 +57,12 @@ def payops_engine(settings: PayopsSettings) -> Iterator[Engine]:
 
 
 async def approve(cluster: LoopbackCluster, settings: PayopsSettings, run_id: str) -> str:
-    """One approver's approval, signed and stored as the payops server does, which resumes the run."""
-    from payops.deployments.approving import decide
-    from payops.store.approval_requests import ApprovalRequests
-    from payops.tasks.events.auditing import Auditor
+    """One approver's approval, signed and stored as the payops server does, which resumes the run; the
+    findings the page shows ("no payee names were checked") acknowledged."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with payops_engine(settings) as engine, temporary_settings({PREFECT_API_URL: cluster.api_url}):
-        request = ApprovalRequests(engine).get(run_id)
-        assert request is not None, f"no approval request for {run_id}"
-        return await decide(
-            engine,
-            Auditor(engine, lambda **event: None, key=settings.audit_key_bytes()),
-            settings,
-            run_id=UUID(run_id),
-            user=APPROVER,
-            role="approver",
-            approve=True,
-            reason="payroll checked",
-            client="test",
-            acknowledged=list(request.findings),  # what the page shows: "no payee names were checked"
-        )
+        return await decide_on(engine, settings, run_id, APPROVER, comment="payroll checked")
 
 
 async def wait_suspended(cluster: LoopbackCluster, run_ids: list[str], timeout: float = 240) -> None:
@@ -146,7 +132,7 @@ def test_runs_waiting_for_approval_hold_no_worker_and_outlive_a_dead_one(tmp_pat
             worker_python=python,
             limit=20,
             worker_env={**workers_env, **home_env},
-            deployments=("payout-spreadsheet", "approval-deadlines"),
+            deployments=None,  # `prefect deploy --all`: schedules and triggers too, as on a payroll day
             log_dir=tmp_path / "cluster",
             variables={"payops_credentials_block": BLOCK},
         ) as cluster:
@@ -182,6 +168,8 @@ def test_runs_waiting_for_approval_hold_no_worker_and_outlive_a_dead_one(tmp_pat
             worker_1.kill()
             worker_1.wait(10)
 
+            # They stay suspended past the heartbeat window: a suspended run is not taken for gone
+            time.sleep(max(0.0, suspended_at + QUIET_S + 5 - time.monotonic()))
             before = server_payouts(server)
             for run_id in waiting:
                 said = asyncio.run(approve(cluster, settings, run_id))
@@ -197,7 +185,7 @@ def test_runs_waiting_for_approval_hold_no_worker_and_outlive_a_dead_one(tmp_pat
                 assert "PAUSED" in history and "CRASHED" not in history, history
 
             # Nobody approves the last: the approval-deadlines deployment resumes it for its reminder and
-            # at its deadline; it reminds, then ends Not approved; suspended > 100 s, never taken for gone.
+            # at its deadline; it reminds, then ends Not approved.
             left = EXPIRES_S - (time.monotonic() - suspended_at) + 60 + 90  # the sweep's minute, a start
             state = asyncio.run(final_state(cluster, expiring, timeout=max(left, 60), ends=ENDS))
             assert state == "CANCELLED", f"the unapproved run ended {state}; logs in {cluster.log_dir}"

@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+    from payops.store.settings import PayopsSettings
 
 NO_POLICY = "none"  # what the test session states (tests/conftest.py)
 
@@ -102,30 +103,47 @@ async def decide_as(
 ) -> str:
     """One approver's decision as the console takes it; every name-check finding acknowledged unless
     ``acknowledge`` says which."""
+    from payops.store.settings import PayopsSettings
+
+    with payops_db() as engine:
+        return await decide_on(
+            engine, PayopsSettings.from_env(), run_id, user, approve=approve, comment=comment,
+            acknowledge=acknowledge,
+        )  # fmt: skip
+
+
+async def decide_on(
+    engine: Engine,
+    settings: PayopsSettings,
+    run_id: str,
+    user: str,
+    *,
+    approve: bool = True,
+    comment: str = "",
+    acknowledge: list[str] | None = None,
+) -> str:
+    """`decide_as` on a given payops database and settings (a home of the test's own)."""
     from uuid import UUID
 
     from payops.deployments.approving import decide
     from payops.store.approval_requests import ApprovalRequests
-    from payops.store.settings import PayopsSettings
     from payops.tasks.events.auditing import Auditor
 
-    with payops_db() as engine:
-        if acknowledge is None:
-            request = ApprovalRequests(engine).get(run_id)
-            acknowledge = list(request.findings) if request else []
-        settings = PayopsSettings.from_env()
-        return await decide(
-            engine,
-            Auditor(engine, lambda **event: None, key=settings.audit_key_bytes()),
-            settings,
-            run_id=UUID(run_id),
-            user=user,
-            role="approver",
-            approve=approve,
-            reason=comment,
-            client="test",
-            acknowledged=acknowledge,
-        )
+    if acknowledge is None:
+        request = ApprovalRequests(engine).get(run_id)
+        acknowledge = list(request.findings) if request else []
+    return await decide(
+        engine,
+        Auditor(engine, lambda **event: None, key=settings.audit_key_bytes()),
+        settings,
+        run_id=UUID(run_id),
+        user=user,
+        role="approver",
+        approve=approve,
+        reason=comment,
+        client="test",
+        acknowledged=acknowledge,
+    )
 
 
 def run_paused(
