@@ -124,7 +124,7 @@ from payops.tasks.runtime.progress import progress
 from payops.tasks.runtime.ratelimit import LimiterStats
 from payops.tasks.runtime.scratch import scratch_dir
 from payops.tasks.wire.money import money
-from payops.tasks.wire.references import row_reference
+from payops.tasks.wire.references import payout_reference
 from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
@@ -923,7 +923,7 @@ async def _approve(
     run_id = str(flow_run.id)
     subject = Subject.of(
         run_id,
-        fingerprint(row_fields(r, r.reference or row_reference(label, r.row)) for r in rows),
+        fingerprint(row_fields(r, payout_reference(r, label)) for r in rows),
         totals_by_currency(rows),
         len(rows),
     )

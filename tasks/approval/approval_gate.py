@@ -28,7 +28,7 @@ from payops.tasks.payouts.paid_before import PAID_BEFORE, PaidBefore
 from payops.tasks.payouts.preflight import NameCheck, Preflight
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money, money_text
-from payops.tasks.wire.references import row_reference
+from payops.tasks.wire.references import payout_reference
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -98,7 +98,7 @@ def request_rows(
 ) -> Iterator[dict[str, Any]]:
     """Every row as the approval page stores and shows it (row fields as text, verdict, holder, look)."""
     for r in rows:
-        values = dict(zip(ROW_FIELDS, row_fields(r, r.reference or row_reference(label, r.row)), strict=True))
+        values = dict(zip(ROW_FIELDS, row_fields(r, payout_reference(r, label)), strict=True))
         values["row"] = r.row
         check = names.get(r.row)
         verdict = check.verdict if check else ""

@@ -44,7 +44,7 @@ from payops.tasks.payouts.paid_before import digest_of
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.retries import API_TASK_RETRY
 from payops.tasks.wire.money import money
-from payops.tasks.wire.references import label_slug, row_reference, row_reference_slug
+from payops.tasks.wire.references import label_slug, payout_reference, row_reference_slug
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -134,7 +134,7 @@ def approved_payouts(label: str, rows: Iterable[Any], fees_by_row: Mapping[int, 
         fee = fees_by_row.get(r.row)
         out.append(
             IntendedPayout(
-                r.reference or row_reference(label, r.row),
+                payout_reference(r, label),
                 r.row,
                 money(r.amount),
                 r.currency,

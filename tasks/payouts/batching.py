@@ -9,7 +9,7 @@ from typing import Any
 
 from payops.tasks.intake import PayoutRow
 from payops.tasks.wire.money import money
-from payops.tasks.wire.references import batch_idempotency_key, batch_reference, row_reference
+from payops.tasks.wire.references import batch_idempotency_key, batch_reference, payout_reference
 
 MAX_BATCH = 100
 
@@ -32,7 +32,7 @@ class PayoutBatch:
 def payout_item(row: PayoutRow, label: str) -> dict[str, Any]:
     """Wire body of one payout item (camelCase, money as decimal strings)."""
     item: dict[str, Any] = {
-        "reference": row.reference or row_reference(label, row.row),
+        "reference": payout_reference(row, label),
         "amount": money(row.amount),
         "currency": row.currency,
         "provider": row.provider,

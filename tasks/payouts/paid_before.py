@@ -32,7 +32,7 @@ from typing import Any
 from payops.store.reconciliation import ReconciliationStore
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money
-from payops.tasks.wire.references import row_reference
+from payops.tasks.wire.references import payout_reference
 
 PAID_BEFORE = "paid_before"
 """The approval finding of rows another run (another label) paid in the window: paying them is a second
@@ -200,7 +200,7 @@ def paid_before(
             if not by:
                 continue
             matched.update(by.keys())
-            reference = r.reference or row_reference(label, r.row)
+            reference = payout_reference(r, label)
             if any(reference in refs for refs in by.values()):
                 continue  # sent with this reference before: only replayed
             again.update(by.keys())

@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from payops.connectors.payments.models import REFERENCE_PATTERN as _REFERENCE_PATTERN
 
@@ -63,6 +63,22 @@ def row_reference(label: str, sheet_row: int) -> str:
     ref = f"{label_slug(label)}-r{sheet_row}"
     assert REFERENCE_PATTERN.match(ref), ref
     return ref
+
+
+class SheetRow(Protocol):
+    """A sheet row as references read it: its own reference (None when the sheet has none) and its row."""
+
+    @property
+    def reference(self) -> str | None: ...
+
+    @property
+    def row(self) -> int: ...
+
+
+def payout_reference(row: SheetRow, label: str) -> str:
+    """The reference a row is sent under: the sheet's own, else `row_reference`. The wire body, the approval
+    fingerprint, the paid-before digest and the run reconciliation read it here: they must agree."""
+    return row.reference or row_reference(label, row.row)
 
 
 _ROW_REFERENCE = re.compile(r"(?P<slug>[A-Za-z0-9][A-Za-z0-9_-]*?)-r(?P<row>[0-9]+)")
