@@ -49,8 +49,11 @@ test: $(DEV_STAMP) browser-deps
 	@$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
 	@$(PY) -m pytest -q $(ALONE)
 
+# ruff, and the import contracts of pyproject.toml ([tool.importlinter]): lint-imports reads the installed
+# layout (payops.flows, ...), so the check runs on a copy laid out so (tests/architecture/test_import_contracts.py).
 lint: $(DEV_STAMP)
 	@$(VENV)/bin/ruff check .
+	@$(PY) -m pytest -q -p no:randomly tests/architecture/test_import_contracts.py -k keeps_every_contract
 
 # Each benchmark prints its JSON and saves it under benchmarks/results/ (commit, machine, load); the table in
 # docs/performance.md is then rewritten from those files.
