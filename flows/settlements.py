@@ -29,6 +29,7 @@ from payops.tasks.runtime.credentials import load_settings
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.settlements import (
     POLICY_FIX,
+    RETRYABLE_OUTCOMES,
     RetryResult,
     RunInfo,
     poll_settlements_task,
@@ -159,6 +160,17 @@ def report_rows(runs: list[RunInfo], results: dict[str, RetryResult]) -> list[li
         action, reason = run_row_action(run, results, retry_of)
         rows.append([*_run_cells(run), action, reason, *_retry_cells(results.get(run.id))])
     return rows
+
+
+NOT_RETRIED_ACTIONS = frozenset({"skipped", "alert", "not_attempted"})
+"""A failed run's actions that leave it failed: a person looks at it."""
+
+
+def needs_a_look(row: list[Any]) -> bool:
+    """A report row to highlight: its failed run was not retried, or its retry failed again (read by column
+    name: `REPORT_HEADERS`)."""
+    cell = dict(zip(REPORT_HEADERS, row, strict=True))
+    return cell["action"] in NOT_RETRIED_ACTIONS or cell["retry outcome"] in RETRYABLE_OUTCOMES
 
 
 #: the table artifact's columns, most important first (the xlsx/csv report keeps all of REPORT_HEADERS)
@@ -341,10 +353,7 @@ async def _retry_failed_settlements(
         rows,
         summary,
         sheet_title="runs",
-        highlight=[
-            r[8] in {"skipped", "alert", "not_attempted"} or r[13] in {"failed_partial", "failed_all"}
-            for r in rows
-        ],
+        highlight=[needs_a_look(r) for r in rows],
     )
     await _publish("settlement-retry", f"Settlement retry {label}", summary, rows, payops)
     await emit_settlement_alerts(label, results, summary["report_files"])

@@ -197,3 +197,17 @@ def test_settle_now_polls_to_completed_and_reports(prefect_harness, server, tmp_
     admin(server, "PATCH", "", {"providers": ["mtn"]})
     alert = asyncio.run(settle_now(params, return_state=True))
     assert alert.is_failed() and POLICY_FIX in alert.message
+
+
+def test_the_report_highlights_runs_left_failed_by_column_name() -> None:
+    """A row is highlighted when its failed run was not retried or its retry failed again, read by the
+    report's column names (not positions): a new column moves nothing."""
+    from payops.flows.settlements import REPORT_HEADERS, needs_a_look
+
+    def row(**cells: str) -> list[str]:
+        return [cells.get(h.replace(" ", "_"), "") for h in REPORT_HEADERS]
+
+    assert needs_a_look(row(action="skipped")) and needs_a_look(row(action="alert"))
+    assert needs_a_look(row(action="retried", retry_outcome="failed_partial"))
+    assert not needs_a_look(row(action="retried", retry_outcome="settled"))
+    assert not needs_a_look(row(action="none", outcome="failed_all"))  # its own outcome: the retry decides
