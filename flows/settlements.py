@@ -10,7 +10,6 @@ The event trigger for the deployment is documented in `tasks.settlements`.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,6 +26,7 @@ from payops.tasks.reports.tabular_reports import write_table_reports
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
 from payops.tasks.runtime.plurals import counted
+from payops.tasks.runtime.run_meter import RunMeter
 from payops.tasks.settlements import (
     POLICY_FIX,
     RETRYABLE_OUTCOMES,
@@ -280,10 +280,8 @@ async def _retry_failed_settlements(
     params: SettlementRetryParams, payops: PayopsSettings
 ) -> tuple[dict[str, Any], str | None]:
     logger = get_run_logger()
-    t0 = time.perf_counter()
+    meter = RunMeter()
     started = datetime.now(UTC)
-    phases: dict[str, float] = {}
-    api_calls: Counter[str] = Counter()
     since = params.since or started - timedelta(days=params.since_days)
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
@@ -293,25 +291,25 @@ async def _retry_failed_settlements(
     scan = await scan_settlements_task(
         settings, since, params.rate_limit_per_s, params.run_id or None, params.run_reference or None
     )
-    api_calls.update(scan.api_calls)
-    phases["scan"] = round(time.perf_counter() - t0, 3)
+    meter.api_calls.update(scan.api_calls)
+    meter.phase("scan")
     results: list[RetryResult] = list(scan.retried_before)
     if scan.candidates:
         fresh, calls = await resettle_task(settings, scan.candidates, params.rate_limit_per_s)
         results += fresh
-        api_calls.update(calls)
-    phases["resettle"] = round(time.perf_counter() - t0 - sum(phases.values()), 3)
+        meter.api_calls.update(calls)
+    meter.phase("resettle")
 
     running = {r.retry.id: r.retry for r in results if r.retry is not None and not r.retry.completed}
     deadline_reached = False
     if running:
         poll = await poll_settlements_task(settings, running, params.poll_deadline_s, params.rate_limit_per_s)
-        api_calls.update(poll.api_calls)
+        meter.api_calls.update(poll.api_calls)
         deadline_reached = poll.deadline_reached
         for r in results:
             if r.retry is not None and r.retry.id in poll.runs:
                 r.retry = poll.runs[r.retry.id]
-    phases["poll"] = round(time.perf_counter() - t0 - sum(phases.values()), 3)
+    meter.phase("poll")
 
     by_run = {r.run.id: r for r in results}
     actions = Counter(r.action for r in results)
@@ -342,9 +340,7 @@ async def _retry_failed_settlements(
         logger.warning("no settlement run %s found since %s", params.run_id or params.run_reference, since)
         summary["notes"] = [f"run {params.run_id or params.run_reference} not found"]
     rows = report_rows(scan.runs, by_run)
-    summary["api_calls"] = dict(sorted(api_calls.items()))
-    summary["phase_durations_s"] = phases
-    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    meter.into(summary)
     summary["report_files"] = await asyncio.to_thread(
         write_table_reports,
         params.report_dir or payops.reports,
@@ -405,15 +401,14 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
     from prefect.runtime import flow_run
 
     logger = get_run_logger()
-    t0 = time.perf_counter()
+    meter = RunMeter()
     started = datetime.now(UTC)
     reference = params.reference or settle_now_reference(str(flow_run.id or started.timestamp()))
     label = f"settle-now-{reference}"
     settings = load_settings(params.credentials_block, payops)
-    api_calls: Counter[str] = Counter()
 
     outcome = await settle_now_task(settings, reference, params.currency or None, params.rate_limit_per_s)
-    api_calls.update(outcome.api_calls)
+    meter.api_calls.update(outcome.api_calls)
     summary: dict[str, Any] = {"label": label, "reference": reference, "outcome": "completed"}
     if outcome.run is None:
         message = f"settlement policy cannot be paid out ({outcome.code}): {POLICY_FIX}, then settle again"
@@ -421,9 +416,8 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
         summary.update(
             outcome="policy_alert",
             alert={"code": outcome.code, "fix": POLICY_FIX},
-            api_calls=dict(api_calls),
-            duration_s=round(time.perf_counter() - t0, 3),
         )
+        meter.into(summary)
         await acreate_markdown_artifact(
             key="settlement-policy-alert",
             description="Settlement policy alert",
@@ -438,7 +432,7 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
         poll = await poll_settlements_task(
             settings, {run.id: run}, params.poll_deadline_s, params.rate_limit_per_s
         )
-        api_calls.update(poll.api_calls)
+        meter.api_calls.update(poll.api_calls)
         run, deadline_reached = poll.runs[run.id], poll.deadline_reached
     summary.update(
         {
@@ -450,10 +444,9 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
             "total": money(run.total),
             "currency": run.currency,
             "deadline_reached": deadline_reached,
-            "api_calls": dict(sorted(api_calls.items())),
-            "duration_s": round(time.perf_counter() - t0, 3),
         }
     )
+    meter.into(summary)
     action = "settle_now"
     reason = f"outcome {run.outcome}" if run.completed else f"still {run.status} at the poll deadline"
     rows = [[*_run_cells(run), action, reason, *([None] * 6)]]
