@@ -46,7 +46,7 @@ test: $(DEV_STAMP) browser-deps
 	@seed=$${SEED:-$$RANDOM}; echo "shuffled: $(SHUFFLED) (SEED=$$seed)"; \
 	  $(PY) -m pytest -q -n $(UNIT_WORKERS) --dist loadfile --random-order-bucket=module \
 	    --random-order-seed=$$seed $(SHUFFLED)
-	@$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
+	@$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
 	@$(PY) -m pytest -q $(ALONE)
 
 # ruff, and the import contracts of pyproject.toml ([tool.importlinter]): lint-imports reads the installed

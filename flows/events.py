@@ -8,7 +8,6 @@ See `tasks.events.events_sync` for the exactly-once argument.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from payops.flows.flow_decorator import flow
@@ -29,6 +28,7 @@ from payops.tasks.events.payment_events import ForwardFilter
 from payops.tasks.reports.artifacts import markdown_table
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
+from payops.tasks.runtime.run_meter import RunMeter
 from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
@@ -93,7 +93,7 @@ async def events_catch_up(params: EventsCatchUpParams = EventsCatchUpParams()) -
 
 async def _events_catch_up(params: EventsCatchUpParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
-    t0 = time.perf_counter()
+    meter = RunMeter()
     settings = load_settings(params.credentials_block, payops)
     result = await sync_events_task(
         settings,
@@ -106,7 +106,7 @@ async def _events_catch_up(params: EventsCatchUpParams, payops: PayopsSettings) 
     )
     summary: dict[str, Any] = {"outcome": "completed", **summary_of(result, params.variable)}
     summary["api_calls"] = dict(sorted(result.api_calls.items()))
-    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    summary["duration_s"] = meter.elapsed
     if result.restarted_without_cursor:
         logger.warning(
             "cursor %s no longer known to the service: restarted from the first event", result.cursor_before

@@ -34,12 +34,12 @@ from typing import Any
 from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES, UTILITY_PURCHASE_FAILED_STATUSES
 from payops.flows.summaries import PayoutRunSummary, PurchaseRunSummary, RunSummary, SettlementRunSummary
 from payops.tasks.runtime.plurals import counted
+from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES
 from prefect.results import ResultRecord
 from prefect.states import Cancelled, Completed, Failed, State
 
 COMPLETED, WITH_FAILURES, DRY_RUN = "Completed", "Completed with failures", "Dry run"
 REJECTED, NOT_APPROVED, REFUSED, INCOMPLETE = "Rejected", "Not approved", "Refused", "Incomplete"
-REFUSED_OUTCOMES = frozenset({"invalid_input", "preflight_failed"})
 
 
 def failed_items(summary: RunSummary) -> int:

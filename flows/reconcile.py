@@ -11,7 +11,6 @@ just ended. Both store the check in the payops database (`payops reconcile histo
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
@@ -33,6 +32,7 @@ from payops.tasks.ledger.run_reconciliation import KINDS, label_for_reference, o
 from payops.tasks.reports.artifacts import artifact_key, markdown_table, report_lines
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
+from payops.tasks.runtime.run_meter import RunMeter
 from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
@@ -104,7 +104,7 @@ async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> 
             logger.info("run %s is still sending: its own end reconciles it", label)
             return {"label": label, "outcome": "completed", "scope": "run", "status": "in_progress"}
     settings = load_settings(params.credentials_block, payops)
-    t0 = time.perf_counter()
+    meter = RunMeter()
     check = await reconcile_run_task(
         settings, payops, label, trigger, params.unchecked_after_hours * 3600, params.rate_limit_per_s
     )
@@ -117,7 +117,7 @@ async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> 
         "check_id": check.check_id,
         "differences_list": [d.as_dict() for d in check.differences[:500]],
         "api_calls": dict(sorted(check.api_calls.items())),
-        "duration_s": round(time.perf_counter() - t0, 3),
+        "duration_s": meter.elapsed,
     }
     lines = [f"# Reconciliation of run `{label}`", "", f"**Status:** {s['status']} ({s['trigger']})", ""]
     lines.append(
@@ -199,7 +199,7 @@ async def _keep(payops: PayopsSettings, summary: ReconciliationSummary) -> None:
 
 async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
-    t0 = time.perf_counter()
+    meter = RunMeter()
     now = datetime.now(UTC)
     day = params.day or business_day(now) - timedelta(days=1)
     if day > business_day(now):
@@ -214,7 +214,7 @@ async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> 
         params.lookback_days * 86400,
         params.rate_limit_per_s,
     )
-    fetched = time.perf_counter()
+    meter.phase("close")
     result = close.result
     label = f"reconciliation-{day.isoformat()}"
     summary: dict[str, Any] = {
@@ -229,11 +229,8 @@ async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> 
     summary["report_files"] = await asyncio.to_thread(
         write_close_reports, params.report_dir or payops.reports, label, result, summary
     )
-    summary["phase_durations_s"] = {
-        "close": round(fetched - t0, 3),
-        "report": round(time.perf_counter() - fetched, 3),
-    }
-    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    meter.phase("report")
+    summary["phase_durations_s"], summary["duration_s"] = meter.phases, meter.elapsed
     by_kind = summary["by_kind"]
     lines = [f"# Daily close {day.isoformat()}", "", f"**Status:** {result.status}", ""]
     lines.append(

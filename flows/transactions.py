@@ -8,7 +8,6 @@ are highlighted and listed.
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -34,6 +33,7 @@ from payops.tasks.ledger.transactions_report import (
 from payops.tasks.reports.artifacts import markdown_table, report_lines
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
+from payops.tasks.runtime.run_meter import RunMeter
 from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import State
@@ -112,7 +112,7 @@ async def transactions_report(
 
 async def _transactions_report(params: TransactionsReportParams, payops: PayopsSettings) -> dict[str, Any]:
     logger = get_run_logger()
-    t0 = time.perf_counter()
+    meter = RunMeter()
     default_start, default_end = previous_day(datetime.now(UTC))
     start, end = params.from_ or default_start, params.to or default_end
     filters = Filters(params.kind, params.status, params.settlement_status, params.reconciliation_status)
@@ -120,7 +120,7 @@ async def _transactions_report(params: TransactionsReportParams, payops: PayopsS
     data = await fetch_report_data_task(
         settings, start, end, filters, params.page_size, params.rate_limit_per_s
     )
-    fetched = time.perf_counter()
+    meter.phase("fetch")
     label = f"transactions-{start.strftime('%Y%m%dT%H%M%S%z')}-{end.strftime('%Y%m%dT%H%M%S%z')}"
     summary: dict[str, Any] = {
         "label": label,
@@ -163,11 +163,8 @@ async def _transactions_report(params: TransactionsReportParams, payops: PayopsS
     summary["report_files"] = await asyncio.to_thread(
         write_transactions_report, params.report_dir or payops.reports, label, data, summary
     )
-    summary["phase_durations_s"] = {
-        "fetch": round(fetched - t0, 3),
-        "report": round(time.perf_counter() - fetched, 3),
-    }
-    summary["duration_s"] = round(time.perf_counter() - t0, 3)
+    meter.phase("report")
+    summary["phase_durations_s"], summary["duration_s"] = meter.phases, meter.elapsed
     await acreate_markdown_artifact(
         key="transactions-report", markdown=_markdown(summary, payops), description=label
     )

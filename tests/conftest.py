@@ -74,7 +74,8 @@ LONGEST_FIRST = (
     "tests/deployments/test_process_ownership.py",
 )
 """The longest files (minutes each), collected first: `make test` hands each xdist worker the next file as it
-frees up, so none of them starts last and runs alone at the end of the suite."""
+frees up, so none of them starts last and runs alone at the end of the suite (with
+`--no-loadscope-reorder`: xdist otherwise sorts the files by their number of tests, and these have few)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -34,6 +34,7 @@ from payops.tasks.approval.approvals import ApprovalRefused, Start, read_start
 from payops.tasks.events import alerts
 from payops.tasks.reports.money_moved import moved_lines
 from payops.tasks.runtime.plurals import counted
+from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES
 from payops.tasks.wire.money import money_text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -205,7 +206,7 @@ def outcome_notice(summary: Mapping[str, Any], decision: Any = None) -> tuple[st
             return "run_rejected", text
         reason = getattr(decision, "reason", None) or comment
         return "run_not_approved", not_approved_text(label, reason, _figures(summary))
-    if outcome in ("invalid_input", "preflight_failed"):
+    if outcome in REFUSED_OUTCOMES:
         return "run_failed", refused_text(summary)
     return None
 

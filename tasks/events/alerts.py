@@ -48,6 +48,7 @@ from typing import Any
 from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES
 from payops.store.settings import PayopsSettings
 from payops.tasks.events.payment_events import Emitter, default_emitter
+from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES
 from payops.tasks.wire.money import money
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,6 @@ EVENT_NAMES = (
     RECONCILIATION_DIFFERENCE,
 )
 
-FAILED_OUTCOMES = {"invalid_input", "preflight_failed"}
 CROSSINGS_VARIABLE = "payops-alert-crossings"
 MAX_PROBLEMS = 5
 MAX_TEXT = 200
@@ -178,7 +178,7 @@ def payout_run_event(summary: Mapping[str, Any]) -> tuple[str, dict[str, Any]] |
         comment = str((summary.get("approval") or {}).get("comment") or "")
         facts["reason"] = "timeout" if comment.startswith("no approval within") else "rejected"
         return PAYOUT_NOT_APPROVED, facts
-    if outcome in FAILED_OUTCOMES:
+    if outcome in REFUSED_OUTCOMES:
         return PAYOUT_FAILED, facts
     return None
 

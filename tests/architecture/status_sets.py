@@ -23,8 +23,12 @@ ROOMS = ("tasks", "flows", "deployments", "sandbox")
 STATUSES = PAYOUT_STATUSES | UTILITY_PURCHASE_STATUSES | COLLECTION_STATUSES
 
 
-def restated_sets(source: str, filename: str = "<source>") -> list[str]:
-    """``file:line: literal`` for every collection literal naming two or more payout/purchase statuses."""
+def restated_sets(
+    source: str, filename: str = "<source>", words: frozenset[str] | None = None
+) -> list[str]:
+    """``file:line: literal`` for every collection literal naming two or more of ``words`` (default: the
+    payout, purchase and collection statuses)."""
+    words = STATUSES if words is None else words
     found = []
     for node in ast.walk(ast.parse(source, filename)):
         if not isinstance(node, ast.Set | ast.List | ast.Tuple):
@@ -32,17 +36,20 @@ def restated_sets(source: str, filename: str = "<source>") -> list[str]:
         named = {
             e.value
             for e in node.elts
-            if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in STATUSES
+            if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in words
         }
         if len(named) >= 2:
             found.append(f"{filename}:{node.lineno}: {sorted(named)}")
     return found
 
 
-def tree_restatements() -> list[str]:
-    """Every restated status set in the rooms that must import them."""
+def tree_restatements(words: frozenset[str] | None = None, home: str | None = None) -> list[str]:
+    """Every restated set of ``words`` (default: statuses) in the rooms that must import them; ``home``
+    (a path from the repository's root) is where the set is stated."""
     found = []
     for room in ROOMS:
         for path in sorted((ROOT / room).rglob("*.py")):
-            found += restated_sets(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+            name = str(path.relative_to(ROOT))
+            if name != home:
+                found += restated_sets(path.read_text(encoding="utf-8"), name, words)
     return found

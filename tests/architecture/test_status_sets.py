@@ -38,3 +38,13 @@ def test_a_restated_set_is_reported(source: str) -> None:
 )
 def test_imports_and_other_words_pass(source: str) -> None:
     assert restated_sets(source) == []
+
+
+def test_the_refused_outcomes_are_stated_once() -> None:
+    """A sheet refused before sending (`tasks/runtime/run_outcomes.py`): the run's end state, its alert and
+    its operator's notice read the one set."""
+    from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES
+
+    assert tree_restatements(REFUSED_OUTCOMES, home="tasks/runtime/run_outcomes.py") == []
+    copy = 'if outcome in ("invalid_input", "preflight_failed"):\n    tell()\n'
+    assert restated_sets(copy, "synthetic.py", REFUSED_OUTCOMES)

@@ -74,8 +74,8 @@ async def state_types(cluster: LoopbackCluster, run_id: str) -> list[str]:
 async def final_state(
     cluster: LoopbackCluster, run_id: str, timeout: float = 120, ends: frozenset[str] | None = None
 ) -> str | None:
-    """The run's final state type, or (``ends``) the first of those it reaches; at the timeout, the last
-    state it was seen in (None if none was final)."""
+    """The run's final state type, or (``ends``) the first of those it reaches; at the timeout, the state
+    it is in then (final or not)."""
     from prefect.client.orchestration import PrefectClient
 
     seen: str | None = None
@@ -83,9 +83,8 @@ async def final_state(
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run = await client.read_flow_run(run_id)
-            if run.state and run.state.is_final():
-                seen = run.state.type.value
-                if ends is None or seen in ends:
-                    return seen
+            seen = run.state.type.value if run.state else None
+            if run.state and run.state.is_final() and (ends is None or seen in ends):
+                return seen
             await asyncio.sleep(1)
     return seen
