@@ -52,6 +52,9 @@ def _member(module: str, name: str) -> Any:
 
 def _root() -> None:
     """Payout operations on the Payments Service."""
+    common = sys.modules.get("payops.deployments.cli._common")
+    if common is not None:  # loaded by an earlier command of this process (tests): not this one's settings
+        common.forget_settings()
 
 
 def build_app(only: str | None = None) -> typer.Typer:

@@ -223,15 +223,27 @@ def column_map(entries: list[str] | None) -> dict[str, str]:
         fail(f"--column: {exc}", EXIT_INVALID)
 
 
+_SETTINGS: list[PayopsSettings] = []
+"""This command's settings once read (`cli_settings`); the root callback forgets them (`forget_settings`)."""
+
+
 def cli_settings() -> PayopsSettings:
-    """payops' settings for this command (read once, at its start, and passed on); a bad ``PAYOPS_*`` value
-    exits 2 naming the variable."""
+    """payops' settings for this command: read from the environment at its first call, the same object
+    after; a bad ``PAYOPS_*`` value exits 2 naming the variable."""
     from payops.store.settings import PayopsSettings, SettingsError
 
-    try:
-        return PayopsSettings.from_env()
-    except SettingsError as exc:
-        fail(str(exc), EXIT_INVALID)
+    if not _SETTINGS:
+        try:
+            _SETTINGS.append(PayopsSettings.from_env())
+        except SettingsError as exc:
+            fail(str(exc), EXIT_INVALID)
+    return _SETTINGS[0]
+
+
+def forget_settings() -> None:
+    """A new command starts (the app's root callback): its settings are read afresh. One process runs
+    several commands only in tests (typer's runner), each with an environment of its own."""
+    _SETTINGS.clear()
 
 
 def default_report_dir() -> str:

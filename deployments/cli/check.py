@@ -12,6 +12,7 @@ from payops.deployments.cli._common import (
     CURRENCY,
     EXIT_INVALID,
     REPORTS_DEFAULT,
+    cli_settings,
     column_map,
     default_report_dir,
     fail,
@@ -33,13 +34,12 @@ def check(
     json_out: bool = typer.Option(False, "--json", help="Print only the JSON summary on stdout"),
 ) -> None:
     """Check a payout sheet as `payops payouts` would, at once; nothing is started or sent. Exit 0 valid."""
-    from payops.store.settings import PayopsSettings
     from payops.tasks.intake import IntakeOptions
     from payops.tasks.payouts.sheet_check import check_sheet
     from payops.tasks.reports.run_reports import ReportWouldOverwriteSource
 
     options = IntakeOptions(column_map=column_map(column), default_currency=sheet_currency(currency))
-    settings = PayopsSettings.from_env()
+    settings = cli_settings()
     big = settings.stream_csv_over_bytes  # as the flow reads a large csv: in chunks
     try:
         summary = check_sheet(
