@@ -262,78 +262,156 @@ def close_day(
     run_labels: Iterable[str],
     unchecked_after: timedelta = DEFAULT_UNCHECKED_AFTER,
 ) -> CloseResult:
-    """The close's figures and differences from what `fetch_close` read (pure; pandas over integer cents)."""
-    as_of = data.as_of
-    frame = data.read.frame()
+    """The close's figures and differences from what `fetch_close` read (pure; pandas over integer cents):
+    the window's transactions attributed, their differences, the movements and older items, the wallet
+    equation per currency, and what stays open."""
     booked = {i["transaction_id"]: cents(Decimal(i["booked"])) for i in carried}
-    if len(frame):
-        after = frame["completed_at"] > as_of
-        frame["effect_c"] = frame["effect_c"].where(~after, 0)
-        frame["delta_c"] = frame["effect_c"] - frame["id"].map(booked).fillna(0).astype("int64")
-        slugs = {label_slug(label): label for label in run_labels}
-        frame["label"], unapproved = attribute(frame, labels, slugs)
-        moving = ~frame["final"].astype(bool) | after | (frame["recon"] == "unchecked")
-    else:
-        frame = frame.assign(delta_c=pd.Series(dtype="int64"), label=pd.Series(dtype=object))
-        unapproved = moving = pd.Series(dtype=bool)
-    diffs: list[Difference] = []
+    window = _window(data, booked, labels, run_labels)
+    diffs = window.differences(unchecked_after)
+    movements = window.movements()
+    diffs += _older_items(data, booked, labels, window, movements)
+    balances, unexplained = _balances(data, previous, movements)
+    diffs += unexplained
+    status = "differences" if diffs else ("baseline" if previous is None else "balanced")
+    touched = sorted({d.label for d in diffs if d.label and d.label not in {OUTSIDE, SETTLEMENTS}})
+    return CloseResult(
+        day,
+        data.as_of,
+        data.start,
+        status,
+        balances,
+        diffs,
+        window.open_items(),
+        window.frame,
+        window.attribution(),
+        touched,
+    )
 
-    def add(kind: str, rows: pd.DataFrame, detail: str, expected: str | None = None) -> None:
-        for r in rows.itertuples(index=False):
-            diffs.append(
-                Difference(
-                    kind, r.reference, r.label, r.currency, expected, str(r.status), detail.format(r=r)
-                )
-            )
 
-    if len(frame):
-        add("not_sent_by_payops", frame[unapproved], "{r.kind} carrying run {r.label}'s references")
-        add("platform_mismatched", frame[frame["recon"] == "mismatched"], "{r.kind} {r.id}")
-        stale = (
-            (frame["recon"] == "unchecked")
-            & frame["final"].astype(bool)
-            & (frame["completed_at"] <= as_of - unchecked_after)
-        )
-        add("unchecked_too_long", frame[stale], "{r.kind} unchecked since {r.completed_at}")
+ATTRIBUTION_COLUMNS = ["label", "kind", "direction", "currency", "transactions", "amount_c", "effect_c"]
+
+
+@dataclass
+class _Window:
+    """The close window's transactions with what the close derives per row: the effect counted today
+    (nothing for one completed after the snapshot), the change against what earlier closes booked
+    (``delta_c``), the run (``label``), whether it carries a run's references unapproved, and whether it
+    may still move (open). An empty window has the same columns, so every step below reads it alike."""
+
+    frame: pd.DataFrame
+    unapproved: pd.Series
+    moving: pd.Series
+    as_of: datetime
+
+    def differences(self, unchecked_after: timedelta) -> list[Difference]:
+        """The window's own differences: foreign references, the platform's mismatches, checks overdue,
+        reversals of delivered payouts."""
+        frame, out = self.frame, []
+        foreign = "{r.kind} carrying run {r.label}'s references"
+        out += _diffs("not_sent_by_payops", frame[self.unapproved], foreign)
+        out += _diffs("platform_mismatched", frame[frame["recon"] == "mismatched"], "{r.kind} {r.id}")
+        final = frame["final"].astype(bool)
+        long_ago = frame["completed_at"] <= self.as_of - unchecked_after
+        overdue = (frame["recon"] == "unchecked") & final & long_ago
+        out += _diffs("unchecked_too_long", frame[overdue], "{r.kind} unchecked since {r.completed_at}")
         reversals = frame[frame["parent"].notna() & (frame["label"] != OUTSIDE)]
-        add("reversed_after_delivery", reversals, "reversal of {r.parent}", expected="delivered")
-    movements: Counter[str] = Counter()
-    for currency, delta in frame.groupby("currency")["delta_c"].sum().items() if len(frame) else ():
-        movements[str(currency)] += int(delta)
-    carried_ids = set(booked)
-    for tx in data.old_refunds:  # refunded without a reversal line: the payer amount came back
+        out += _diffs("reversed_after_delivery", reversals, "reversal of {r.parent}", expected="delivered")
+        return out
+
+    def movements(self) -> Counter[str]:
+        """Cents moved today per currency: each transaction's change against what was booked before."""
+        moved: Counter[str] = Counter()
+        for currency, delta in self.frame.groupby("currency")["delta_c"].sum().items():
+            moved[str(currency)] += int(delta)
+        return moved
+
+    def open_items(self) -> list[dict[str, Any]]:
+        """What the next close reads again: transactions not final, completed after the snapshot, or
+        unchecked by the platform, with what this close booked for each."""
+        return [
+            {
+                "transaction_id": r.id,
+                "kind": r.kind,
+                "reference": r.reference,
+                "currency": r.currency or "-",
+                "status": r.status,
+                "created_at": r.created_at,
+                "booked": f"{money_of(int(r.effect_c)):.2f}",
+            }
+            for r in self.frame[self.moving].itertuples(index=False)
+        ]
+
+    def attribution(self) -> pd.DataFrame:
+        """Transactions, amounts and effects per run, kind, direction and currency."""
+        if not len(self.frame):
+            return pd.DataFrame(columns=ATTRIBUTION_COLUMNS)
+        return (
+            self.frame.groupby(["label", "kind", "direction", "currency"], dropna=False)
+            .agg(transactions=("id", "size"), amount_c=("amount_c", "sum"), effect_c=("effect_c", "sum"))
+            .reset_index()
+        )
+
+
+def _window(
+    data: CloseData, booked: Mapping[str, int], labels: Mapping[str, str], run_labels: Iterable[str]
+) -> _Window:
+    """The window's frame with the close's columns (`_Window`); an empty window gets them empty."""
+    frame = data.read.frame()
+    if not len(frame):
+        frame = frame.assign(delta_c=pd.Series(dtype="int64"), label=pd.Series(dtype=object))
+        nothing = pd.Series(dtype=bool)
+        return _Window(frame, nothing, nothing, data.as_of)
+    after = frame["completed_at"] > data.as_of
+    frame["effect_c"] = frame["effect_c"].where(~after, 0)
+    frame["delta_c"] = frame["effect_c"] - frame["id"].map(booked).fillna(0).astype("int64")
+    slugs = {label_slug(label): label for label in run_labels}
+    frame["label"], unapproved = attribute(frame, labels, slugs)
+    moving = ~frame["final"].astype(bool) | after | (frame["recon"] == "unchecked")
+    return _Window(frame, unapproved, moving, data.as_of)
+
+
+def _diffs(kind: str, rows: pd.DataFrame, detail: str, expected: str | None = None) -> list[Difference]:
+    """A difference of ``kind`` for each row, ``detail`` formatted with the row (``{r.<column>}``)."""
+    return [
+        Difference(kind, r.reference, r.label, r.currency, expected, str(r.status), detail.format(r=r))
+        for r in rows.itertuples(index=False)
+    ]
+
+
+def _older_items(
+    data: CloseData,
+    booked: Mapping[str, int],
+    labels: Mapping[str, str],
+    window: _Window,
+    movements: Counter[str],
+) -> list[Difference]:
+    """Transactions older than the window the close read again: a payout refunded today without a
+    reversal line (its payer amount came back: a movement, and a difference), and a mismatch the platform
+    reported on one outside the window."""
+    diffs = []
+    for tx in data.old_refunds:
         done = tx.completed_at
-        if tx.compensation is None and tx.id not in carried_ids and done and data.start < done <= as_of:
+        if tx.compensation is None and tx.id not in booked and done and data.start < done <= data.as_of:
             movements[tx.currency or "-"] += cents(tx.payer_amount or tx.amount)
-            lab = labels.get(tx.reference, OUTSIDE)
-            diffs.append(
-                Difference(
-                    "reversed_after_delivery",
-                    tx.reference,
-                    lab,
-                    tx.currency,
-                    "delivered",
-                    "refunded",
-                    "refunded without a reversal record",
-                )
-            )
-    known = set(frame["id"]) if len(frame) else set()
+            label, detail = labels.get(tx.reference, OUTSIDE), "refunded without a reversal record"
+            kind, was, now = "reversed_after_delivery", "delivered", "refunded"
+            diffs.append(Difference(kind, tx.reference, label, tx.currency, was, now, detail))
+    known = set(window.frame["id"])
     for tx in data.old_mismatched:
         if tx.id not in known:
-            lab = labels.get(tx.reference, OUTSIDE)
-            diffs.append(
-                Difference(
-                    "platform_mismatched",
-                    tx.reference,
-                    lab,
-                    tx.currency,
-                    None,
-                    tx.status,
-                    f"{tx.kind} {tx.id}",
-                )
-            )
+            label, detail = labels.get(tx.reference, OUTSIDE), f"{tx.kind} {tx.id}"
+            kind, currency = "platform_mismatched", tx.currency
+            diffs.append(Difference(kind, tx.reference, label, currency, None, tx.status, detail))
+    return diffs
+
+
+def _balances(
+    data: CloseData, previous: Check | None, movements: Counter[str]
+) -> tuple[dict[str, dict[str, str | None]], list[Difference]]:
+    """The wallet equation per currency (the balance and reserve now, and against the previous close: the
+    change, the movements, what neither explains), and a difference where they disagree."""
     balances: dict[str, dict[str, str | None]] = {}
-    status = "baseline" if previous is None else "balanced"
+    diffs = []
     for currency in sorted(set(data.wallet) | set(previous.snapshots if previous else {}) | set(movements)):
         bal, res = data.wallet.get(currency, (Decimal(0), Decimal(0)))
         entry: dict[str, str | None] = {"balance": f"{bal:.2f}", "reserved": f"{res:.2f}"}
@@ -349,49 +427,11 @@ def close_day(
                 "unexplained": f"{money_of(change - moved):.2f}",
             }
             if change != moved:
-                diffs.append(
-                    Difference(
-                        "balance_unexplained",
-                        None,
-                        None,
-                        currency,
-                        f"{money_of(moved):.2f}",
-                        f"{money_of(change):.2f}",
-                        f"wallet total moved {money_of(change):.2f}, movements say {money_of(moved):.2f}",
-                    )
-                )
+                said, seen = f"{money_of(moved):.2f}", f"{money_of(change):.2f}"
+                detail = f"wallet total moved {seen}, movements say {said}"
+                diffs.append(Difference("balance_unexplained", None, None, currency, said, seen, detail))
         balances[currency] = entry
-    if diffs:
-        status = "differences"
-    open_items = (
-        [
-            {
-                "transaction_id": r.id,
-                "kind": r.kind,
-                "reference": r.reference,
-                "currency": r.currency or "-",
-                "status": r.status,
-                "created_at": r.created_at,
-                "booked": f"{money_of(int(r.effect_c)):.2f}",
-            }
-            for r in frame[moving].itertuples(index=False)
-        ]
-        if len(frame)
-        else []
-    )
-    attribution = (
-        frame.groupby(["label", "kind", "direction", "currency"], dropna=False)
-        .agg(transactions=("id", "size"), amount_c=("amount_c", "sum"), effect_c=("effect_c", "sum"))
-        .reset_index()
-        if len(frame)
-        else pd.DataFrame(
-            columns=["label", "kind", "direction", "currency", "transactions", "amount_c", "effect_c"]
-        )
-    )
-    touched = sorted({d.label for d in diffs if d.label and d.label not in {OUTSIDE, SETTLEMENTS}})
-    return CloseResult(
-        day, as_of, data.start, status, balances, diffs, open_items, frame, attribution, touched
-    )
+    return balances, diffs
 
 
 @dataclass
