@@ -14,6 +14,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from payops.connectors.payments import PaymentsSettings
 from payops.connectors.payments.models import REFERENCE_PATTERN
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
@@ -32,6 +33,7 @@ from payops.tasks.settlements import (
     RETRYABLE_OUTCOMES,
     RetryResult,
     RunInfo,
+    Scan,
     poll_settlements_task,
     resettle_task,
     run_row_action,
@@ -279,7 +281,8 @@ async def retry_failed_settlements(
 async def _retry_failed_settlements(
     params: SettlementRetryParams, payops: PayopsSettings
 ) -> tuple[dict[str, Any], str | None]:
-    logger = get_run_logger()
+    """Retry the window's failed runs, report them, tell what needs a person; the summary and, for a policy
+    alert, the run's failure message."""
     meter = RunMeter()
     started = datetime.now(UTC)
     since = params.since or started - timedelta(days=params.since_days)
@@ -287,7 +290,30 @@ async def _retry_failed_settlements(
         since = since.replace(tzinfo=UTC)
     label = _label("settlement-retry", started)
     settings = load_settings(params.credentials_block, payops)
+    scan, results, deadline_reached = await _retry_window(settings, params, since, meter)
+    summary = _retry_summary(label, since, params, scan, results, deadline_reached)
+    rows = report_rows(scan.runs, {r.run.id: r for r in results})
+    meter.into(summary)
+    summary["report_files"] = await asyncio.to_thread(
+        write_table_reports,
+        params.report_dir or payops.reports,
+        label,
+        REPORT_HEADERS,
+        rows,
+        summary,
+        sheet_title="runs",
+        highlight=[needs_a_look(r) for r in rows],
+    )
+    await _publish("settlement-retry", f"Settlement retry {label}", summary, rows, payops)
+    await emit_settlement_alerts(label, results, summary["report_files"])
+    return summary, await _tell_retries(label, summary, results)
 
+
+async def _retry_window(
+    settings: PaymentsSettings, params: SettlementRetryParams, since: datetime, meter: RunMeter
+) -> tuple[Scan, list[RetryResult], bool]:
+    """Scan the window's runs, retry each failed one not retried before, poll the retries: the scan, every
+    run's result (its retry as last polled) and whether the poll deadline was reached."""
     scan = await scan_settlements_task(
         settings, since, params.rate_limit_per_s, params.run_id or None, params.run_reference or None
     )
@@ -299,7 +325,6 @@ async def _retry_failed_settlements(
         results += fresh
         meter.api_calls.update(calls)
     meter.phase("resettle")
-
     running = {r.retry.id: r.retry for r in results if r.retry is not None and not r.retry.completed}
     deadline_reached = False
     if running:
@@ -310,8 +335,21 @@ async def _retry_failed_settlements(
             if r.retry is not None and r.retry.id in poll.runs:
                 r.retry = poll.runs[r.retry.id]
     meter.phase("poll")
+    if (params.run_id or params.run_reference) and not scan.runs:
+        asked = params.run_id or params.run_reference
+        get_run_logger().warning("no settlement run %s found since %s", asked, since)
+    return scan, results, deadline_reached
 
-    by_run = {r.run.id: r for r in results}
+
+def _retry_summary(
+    label: str,
+    since: datetime,
+    params: SettlementRetryParams,
+    scan: Scan,
+    results: list[RetryResult],
+    deadline_reached: bool,
+) -> dict[str, Any]:
+    """The retry run's summary: what it saw, did and left, by run."""
     actions = Counter(r.action for r in results)
     retries = [r.retry for r in results if r.retry is not None]
     alert = next((r for r in results if r.action == "alert"), None)
@@ -337,22 +375,14 @@ async def _retry_failed_settlements(
         "retries": {r.run.id: r.retry.id for r in results if r.retry is not None},
     }
     if (params.run_id or params.run_reference) and not scan.runs:
-        logger.warning("no settlement run %s found since %s", params.run_id or params.run_reference, since)
         summary["notes"] = [f"run {params.run_id or params.run_reference} not found"]
-    rows = report_rows(scan.runs, by_run)
-    meter.into(summary)
-    summary["report_files"] = await asyncio.to_thread(
-        write_table_reports,
-        params.report_dir or payops.reports,
-        label,
-        REPORT_HEADERS,
-        rows,
-        summary,
-        sheet_title="runs",
-        highlight=[needs_a_look(r) for r in rows],
-    )
-    await _publish("settlement-retry", f"Settlement retry {label}", summary, rows, payops)
-    await emit_settlement_alerts(label, results, summary["report_files"])
+    return summary
+
+
+async def _tell_retries(label: str, summary: dict[str, Any], results: list[RetryResult]) -> str | None:
+    """Log what needs a person (skipped runs, retries failed again); a policy alert also gets its artifact
+    and is the run's failure message (returned; None otherwise)."""
+    logger = get_run_logger()
     for r in results:
         if r.action == "skipped":
             logger.warning("settlement run %s not retried: %s", r.run.id, r.reason)
@@ -363,18 +393,20 @@ async def _retry_failed_settlements(
                 r.run.id,
                 r.retry.outcome,
             )
+    alert = next((r for r in results if r.action == "alert"), None)
     if alert is not None:
+        not_attempted = summary["not_attempted"]
         message = (
             f"settlement policy cannot be paid out ({alert.code}): {POLICY_FIX}, then run the retry again; "
-            f"{counted(actions['not_attempted'], 'other failed run')} not attempted"
+            f"{counted(not_attempted, 'other failed run')} not attempted"
         )
         logger.error(message)
         await acreate_markdown_artifact(
             key="settlement-policy-alert",
-            markdown=_alert_markdown(alert, actions["not_attempted"]),
+            markdown=_alert_markdown(alert, not_attempted),
             description="Settlement policy alert",
         )
-        return summary, message
+        return message
     logger.info(
         "settlement retry %s: %d run(s) seen, %d failed, %d retried now, %d retried before, %d skipped",
         label,
@@ -384,7 +416,7 @@ async def _retry_failed_settlements(
         summary["retried_before"],
         summary["skipped"],
     )
-    return summary, None
+    return None
 
 
 @flow(name="settle-now", log_prints=False)
