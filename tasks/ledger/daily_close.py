@@ -393,9 +393,17 @@ def _older_items(
         done = tx.completed_at
         if tx.compensation is None and tx.id not in booked and done and data.start < done <= data.as_of:
             movements[tx.currency or "-"] += cents(tx.payer_amount or tx.amount)
-            label, detail = labels.get(tx.reference, OUTSIDE), "refunded without a reversal record"
-            kind, was, now = "reversed_after_delivery", "delivered", "refunded"
-            diffs.append(Difference(kind, tx.reference, label, tx.currency, was, now, detail))
+            diffs.append(
+                Difference(
+                    "reversed_after_delivery",
+                    tx.reference,
+                    labels.get(tx.reference, OUTSIDE),
+                    tx.currency,
+                    expected="delivered",
+                    actual="refunded",
+                    detail="refunded without a reversal record",
+                )
+            )
     known = set(window.frame["id"])
     for tx in data.old_mismatched:
         if tx.id not in known:

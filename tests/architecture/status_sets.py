@@ -10,7 +10,6 @@ one of them; this finds every such literal.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from payops.connectors.payments.models import (
     COLLECTION_STATUSES,
@@ -18,7 +17,8 @@ from payops.connectors.payments.models import (
     UTILITY_PURCHASE_STATUSES,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.architecture.source_scan import find_in_rooms
+
 ROOMS = ("tasks", "flows", "deployments", "sandbox")
 STATUSES = PAYOUT_STATUSES | UTILITY_PURCHASE_STATUSES | COLLECTION_STATUSES
 
@@ -46,10 +46,4 @@ def restated_sets(
 def tree_restatements(words: frozenset[str] | None = None, home: str | None = None) -> list[str]:
     """Every restated set of ``words`` (default: statuses) in the rooms that must import them; ``home``
     (a path from the repository's root) is where the set is stated."""
-    found = []
-    for room in ROOMS:
-        for path in sorted((ROOT / room).rglob("*.py")):
-            name = str(path.relative_to(ROOT))
-            if name != home:
-                found += restated_sets(path.read_text(encoding="utf-8"), name, words)
-    return found
+    return find_in_rooms(lambda source, name: restated_sets(source, name, words), ROOMS, home)

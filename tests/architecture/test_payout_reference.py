@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from payops.tasks.wire.references import payout_reference, row_reference
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.architecture.source_scan import find_in_rooms
+
 ROOMS = ("connectors", "tasks", "flows", "deployments", "store")
-HOME = Path("tasks/wire/references.py")
+HOME = "tasks/wire/references.py"
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,7 @@ def copies(source: str, filename: str = "<source>") -> list[str]:
 
 
 def test_no_copy_of_the_payout_reference_rule() -> None:
-    found = []
-    for room in ROOMS:
-        for path in sorted((ROOT / room).rglob("*.py")):
-            if path.relative_to(ROOT) != HOME:
-                found += copies(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
-    assert found == []
+    assert find_in_rooms(copies, ROOMS, HOME) == []
 
 
 @pytest.mark.parametrize(

@@ -5,15 +5,15 @@ refused" all read it. The checker finds a copy of it (a status compared with 500
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 from payops.connectors.payments import APIConnectionError, APITimeoutError, PaymentsError
 from payops.connectors.payments.errors import APIResponseValidationError, error_class_for
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.architecture.source_scan import find_in_rooms
+
 ROOMS = ("connectors", "tasks", "flows")
-HOME = Path("connectors/payments/errors.py")
+HOME = "connectors/payments/errors.py"
 SERVER_FAILED = 500  # the 5xx boundary; 429 alone is also the rate limit's congestion signal and Retry-After
 
 
@@ -52,13 +52,7 @@ def copies(source: str, filename: str = "<source>") -> list[str]:
 
 
 def test_no_copy_of_the_transient_rule() -> None:
-    found = []
-    for room in ROOMS:
-        for path in sorted((ROOT / room).rglob("*.py")):
-            relative = path.relative_to(ROOT)
-            if relative != HOME:
-                found += copies(path.read_text(encoding="utf-8"), str(relative))
-    assert found == []
+    assert find_in_rooms(copies, ROOMS, HOME) == []
 
 
 @pytest.mark.parametrize(
