@@ -122,7 +122,8 @@ def a_crashed_run_retried_by_hand(cluster: LoopbackCluster, server: SandboxServe
     assert asyncio.run(final_state(cluster, run_id, timeout=60)) == "CRASHED"
     # Prefect's process worker reports a killed run Crashed twice, seconds apart (its runner, then the
     # worker itself); a retry between the two is undone by the second (seen in CI: the retried run never
-    # started). An operator retries once the worker has reported it, as here (docs/operations.md).
+    # started). The second report adds no state when the run is still Crashed, so this waits out the 30 s
+    # an operator is told to give the worker (docs/operations.md), or less if a second Crashed shows.
     deadline = time.monotonic() + 30
     while asyncio.run(state_types(cluster, run_id)).count("CRASHED") < 2 and time.monotonic() < deadline:
         time.sleep(0.5)
