@@ -140,11 +140,11 @@ def _configured_api_url() -> str | None:
 
 
 @contextmanager
-def use_prefect_api(url: str, auth_string: str | None) -> Iterator[None]:
-    """This process (Prefect's settings) and the children it starts inside the block (their environment)
-    talk to the Prefect API at ``url``, sending ``auth_string`` (None: the configured login, if any), and
-    this process never starts a hidden temporary server of Prefect's own."""
-    from payops.deployments.prefect_login import children_use_prefect_login
+def this_process_uses_prefect_api(url: str, auth_string: str | None) -> Iterator[None]:
+    """Inside the block this process's Prefect client (Prefect's settings, never the environment) talks to
+    the Prefect API at ``url``, sending ``auth_string`` (None: the configured login, if any), and never
+    starts a hidden temporary server of Prefect's own. A Prefect runner started inside the block passes
+    these settings on to the flow runs it starts."""
     from prefect.settings import (
         PREFECT_API_AUTH_STRING,
         PREFECT_API_URL,
@@ -155,10 +155,21 @@ def use_prefect_api(url: str, auth_string: str | None) -> Iterator[None]:
     updates: dict[Any, Any] = {PREFECT_API_URL: url, PREFECT_SERVER_ALLOW_EPHEMERAL_MODE: False}
     if auth_string is not None:
         updates[PREFECT_API_AUTH_STRING] = auth_string
+    with temporary_settings(updates=updates):
+        yield
+
+
+@contextmanager
+def use_prefect_api(url: str, auth_string: str | None) -> Iterator[None]:
+    """This process (Prefect's settings: :func:`this_process_uses_prefect_api`) and the children it starts
+    inside the block (their environment) talk to the Prefect API at ``url``, sending ``auth_string`` (None:
+    the configured login, if any)."""
+    from payops.deployments.prefect_login import children_use_prefect_login
+
     with (
         children_use_prefect_api(url),
         children_use_prefect_login(auth_string),
-        temporary_settings(updates=updates),
+        this_process_uses_prefect_api(url, auth_string),
     ):
         yield
 

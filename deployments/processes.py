@@ -187,9 +187,10 @@ def wait_http(url: str, proc: subprocess.Popen[bytes] | None, timeout: float, wh
 
 @contextmanager
 def children_use_prefect_api(url: str) -> Iterator[None]:
-    """Children started inside the block talk to the Prefect API at ``url``: the one place payops writes
-    ``PREFECT_API_URL`` into its own environment, which the processes it starts (the deployments' flow runs,
-    the console, a served flow's subprocess) inherit. The previous value comes back when the block ends.
+    """Children started inside the block talk to the Prefect API at ``url``: a command writes
+    ``PREFECT_API_URL`` into its own environment here, which the processes it starts inherit (`payops serve`
+    hands its children their environment instead: `deployments.serve`). The previous value comes back when
+    the block ends.
     This process's own Prefect client reads Prefect's settings, not the environment: callers pair this with
     ``prefect.settings.temporary_settings``."""
     previous = os.environ.get("PREFECT_API_URL")

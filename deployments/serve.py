@@ -8,6 +8,10 @@ The all-in-one starts, as child processes in their own process groups: a Prefect
 the console; then it serves the deployments in this process. Ctrl-C, SIGINT or SIGTERM stops the runner and
 every child within ``SHUTDOWN_S`` seconds; children also receive SIGTERM if this process dies
 (``PR_SET_PDEATHSIG``).
+
+Each child is handed its environment: one mapping built once (`children_env`), to which the Prefect API, the
+emulator's credentials and the console's address are added as they become known. The served flow runs are the
+exception Prefect's runner imposes: they get this process's environment (`flow_runs_environment`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, MutableMapping
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +49,8 @@ from payops.deployments.processes import (
 )
 
 if TYPE_CHECKING:
+    from payops.deployments.prefect_login import PrefectLogin
+    from payops.store.home import ServeRecord
     from payops.store.settings import PayopsSettings
 
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")
@@ -70,9 +77,12 @@ def served_specs(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in specs if s["name"] not in WORKERS_ONLY]
 
 
-async def resolve_templates(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Resolve ``{{ prefect.blocks.* }}``, ``{{ prefect.variables.* }}`` and ``{{ $ENV }}`` as
-    ``prefect deploy`` does; event templates (``{{ event... | string }}``) are left for the automation."""
+async def resolve_templates(
+    specs: list[dict[str, Any]], env: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Resolve ``{{ prefect.blocks.* }}``, ``{{ prefect.variables.* }}`` and ``{{ $ENV }}`` (from ``env``,
+    default this process's environment) as ``prefect deploy`` does; event templates
+    (``{{ event... | string }}``) are left for the automation."""
     from prefect.utilities.templating import (
         apply_values,
         resolve_block_document_references,
@@ -81,7 +91,7 @@ async def resolve_templates(specs: list[dict[str, Any]]) -> list[dict[str, Any]]
 
     resolved = await resolve_block_document_references(specs)
     resolved = await resolve_variables(resolved)
-    return apply_values(resolved, os.environ, remove_notset=False)
+    return apply_values(resolved, dict(os.environ if env is None else env), remove_notset=False)
 
 
 def schedules_of(spec: Mapping[str, Any]) -> list[Any]:
@@ -148,10 +158,12 @@ def runner_deployments(specs: list[dict[str, Any]]) -> list[Any]:
     return deployments
 
 
-def _api_configured() -> bool:
+def configured_api_url() -> str | None:
+    """The Prefect API configured for this process (``PREFECT_API_URL``: environment or Prefect profile);
+    None: `payops serve` starts its own Prefect server."""
     from prefect.settings import PREFECT_API_URL
 
-    return bool(PREFECT_API_URL.value())
+    return PREFECT_API_URL.value() or None
 
 
 def approval_key(settings: PayopsSettings) -> str | None:
@@ -272,8 +284,11 @@ class ServedDeployments:
     30 s to end). In a worker thread, the main thread keeps the signals and stops the runner in a set time.
     """
 
-    def __init__(self, deployments: list[Any]) -> None:
+    def __init__(self, deployments: list[Any], query_seconds: float | None = RUNNER_QUERY_S) -> None:
+        """``query_seconds``: how often the runner looks for flow runs to start (None: Prefect's
+        ``PREFECT_RUNNER_POLL_FREQUENCY``)."""
         self._deployments = deployments
+        self._query_seconds = query_seconds
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._runner: Any = None
@@ -285,6 +300,11 @@ class ServedDeployments:
         self._thread = threading.Thread(
             target=context.run, args=(self._run,), name="payops-runner", daemon=True
         )
+
+    @property
+    def count(self) -> int:
+        """How many deployments it serves."""
+        return len(self._deployments)
 
     def start(self) -> None:
         self._thread.start()
@@ -311,8 +331,7 @@ class ServedDeployments:
 
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()  # type: ignore[assignment]
-        query_s = None if "PREFECT_RUNNER_POLL_FREQUENCY" in os.environ else RUNNER_QUERY_S  # None: Prefect's
-        self._runner = Runner(pause_on_shutdown=True, query_seconds=query_s)  # prefect.serve's runner
+        self._runner = Runner(pause_on_shutdown=True, query_seconds=self._query_seconds)  # as prefect.serve
         for deployment in self._deployments:
             await self._runner.aadd_deployment(deployment)
         await self._runner.start()
@@ -380,6 +399,241 @@ def choose_port(host: str, wanted: int | None, previous: int | None, what: str) 
     return free_port(host)
 
 
+# -- the all-in-one, part by part ---------------------------------------------------------------------------
+PART_NAMES = {"console": "console", "prefect": "Prefect server", "sandbox": "emulator"}
+"""The parts of the all-in-one listening on a port, as its messages name them."""
+
+
+def children_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment every process serve starts begins with (the Prefect server, the emulator, the
+    console, the served flow runs): ``environ`` with serve's defaults, which a configured value overrides.
+    Built once; :func:`start_parts` adds the Prefect API, the emulator's credentials and the console's
+    address."""
+    env = dict(environ)
+    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # The served flow runs' heartbeat (Prefect's default is 180 s): a run whose process is gone is found
+    # within 100 s (deployments/automations/recovery) and restarted.
+    env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", HEARTBEAT_S)
+    return env
+
+
+def already_serving(home: Path, say: Callable[[str], None]) -> bool:
+    """True, and said with where everything of it is, when a `payops serve` of ``home`` runs already."""
+    from payops.store.home import read_serve_record
+
+    running = read_serve_record(home)
+    if running is None:
+        return False
+    say(f"error: payops serve already runs for the home {home} (pid {running.pid}):")
+    for line in running.lines():
+        say(f"  {line}")
+    return True
+
+
+def choose_ports(host: str, wanted: Mapping[str, int | None], previous: Mapping[str, int]) -> dict[str, int]:
+    """A port for each part named in ``wanted`` (its port, or None: any), in that order (:func:`choose_port`;
+    ``previous``: the ports this home's last serve used)."""
+    return {
+        part: choose_port(host, port, previous.get(part), PART_NAMES[part]) for part, port in wanted.items()
+    }
+
+
+@dataclass(frozen=True)
+class PrefectServer:
+    """serve's own Prefect server: its address (UI and API on one port) and its login."""
+
+    url: str
+    login: PrefectLogin
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api"
+
+    def client_env(self) -> dict[str, str]:
+        """What a client of this server needs in its environment: the API and its login."""
+        return {"PREFECT_API_URL": self.api_url, "PREFECT_API_AUTH_STRING": self.login.auth_string}
+
+
+def start_prefect_server(
+    sup: Supervisor, host: str, port: int, home: Path, env: Mapping[str, str], say: Callable[[str], None]
+) -> PrefectServer:
+    """Start serve's Prefect server on ``host:port`` from ``env``, its database under ``home`` and its API
+    behind the home's login (`deployments.prefect_login`); return it once it answers."""
+    from payops.deployments.prefect_login import serve_login
+    from payops.deployments.prefect_server import home_prefect_env
+
+    server = PrefectServer(f"http://{host}:{port}", serve_login(home))
+    say(
+        f"starting a Prefect server on {server.url} (UI and API) behind a login: {server.login.where()}; "
+        "Prefect's UI asks for it ..."
+    )
+    server_env = prefect_server_env(host, port, home_prefect_env(env, home))
+    server_env["PREFECT_SERVER_API_AUTH_STRING"] = server.login.auth_string
+    proc = sup.start("prefect-server", prefect_server_command(), server_env)
+    wait_http(f"{server.api_url}/health", proc, 120, "the Prefect server")
+    return server
+
+
+def use_prefect_server(server: PrefectServer, env: dict[str, str], stack: ExitStack) -> None:
+    """Everything started from here on uses ``server``: the children through ``env`` (its API and login, and
+    its UI for the links of the flows served here), this process through its Prefect settings until ``stack``
+    closes. Prefect read its settings at import: without them, its client here (templates, the runner) would
+    start a second, hidden temporary server on the same SQLite file, or meet the login unannounced. The
+    runner hands these settings on to its flow runs."""
+    from payops.deployments.prefect_server import this_process_uses_prefect_api
+
+    env.update(server.client_env())
+    env.setdefault("PAYOPS_PREFECT_UI_URL", server.url)
+    stack.enter_context(this_process_uses_prefect_api(server.api_url, server.login.auth_string))
+
+
+def start_emulator(
+    sup: Supervisor, host: str, port: int, env_file: Path, env: Mapping[str, str], say: Callable[[str], None]
+) -> dict[str, str]:
+    """Start the emulator on ``host:port`` from ``env`` without Prefect's login (it never talks to Prefect);
+    return, once it answers, the client settings (its credentials) it wrote to ``env_file``."""
+    from payops.deployments.prefect_login import without_prefect_login
+
+    url = f"http://{host}:{port}"
+    say(f"starting the Payments Service emulator on {url} ...")
+    # The console's receiver is plain http on 127.0.0.1: the emulator must allow that URL.
+    command = sandbox_command(host, port, env_file, "--allow-local-webhooks")
+    proc = sup.start("sandbox", command, without_prefect_login(env))
+    wait_http(f"{url}/openapi.json", proc, 60, "the emulator")
+    return read_env_file(env_file)
+
+
+def start_console(
+    sup: Supervisor,
+    host: str,
+    port: int,
+    env: Mapping[str, str],
+    sandbox_url: str | None,
+    say: Callable[[str], None],
+) -> None:
+    """Start the console on ``host:port`` from ``env`` and its own settings (runs of the served payout
+    deployment, started warm on this host; with ``sandbox_url``, the signing secret of the webhook endpoint
+    registered with the emulator for it); return once it answers."""
+    url = f"http://{host}:{port}"
+    console_env = dict(env)
+    console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
+    console_env.setdefault("PAYOPS_WARM_RUNS", "true")  # its runs start on this host: no cold start
+    if sandbox_url is not None:
+        wire_webhooks(sandbox_url, f"{url}{WEBHOOK_PATH}", console_env, say)
+    command = [sys.executable, "-m", "payops.deployments.console", "--host", host, "--port", str(port)]
+    proc = sup.start("console", command, console_env)
+    wait_http(f"{url}/healthz", proc, 60, "the console")
+
+
+def start_parts(
+    host: str,
+    ports: Mapping[str, int],
+    configured_api: str | None,
+    settings: PayopsSettings,
+    env: dict[str, str],
+    sup: Supervisor,
+    stack: ExitStack,
+    say: Callable[[str], None],
+) -> ServeRecord:
+    """Start, in order: the Prefect server on ``ports["prefect"]`` (unless ``configured_api``: the Prefect API
+    configured), the emulator (when ``ports`` has ``sandbox``), the home's keys and first admin, the console
+    and the alerts; ``env`` gains what each makes known. Returns the record of where everything is."""
+    from payops.store.home import ServeRecord
+
+    home = settings.home_dir()
+    auth_file: str | None = None  # Prefect's login, when serve keeps it (its own server)
+    if configured_api is None:
+        server = start_prefect_server(sup, host, ports["prefect"], home, env, say)
+        use_prefect_server(server, env, stack)
+        api_url, auth_file = server.api_url, (str(server.login.file) if server.login.file else None)
+    else:
+        say("using the Prefect server at PREFECT_API_URL")
+        api_url = env.get("PREFECT_API_URL") or configured_api
+    sandbox_url: str | None = None
+    env_file: Path | None = None
+    if "sandbox" in ports:
+        sandbox_url, env_file = f"http://{host}:{ports['sandbox']}", home / "sandbox.env"
+        env.update(start_emulator(sup, host, ports["sandbox"], env_file, env, say))
+    # payops' settings as serve's children read them (the Prefect UI's address serve gives them)
+    settings = settings.model_copy(update={"prefect_ui_url": env.get("PAYOPS_PREFECT_UI_URL") or None})
+    verify_key_file = approval_key(settings)  # the console signs, the flows served here verify
+    ensure_first_admin(settings, say)
+    console_url = f"http://{host}:{ports['console']}"
+    # Report links in the artifacts of every run served here, the console's warm runs included.
+    env.setdefault("PAYOPS_CONSOLE_URL", console_url)
+    start_console(sup, host, ports["console"], env, sandbox_url, say)
+    apply_alerts(settings, settings.console or console_url, say)
+    return ServeRecord(
+        pid=os.getpid(),
+        prefect_api_url=api_url,
+        prefect_ui_url=env.get("PAYOPS_PREFECT_UI_URL"),
+        console_url=console_url,
+        sandbox_url=sandbox_url,
+        sandbox_env_file=str(env_file) if env_file else None,
+        approval_verify_key_file=verify_key_file,
+        prefect_auth_file=auth_file,
+        ports=dict(ports),
+    )
+
+
+@contextmanager
+def flow_runs_environment(env: Mapping[str, str]) -> Iterator[None]:
+    """The flow runs served from this process get ``env``: the one place `payops serve` writes its own
+    environment, for the time it serves (the previous values come back when the block ends).
+
+    Why here: Prefect 3.8's ``Runner`` takes no environment for the flow runs it starts. Each run's process
+    gets this process's ``os.environ``, then its Prefect settings, then the runner's own variables (run id,
+    heartbeat; prefect/runner/_starter_engine.py ``EngineCommandStarter.start``; ``Runner`` builds it with no
+    ``env``). A deployment's ``job_variables`` are a work pool's: the runner never reads them, and Prefect
+    refuses them on a deployment without a pool (``RunnerDeployment.aapply``); they would also put the
+    service's credential where anyone with Prefect's login reads it. Prefect's own settings reach the runs
+    through this process's settings too (:func:`use_prefect_server`), but payops' (the emulator's
+    credentials, the console's and the Prefect UI's addresses) only through this environment: the runs get
+    all of ``env`` this way, as the other children get it."""
+    previous = {key: os.environ.get(key) for key, value in env.items() if os.environ.get(key) != value}
+    os.environ.update({key: env[key] for key in previous})
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def serve_deployments(env: Mapping[str, str], stack: ExitStack) -> ServedDeployments:
+    """Serve the deployments of prefect.yaml that serve serves (its ``{{ $VAR }}`` templates read from
+    ``env``) in a worker thread, their flow runs started with ``env`` until ``stack`` closes."""
+    specs = asyncio.run(resolve_templates(served_specs(load_specs()), env))
+    deployments = runner_deployments(specs)
+    stack.enter_context(flow_runs_environment(env))
+    query_s = None if "PREFECT_RUNNER_POLL_FREQUENCY" in env else RUNNER_QUERY_S  # None: Prefect's
+    runner = ServedDeployments(deployments, query_s)
+    runner.start()
+    return runner
+
+
+def announce(record: ServeRecord, home: Path, log_dir: Path, served: int, say: Callable[[str], None]) -> None:
+    """Write ``record`` to the home (where every command of the home finds this serve) and say it."""
+    from payops.store.home import write_serve_record
+
+    path = write_serve_record(record, home)
+    say(f"payops home {home} (what runs here: {path})")
+    for line in record.lines():
+        say(f"  {line}")
+    say(f"serving {served} deployments; logs of the other processes in {log_dir}; Ctrl-C stops everything")
+
+
+def serve_until_stopped(runner: ServedDeployments, log_dir: Path, say: Callable[[str], None]) -> int:
+    """Wait while ``runner`` serves (a stop request ends the wait: :class:`StopRequested`); a runner that
+    ends by itself is an error, said; returns the exit code."""
+    while not runner.wait(0.5):
+        pass
+    say(f"error: the deployments' runner stopped: {runner.error!r} (logs in {log_dir})")
+    return 1
+
+
 def run_all_in_one(
     *,
     port: int | None = None,
@@ -395,22 +649,14 @@ def run_all_in_one(
 
     Ports not given are free ones (the home's previous ones when free); where everything is goes to the
     home's record (`store.home`), where every command of this home finds it, and is printed."""
-    from payops.deployments.prefect_login import serve_login, without_prefect_login
-    from payops.deployments.prefect_server import home_prefect_env, use_prefect_api
-    from payops.store.home import ServeRecord, last_ports, read_serve_record, write_serve_record
+    from payops.store.home import last_ports
     from payops.store.settings import PayopsSettings
 
     os.chdir(ROOT)
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    # The served flow runs' heartbeat (Prefect's default is 180 s): a run whose process is gone is found
-    # within 100 s (deployments/automations/recovery) and restarted.
-    os.environ.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", HEARTBEAT_S)
-    home = PayopsSettings.from_env().home_dir()
-    running = read_serve_record(home)
-    if running is not None:
-        say(f"error: payops serve already runs for the home {home} (pid {running.pid}):")
-        for line in running.lines():
-            say(f"  {line}")
+    env = children_env(os.environ)
+    settings = PayopsSettings.from_env()
+    home = settings.home_dir()
+    if already_serving(home, say):
         return 1
     previous = last_ports(home)
     log_dir = home / "serve-logs"
@@ -418,90 +664,19 @@ def run_all_in_one(
     sup = Supervisor(log_dir, say)
     runner: ServedDeployments | None = None
     code = 0
-    with stop_on_signals(), ExitStack() as settings:
+    with stop_on_signals(), ExitStack() as stack:
         try:
-            configured = _api_configured()
-            auth_file: str | None = None  # Prefect's login, when serve keeps it (its own server)
-            ports = {
-                "console": choose_port(host, console_port, previous.get("console"), "console"),
-            }
-            if not configured:
-                ports["prefect"] = choose_port(host, port, previous.get("prefect"), "Prefect server")
+            configured = configured_api_url()
+            wanted: dict[str, int | None] = {"console": console_port}
+            if configured is None:
+                wanted["prefect"] = port
             if sandbox:
-                ports["sandbox"] = choose_port(host, sandbox_port, previous.get("sandbox"), "emulator")
-            if not configured:
-                prefect = f"http://{host}:{ports['prefect']}"
-                login = serve_login(home)
-                say(
-                    f"starting a Prefect server on {prefect} (UI and API) behind a login: {login.where()}; "
-                    "Prefect's UI asks for it ..."
-                )
-                env = prefect_server_env(host, ports["prefect"], home_prefect_env(os.environ, home))
-                env["PREFECT_SERVER_API_AUTH_STRING"] = login.auth_string
-                proc = sup.start("prefect-server", prefect_server_command(), env)
-                wait_http(f"{prefect}/api/health", proc, 120, "the Prefect server")
-                os.environ.setdefault("PAYOPS_PREFECT_UI_URL", prefect)  # for the flows served here
-                # Its children inherit the API and its login (the console, the runner's flow runs). Prefect
-                # read its settings at import: without them in this process's settings too, its own client
-                # (templates, the runner) would start a second, hidden temporary server on the same SQLite
-                # file, or meet the login unannounced.
-                settings.enter_context(use_prefect_api(f"{prefect}/api", login.auth_string))
-                auth_file = str(login.file) if login.file else None
-            else:
-                say("using the Prefect server at PREFECT_API_URL")
-            env_file: Path | None = None
-            sandbox_url = f"http://{host}:{ports.get('sandbox')}"
-            if sandbox:
-                env_file = home / "sandbox.env"
-                say(f"starting the Payments Service emulator on {sandbox_url} ...")
-                # The console's receiver is plain http on 127.0.0.1: the emulator must allow that URL.
-                command = sandbox_command(host, ports["sandbox"], env_file, "--allow-local-webhooks")
-                proc = sup.start("sandbox", command, without_prefect_login(os.environ))
-                wait_http(f"{sandbox_url}/openapi.json", proc, 60, "the emulator")
-                os.environ.update(read_env_file(env_file))
-            # payops' settings as serve's children will read them (the emulator's credentials)
-            payops = PayopsSettings.from_env()
-            verify_key_file = approval_key(payops)  # the console signs, the flows served here verify
-            ensure_first_admin(payops, say)
-            console_url = f"http://{host}:{ports['console']}"
-            # Report links in the artifacts of every run served here, the console's warm runs included.
-            os.environ.setdefault("PAYOPS_CONSOLE_URL", console_url)
-            console_env = dict(os.environ)
-            console_env.setdefault("PAYOPS_PAYOUT_DEPLOYMENT", PAYOUT_DEPLOYMENT)
-            console_env.setdefault("PAYOPS_WARM_RUNS", "true")  # its runs start on this host: no cold start
-            if sandbox:
-                wire_webhooks(sandbox_url, f"{console_url}{WEBHOOK_PATH}", console_env, say)
-            console = [sys.executable, "-m", "payops.deployments.console", "--host", host]
-            proc = sup.start("console", [*console, "--port", str(ports["console"])], console_env)
-            wait_http(f"{console_url}/healthz", proc, 60, "the console")
-            apply_alerts(payops, payops.console or console_url, say)
-            specs = asyncio.run(resolve_templates(served_specs(load_specs())))
-            deployments = runner_deployments(specs)
-            runner = ServedDeployments(deployments)
-            runner.start()
-            record = ServeRecord(
-                pid=os.getpid(),
-                prefect_api_url=os.environ["PREFECT_API_URL"],
-                prefect_ui_url=os.environ.get("PAYOPS_PREFECT_UI_URL"),
-                console_url=console_url,
-                sandbox_url=sandbox_url if sandbox else None,
-                sandbox_env_file=str(env_file) if env_file else None,
-                approval_verify_key_file=verify_key_file,
-                prefect_auth_file=auth_file,
-                ports=ports,
-            )
-            path = write_serve_record(record, home)
-            say(f"payops home {home} (what runs here: {path})")
-            for line in record.lines():
-                say(f"  {line}")
-            say(
-                f"serving {len(deployments)} deployments; logs of the other processes in {log_dir}; "
-                "Ctrl-C stops everything"
-            )
-            while not runner.wait(0.5):
-                pass
-            say(f"error: the deployments' runner stopped: {runner.error!r} (logs in {log_dir})")
-            code = 1
+                wanted["sandbox"] = sandbox_port
+            ports = choose_ports(host, wanted, previous)
+            record = start_parts(host, ports, configured, settings, env, sup, stack, say)
+            runner = serve_deployments(env, stack)
+            announce(record, home, log_dir, runner.count, say)
+            code = serve_until_stopped(runner, log_dir, say)
         except StopRequested as stop:
             say(f"{stop} received: stopping everything (at most {SHUTDOWN_S:g} s)")
         except RuntimeError as exc:

@@ -87,23 +87,6 @@ class VariableCursorStore:
 
 
 @dataclass
-class MemoryCursorStore:
-    """An in-memory store (tests, dry experiments)."""
-
-    after: str | None = None
-    seen: list[str] = field(default_factory=list)
-
-    async def load(self) -> tuple[str | None, list[str]]:
-        return self.after, list(self.seen)
-
-    async def save_seen(self, seen: list[str]) -> None:
-        self.seen = list(seen)
-
-    async def save_cursor(self, after: str | None) -> None:
-        self.after = after
-
-
-@dataclass
 class SyncResult:
     """What one catch-up read and emitted."""
 

@@ -12,8 +12,9 @@ Two ways to pace requests, and how they combine:
   goes above `ceiling` (the run's `rate_limit_per_s`). Each process adapts on its own; many workers sharing
   one credential should use the global limit, which is why that path stays.
 
-Both limiters are hand-rolled on purpose: a token bucket and AIMD are a few dozen lines of asyncio, no library
-here paces asyncio requests adaptively from a response signal, and Prefect's own limiter is the shared path.
+The local limiter is hand-rolled on purpose: a token bucket under AIMD is a few dozen lines of asyncio, no
+library here paces asyncio requests adaptively from a response signal, and Prefect's own limiter is the shared
+path.
 """
 
 from __future__ import annotations
@@ -52,43 +53,6 @@ class Limiter(Protocol):
     @property
     def pace_per_s(self) -> float | None:
         """The most requests a second it lets through now: its rate, or the global limit's (None: unknown)."""
-
-
-class TokenBucket:
-    """In-process limiter: `rate` requests per second, bursts up to `burst`."""
-
-    source = "local"
-
-    def __init__(self, rate: float, burst: float | None = None) -> None:
-        if rate <= 0:
-            raise ValueError("rate must be positive")
-        self.rate = rate
-        self.capacity = burst if burst is not None else max(1.0, rate)
-        self._tokens = self.capacity
-        self._stamp = time.monotonic()
-        self._lock = asyncio.Lock()
-
-    async def acquire(self) -> None:
-        async with self._lock:
-            while True:
-                now = time.monotonic()
-                self._tokens = min(self.capacity, self._tokens + (now - self._stamp) * self.rate)
-                self._stamp = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
-                    return
-                await asyncio.sleep((1 - self._tokens) / self.rate)
-
-    def observe(self, status: int, retry_after_s: float | None, round_trip_s: float | None = None) -> None:
-        """A fixed bucket learns nothing (the client's retry policy honours `Retry-After`)."""
-
-    @property
-    def rate_per_s(self) -> float | None:
-        return self.rate
-
-    @property
-    def pace_per_s(self) -> float | None:
-        return self.rate
 
 
 class _RetryAfterGate:

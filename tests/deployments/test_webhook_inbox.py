@@ -419,8 +419,26 @@ class FeedClient:
         return SimpleNamespace(items=[] if after else self.items, next_after=None)
 
 
+class MemoryCursorStore:
+    """The catch-up's cursor and seen ids in memory (`events_sync.CursorStore`; the flow keeps them in
+    Prefect Variables)."""
+
+    def __init__(self) -> None:
+        self.after: str | None = None
+        self.seen: list[str] = []
+
+    async def load(self) -> tuple[str | None, list[str]]:
+        return self.after, list(self.seen)
+
+    async def save_seen(self, seen: list[str]) -> None:
+        self.seen = list(seen)
+
+    async def save_cursor(self, after: str | None) -> None:
+        self.after = after
+
+
 def test_catch_up_and_receiver_share_the_inbox_and_its_seen_ids(tmp_path: Path) -> None:
-    from payops.tasks.events.events_sync import MemoryCursorStore, sync_events
+    from payops.tasks.events.events_sync import sync_events
 
     recorder = Recorder()
     recorder.down = True  # the receiver keeps evt_c1 but cannot forward it yet

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from payops.tasks.runtime.clients import PooledTransport
-from payops.tasks.runtime.ratelimit import RateLimitedTransport, TokenBucket
+from payops.tasks.runtime.ratelimit import AdaptiveRate, RateLimitedTransport
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ async def test_a_service_that_never_answers_is_a_read_timeout(silent_server: str
 
 async def test_closing_the_client_closes_the_connection_pool(silent_server: str) -> None:
     pooled = PooledTransport()
-    async with httpx.AsyncClient(transport=RateLimitedTransport(pooled, TokenBucket(100)), timeout=0.1) as c:
+    async with httpx.AsyncClient(transport=RateLimitedTransport(pooled, AdaptiveRate(100)), timeout=0.1) as c:
         with pytest.raises(httpx.ReadTimeout):
             await c.get(silent_server + "/v1/wallet")
         session = pooled.client

@@ -6,20 +6,21 @@ import asyncio
 import time
 
 import httpx
-from payops.tasks.runtime.ratelimit import RateLimitedTransport, TokenBucket, resolve_limiter
+from payops.tasks.runtime.ratelimit import AdaptiveRate, RateLimitedTransport, resolve_limiter
 
 
-async def test_token_bucket_holds_the_rate() -> None:
-    bucket = TokenBucket(rate=20, burst=1)
+async def test_the_local_limiter_holds_its_rate() -> None:
+    limiter = AdaptiveRate(20, start=20)  # its bucket starts full: one second at the starting rate
     t0 = time.monotonic()
-    await asyncio.gather(*(bucket.acquire() for _ in range(11)))
-    assert time.monotonic() - t0 >= 0.45  # 10 waits of 1/20 s after the first
+    await asyncio.gather(*(limiter.acquire() for _ in range(31)))
+    assert time.monotonic() - t0 >= 0.5  # 11 waits of 1/20 s after the first 20
+    assert limiter.rate == 20  # no answer seen: no evidence for more
 
 
 async def test_transport_acquires_once_per_request_and_reports_cost() -> None:
     seen = []
     inner = httpx.MockTransport(lambda req: seen.append(req.url.path) or httpx.Response(200, json={}))
-    transport = RateLimitedTransport(inner, TokenBucket(rate=1000))
+    transport = RateLimitedTransport(inner, AdaptiveRate(1000))
     async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
         for _ in range(5):
             await client.get("/v1/wallet")
