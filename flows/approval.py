@@ -26,7 +26,6 @@ from typing import Any
 
 import anyio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from payops.flows.summaries import Decision
 from payops.store.settings import PayopsSettings
 from payops.tasks.approval.approval_gate import FINDING_TITLES, ApprovalDesk
 from payops.tasks.approval.approvals import (
@@ -39,6 +38,7 @@ from payops.tasks.approval.approvals import (
 )
 from payops.tasks.approval.outcome_notices import approved_text, people, tell
 from payops.tasks.events.alerts import emit_approval_reminder, emit_approved
+from payops.tasks.payouts.run_summary import Decision
 from payops.tasks.reports.artifacts import artifact_key, markdown_table
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money_text

@@ -32,9 +32,11 @@ from __future__ import annotations
 from typing import Any
 
 from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES, UTILITY_PURCHASE_FAILED_STATUSES
-from payops.flows.summaries import PayoutRunSummary, PurchaseRunSummary, RunSummary, SettlementRunSummary
+from payops.flows.summaries import PurchaseRunSummary, SettlementRunSummary
+from payops.tasks.payouts.run_summary import PayoutRunSummary
 from payops.tasks.runtime.plurals import counted
-from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES
+from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES, Outcome
+from payops.tasks.runtime.run_summary import RowProblem, RunSummary
 from prefect.results import ResultRecord
 from prefect.states import Cancelled, Completed, Failed, State
 
@@ -60,17 +62,17 @@ def failed_items(summary: RunSummary) -> int:
 
 
 def _refusal_reason(summary: RunSummary) -> str:
-    if summary.outcome == "preflight_failed":
-        problems = (getattr(summary, "preflight", None) or {}).get("problems") or []
+    if summary.outcome == Outcome.PREFLIGHT_FAILED:
+        preflight = getattr(summary, "preflight", None)
+        problems = preflight.problems if preflight is not None else []
         return "pre-flight failed: " + ("; ".join(map(str, problems[:3])) or "see the pre-flight artifact")
-    errors: list[dict[str, Any]] = getattr(summary, "errors", None) or []
+    errors: list[RowProblem] = getattr(summary, "errors", None) or []
     invalid = getattr(summary, "rows_invalid", 0)
     first = errors[0] if errors else None
     where = ""
     if first is not None:
-        row = first.get("row")
-        where = f"; first: row {row}, {first.get('column')}: " if row else "; "
-        where += str(first.get("message"))
+        where = f"; first: row {first.row}, {first.column}: " if first.row else "; "
+        where += first.message
     return f"sheet refused ({counted(invalid, 'invalid row')}){where}"
 
 

@@ -27,6 +27,7 @@ from payops.tasks.ledger.run_reconciliation import SentSpan, record_approved_pay
 from payops.tasks.payouts.batching import MAX_BATCH, batch_of
 from payops.tasks.payouts.polling import PayoutState, PollResult, Share, poll_payouts_task
 from payops.tasks.payouts.retry_rows import FailureLog
+from payops.tasks.payouts.run_summary import PayoutRunSummary
 from payops.tasks.payouts.spill import RowSpill
 from payops.tasks.payouts.submission import BatchResult, submit_batch_task
 from payops.tasks.reports.run_reports import RowOutcome
@@ -99,7 +100,7 @@ def submitted_outcome(item: Any, batch: str, state: PayoutState | None = None) -
 
 
 async def send_parts_of(
-    run: SheetRun,
+    run: SheetRun[PayoutRunSummary],
     spill: RowSpill,
     settings: PaymentsSettings,
     failures: FailureLog,
@@ -108,8 +109,8 @@ async def send_parts_of(
     """Every batch, a part at a time; refused rows' outcomes and accepted payouts' states to the spill."""
     params, label = run.params, run.label
     done = PartsRun(SentSpan(run.started_wall), batches=spill.batch_count())
-    run.summary["batches"] = done.batches
-    run.summary["parts"] = -(-len(spill) // PART_ROWS)
+    run.summary.batches = done.batches
+    run.summary.parts = -(-len(spill) // PART_ROWS)
     for number, (start, stop) in enumerate(parts(spill)):
         rows = list(spill.rows(start, stop))
         first_batch = start // MAX_BATCH
@@ -162,7 +163,11 @@ async def send_parts_of(
 
 
 async def poll_parts_of(
-    run: SheetRun, spill: RowSpill, settings: PaymentsSettings, failures: FailureLog, done: PartsRun
+    run: SheetRun[PayoutRunSummary],
+    spill: RowSpill,
+    settings: PaymentsSettings,
+    failures: FailureLog,
+    done: PartsRun,
 ) -> PartsRun:
     """Each part's payouts until final or waiting for a person; then every one still waiting for the
     settle window. Each row's outcome goes to the spill as its part is done."""
@@ -190,7 +195,7 @@ async def poll_parts_of(
 
 
 async def _poll(
-    run: SheetRun,
+    run: SheetRun[PayoutRunSummary],
     settings: PaymentsSettings,
     followed: dict[int, PayoutState],
     deadline: float,

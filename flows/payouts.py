@@ -42,7 +42,6 @@ from payops.flows.run_params import (
     sheet_run_name,
     tag_run,
 )
-from payops.flows.summaries import Decision, PayoutRunSummary
 from payops.store.settings import PayopsSettings
 from payops.tasks.approval.approval_gate import (
     ApprovalDesk,
@@ -84,6 +83,14 @@ from payops.tasks.payouts.paid_before import PaidBefore, paid_before
 from payops.tasks.payouts.polling import PayoutState, PollResult, poll_payouts_task
 from payops.tasks.payouts.preflight import NameCheck, Preflight, PreflightOptions, preflight_task
 from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
+from payops.tasks.payouts.run_summary import (
+    ApprovalRecord,
+    AttentionRow,
+    Decision,
+    PayoutRunSummary,
+    PreflightFigures,
+    RunReconciliationFigures,
+)
 from payops.tasks.payouts.sheet_check import (
     intake_summary,
     no_name_column,
@@ -122,6 +129,7 @@ from payops.tasks.runtime.inflight import DEFAULT_CAP, MAX_IN_FLIGHT
 from payops.tasks.runtime.memory import release_freed_memory
 from payops.tasks.runtime.progress import progress
 from payops.tasks.runtime.ratelimit import LimiterStats
+from payops.tasks.runtime.run_outcomes import Outcome
 from payops.tasks.runtime.scratch import scratch_dir
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import payout_reference
@@ -388,7 +396,7 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
         return stop
     try:
         async with open_clients(), payops_store(settings) as store:
-            summary = PayoutRunSummary.model_validate(await _pay(params, store, settings))
+            summary = await _pay(params, store, settings)
             await keep_summary(store, summary)
             # whose run it is: told the outcome by notice, named in the alert (tasks.approval.outcome_notices)
             who = people(await asyncio.to_thread(start_of, params.start, params.source, settings))
@@ -428,21 +436,24 @@ def _too_many_starts() -> State | None:
 
 
 async def _refused(
-    run: SheetRun, summary: dict[str, Any], decision: Decision | None = None
-) -> dict[str, Any]:
+    run: PayoutRun, summary: PayoutRunSummary, decision: Decision | None = None
+) -> PayoutRunSummary:
     """A run that sends nothing: its summary artifact says why (who decided, the first row errors, counts)."""
-    model = PayoutRunSummary.model_validate(summary)
-    model.decision = decision
-    label = summary["label"] or PurePath(str(summary["source"])).stem
-    await publish_run_artifacts(label, summary, None, run.settings, why=state_message(model))
-    summary["decision"] = decision
+    summary.decision = decision
+    label = summary.label or PurePath(str(summary.source)).stem
+    await publish_run_artifacts(label, summary.as_json(), None, run.settings, why=state_message(summary))
     return summary
 
 
-async def _not_approved(run: SheetRun, store: Any, comment: str, decision: Decision | None) -> NoReturn:
+async def _not_approved(run: PayoutRun, store: Any, comment: str, decision: Decision | None) -> NoReturn:
     """End a run that needed approval and got none: the summary's ``approval`` says why."""
-    run.summary["approval"] = await with_decisions({"approved": False, "comment": comment}, store)
-    run.end(await _refused(run, run.finish("not_approved"), decision))
+    approval = await with_decisions({"approved": False, "comment": comment}, store)
+    run.summary.approval = ApprovalRecord.model_validate(approval)
+    run.end(await _refused(run, run.finish(Outcome.NOT_APPROVED), decision))
+
+
+PayoutRun = SheetRun[PayoutRunSummary]
+"""A payout run's context: its summary is typed from its first phase."""
 
 
 # -- the phases' results ------------------------------------------------------------------------------------
@@ -478,9 +489,9 @@ class Sent:
 # -- the pipeline -------------------------------------------------------------------------------------------
 async def _pay(
     params: PayoutRunParams, store: Engine | PolicyUnreadable, payops: PayopsSettings
-) -> dict[str, Any]:
+) -> PayoutRunSummary:
     """sheet → pre-flight → approval → send → poll → report; a phase that ends the run returns its summary."""
-    run = SheetRun.begin(params, payops)
+    run = SheetRun.begin(params, payops, PayoutRunSummary())
     with ExitStack() as held:
         try:
             sheet = await _read(run, held)
@@ -499,13 +510,13 @@ async def _pay(
 
 
 async def _pay_in_parts(
-    run: SheetRun,
+    run: PayoutRun,
     sheet: Sheet,
     spill: RowSpill,
     pf: Preflight,
     settings: PaymentsSettings,
     retries: RetryRows | None,
-) -> dict[str, Any]:
+) -> PayoutRunSummary:
     """Send, poll and report a sheet too large to hold, a part at a time (`flows.payout_parts`)."""
     failures = FailureLog(retries, run.label, sheet.intake, run.params.column_map, _run_id(), run.logger)
     spill.record(invalid_outcomes(sheet.intake))
@@ -520,7 +531,7 @@ async def _pay_in_parts(
     return await _close(run, sheet, pf, settings, outcomes, spilled_facts(spill), ending)
 
 
-async def _read(run: SheetRun, held: ExitStack) -> Sheet:
+async def _read(run: PayoutRun, held: ExitStack) -> Sheet:
     """Read and validate the sheet, name the run; a sheet refused whole (or for invalid rows) ends it. A csv
     too large to hold is read into a spill file that ``held`` closes and deletes when the run ends."""
     params, logger = run.params, run.logger
@@ -549,16 +560,16 @@ async def _read(run: SheetRun, held: ExitStack) -> Sheet:
     run.summary = intake_summary(params.source, run.label, intake, columns)
     refused = refuses(intake, params.on_invalid_rows)
     if refused or params.dry_run and not intake.rows:
-        run.summary["report_files"] = await asyncio.to_thread(
+        run.summary.report_files = await asyncio.to_thread(
             write_validation_report_task, intake, params.report_dir, run.label
         )
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
-            run.end(await _refused(run, run.finish("invalid_input")))
+            run.end(await _refused(run, run.finish(Outcome.INVALID_INPUT)))
     return Sheet(intake, columns, spill)
 
 
-async def _settings(run: SheetRun, sheet: Sheet) -> PaymentsSettings:
+async def _settings(run: PayoutRun, sheet: Sheet) -> PaymentsSettings:
     """The service's settings; without them a run cannot send, and a dry run cannot price: it ends refused."""
     try:
         return load_settings(run.params.credentials_block, run.settings)
@@ -568,15 +579,15 @@ async def _settings(run: SheetRun, sheet: Sheet) -> PaymentsSettings:
         # A dry run is asked for its prices: without credentials it has none, and says so (exit 2).
         run.logger.error("dry run cannot price the sheet: %s; nothing sent", exc)
         problem = f"cannot price the sheet without credentials: {exc}"
-        run.summary["preflight"] = {"problems": [problem], "notes": []}
-        if "report_files" not in run.summary:
-            run.summary["report_files"] = await asyncio.to_thread(
+        run.summary.preflight = PreflightFigures(problems=[problem], notes=[])
+        if run.summary.report_files is None:
+            run.summary.report_files = await asyncio.to_thread(
                 write_validation_report_task, sheet.intake, run.params.report_dir, run.label
             )
-        run.end(await _refused(run, run.finish("preflight_failed")))
+        run.end(await _refused(run, run.finish(Outcome.PREFLIGHT_FAILED)))
 
 
-async def _gate(run: SheetRun, sheet: Sheet, store: Engine | PolicyUnreadable) -> Gate:
+async def _gate(run: PayoutRun, sheet: Sheet, store: Engine | PolicyUnreadable) -> Gate:
     """Who started the run and what the approval policy asks of it; unreadable, the run ends Not approved."""
     params = run.params
     try:
@@ -589,19 +600,21 @@ async def _gate(run: SheetRun, sheet: Sheet, store: Engine | PolicyUnreadable) -
             run.logger.error("approval: %s; nothing sent", exc)
             decision = Decision(kind="not_approved", reason=str(exc))
             await _not_approved(run, store, f"approval refused: {exc}", decision)
-        run.summary.setdefault("notes", []).append(f"approval not checked: {exc}")
+        run.summary.note(f"approval not checked: {exc}")
         return Gate(Start(), None, Requirement(0))
     totals = totals_by_currency(sheet.intake.rows)
     need = requirement(
         policy, totals, start, require_approval=params.require_approval, threshold=params.threshold_amount
     )
-    run.summary["approvals_required"] = need.required
+    run.summary.approvals_required = need.required
     if start.initiator:
-        run.summary["started_by"] = start.initiator
+        run.summary.started_by = start.initiator
     return Gate(start, policy, need)
 
 
-async def _preflight(run: SheetRun, sheet: Sheet, gate: Gate, settings: PaymentsSettings | None) -> Preflight:
+async def _preflight(
+    run: PayoutRun, sheet: Sheet, gate: Gate, settings: PaymentsSettings | None
+) -> Preflight:
     """Fees, balance, limits and payee names before anything is sent; a dry run ends after it, and so does a
     run whose pre-flight finds problems (unless they are allowed)."""
     params, logger, summary, intake = run.params, run.logger, run.summary, sheet.intake
@@ -617,14 +630,14 @@ async def _preflight(run: SheetRun, sheet: Sheet, gate: Gate, settings: Payments
             untraversed(SpillSink(sheet.spill)) if sheet.spill is not None else None,
         )
         run.meter.api_calls.update(pf.api_calls)
-        summary["fee_total"] = money(pf.fee_total)
-        summary["preflight"] = {
-            "problems": pf.problems,
-            "notes": pf.notes,
-            "name_checks": pf.name_counts,
-            "cache": pf.cache_counts(),
-            "rate_limit": pf.limiter.as_dict() if pf.limiter else None,
-        }
+        summary.fee_total = money(pf.fee_total)
+        summary.preflight = PreflightFigures(
+            problems=pf.problems,
+            notes=pf.notes,
+            name_checks=pf.name_counts,
+            cache=pf.cache_counts(),
+            rate_limit=pf.limiter.as_dict() if pf.limiter else None,
+        )
         lookups = pf.cache_counts()
         logger.info(
             "pre-flight: total %s, fees %s, %d name mismatch(es), %d problem(s); lookups %s",
@@ -643,25 +656,25 @@ async def _preflight(run: SheetRun, sheet: Sheet, gate: Gate, settings: Payments
         run.meter.phase("preflight")
         release_freed_memory(len(intake.rows))  # the lookups and quotes behind the pre-flight's figures
     if params.dry_run:
-        if "report_files" not in summary:
-            summary["report_files"] = await asyncio.to_thread(
+        if summary.report_files is None:
+            summary.report_files = await asyncio.to_thread(
                 write_validation_report_task, intake, params.report_dir, run.label
             )
         logger.info("dry run %s: nothing sent", run.label)
-        ended = run.finish("dry_run")
-        await publish_run_artifacts(run.label, ended, [], run.settings)
+        ended = run.finish(Outcome.DRY_RUN)
+        await publish_run_artifacts(run.label, ended.as_json(), [], run.settings)
         run.end(ended)
     if pf is None:
         logger.error("no valid rows: nothing to send")
-        run.end(await _refused(run, run.finish("invalid_input")))
+        run.end(await _refused(run, run.finish(Outcome.INVALID_INPUT)))
     if pf.problems and not params.allow_preflight_problems:
         for p in pf.problems:
             logger.error("pre-flight: %s", p)
-        run.end(await _refused(run, run.finish("preflight_failed")))
+        run.end(await _refused(run, run.finish(Outcome.PREFLIGHT_FAILED)))
     return pf
 
 
-async def _approval(run: SheetRun, sheet: Sheet, pf: Preflight, gate: Gate, store: Any) -> None:
+async def _approval(run: PayoutRun, sheet: Sheet, pf: Preflight, gate: Gate, store: Any) -> None:
     """Wait for the approvals the gate asks (none: go on); anything but enough valid ones ends the run."""
     if not gate.need.required:
         return
@@ -674,15 +687,15 @@ async def _approval(run: SheetRun, sheet: Sheet, pf: Preflight, gate: Gate, stor
         run.logger.warning("run %s not approved: nothing sent", run.label)
         await _not_approved(run, store, answer.comment, answer.refusal)
     approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
-    run.summary["approval"] = await with_decisions(approval, store)
+    run.summary.approval = ApprovalRecord.model_validate(await with_decisions(approval, store))
 
 
-async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSettings) -> Sent:
+async def _send(run: PayoutRun, sheet: Sheet, pf: Preflight, settings: PaymentsSettings) -> Sent:
     """Batches of up to 100, one task each, bounded concurrency; each built when its turn comes (build_batch
     is pure: a retry or re-run builds the same bytes)."""
     params, label, rows = run.params, run.label, sheet.intake.rows
     batches = batch_count(rows)
-    run.summary["batches"] = batches
+    run.summary.batches = batches
     await record_approved_payouts(
         run.settings, label, rows, pf.fees_by_row, sheet=run.sheet, name=run.shown_name
     )
@@ -716,7 +729,7 @@ async def _send(run: SheetRun, sheet: Sheet, pf: Preflight, settings: PaymentsSe
 
 
 async def _poll(
-    run: SheetRun, sheet: Sheet, sent: Sent, settings: PaymentsSettings, retries: RetryRows | None
+    run: PayoutRun, sheet: Sheet, sent: Sent, settings: PaymentsSettings, retries: RetryRows | None
 ) -> PollResult:
     """Every accepted payout to its final status, or until it waits for a person past the settle window, or
     the deadline: an absolute one (a retried poll task does not restart it); tasks.payouts.followup follows
@@ -754,14 +767,14 @@ async def _poll(
 
 
 async def _report(
-    run: SheetRun,
+    run: PayoutRun,
     sheet: Sheet,
     pf: Preflight,
     sent: Sent,
     poll: PollResult,
     settings: PaymentsSettings,
     retries: RetryRows | None,
-) -> dict[str, Any]:
+) -> PayoutRunSummary:
     """Every row's outcome from the batches' answers and the poll; then the run's close (`_close`)."""
     limiters = [pf.limiter, *(r.limiter for r in sent.results), poll.limiter]
     waiting = PollResult(states={r: s for r, s in poll.states.items() if not s.final})
@@ -787,22 +800,22 @@ class Ending:
 
 
 async def _close(
-    run: SheetRun,
+    run: PayoutRun,
     sheet: Sheet,
     pf: Preflight,
     settings: PaymentsSettings,
     outcomes: Mapping[int, RowOutcome],
     facts: Mapping[int, RowFacts],
     ending: Ending,
-) -> dict[str, Any]:
+) -> PayoutRunSummary:
     """The run's reconciliation, summary, reports and artifacts from every row's outcome (held, or read from
     a spill a window at a time); the run's final summary."""
     params, label, intake, summary = run.params, run.label, sheet.intake, run.summary
     progress().phase("reporting")
     poll = ending.waiting
-    summary["rate_limit"] = LimiterStats.combine([x for x in ending.limiters if x is not None]).as_dict()
+    summary.rate_limit = LimiterStats.combine([x for x in ending.limiters if x is not None]).as_dict()
     not_final = sorted(poll.states)
-    summary["reconciliation"] = await reconcile_at_run_end(
+    reconciliation = await reconcile_at_run_end(
         settings,
         run.settings,
         label,
@@ -810,6 +823,7 @@ async def _close(
         params.rate_limit_per_s,
         ending.created.span,
     )
+    summary.reconciliation = RunReconciliationFigures.model_validate(reconciliation)
     by_status: Counter[str | None] = Counter()
     refused_by_code: Counter[str | None] = Counter()
     moved = MoneyMoved()
@@ -821,29 +835,25 @@ async def _close(
         if (f := facts.get(o.row)) is not None:
             moved.add(o, f)
     refused_items = sum(refused_by_code.values())
-    summary.update(
-        {
-            "payouts_by_status": dict(sorted(by_status.items())),
-            "refused_items": refused_items,
-            "refused_by_code": dict(refused_by_code),
-            "replayed_payouts": ending.created.replayed,
-            "awaiting_review": sorted(poll.awaiting_review),
-            "not_final": not_final,
-            "waiting_statuses": {r: poll.states[r].status for r in not_final},  # tasks.payouts.followup
-            "retried_rows": ending.retried,
-            "deadline_reached": poll.deadline_reached,
-            "settle_window_reached": poll.settle_window_reached,
-            "poll_rounds": poll.rounds,
-            "poll_calls_per_round": poll.calls_per_round,
-        }
-    )
+    summary.payouts_by_status = {str(k): v for k, v in sorted(by_status.items())}
+    summary.refused_items = refused_items
+    summary.refused_by_code = dict(refused_by_code)
+    summary.replayed_payouts = ending.created.replayed
+    summary.retried_rows = ending.retried
+    summary.awaiting_review = sorted(poll.awaiting_review)
+    summary.not_final = not_final
+    summary.waiting_statuses = {r: poll.states[r].status for r in not_final}  # tasks.payouts.followup
+    summary.deadline_reached = poll.deadline_reached
+    summary.settle_window_reached = poll.settle_window_reached
+    summary.poll_rounds = poll.rounds
+    summary.poll_calls_per_round = poll.calls_per_round
     no_names = no_name_column(intake) if params.check_names else None
     attention, total = attention_rows(intake.rows, outcomes, pf.names, no_names)
-    summary["attention_rows"] = attention
-    summary["attention_total"] = total
-    summary["fee_total"] = money(moved.fee_total)  # charged: a failed payout's fee was released
-    summary["moved"] = moved.as_json()
-    run.finish("completed")
+    summary.attention_rows = [AttentionRow.model_validate(a) for a in attention]
+    summary.attention_total = total
+    summary.fee_total = money(moved.fee_total)  # charged: a failed payout's fee was released
+    summary.moved = moved.as_json()
+    run.finish(Outcome.COMPLETED)
     paths = await asyncio.to_thread(
         write_reports,
         params.report_dir,
@@ -851,14 +861,15 @@ async def _close(
         intake.columns,
         intake.table,
         outcomes,
-        summary,
+        summary.as_json(),
         intake.mapped.get("reference"),  # whatever header the intake mapped to the reference
         facts,
         intake.mapped,  # the columns payops read: the amount's echoed as the typed amount
     )
+    summary.report_files = paths
     run.meter.phase("report")
-    summary["duration_s"] = run.meter.elapsed
-    await publish_run_artifacts(label, summary, attention_table(outcomes), run.settings)
+    summary.duration_s = run.meter.elapsed
+    await publish_run_artifacts(label, summary.as_json(), attention_table(outcomes), run.settings)
     run.logger.info(
         "reports written for %s: %s", label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items())
     )
@@ -899,7 +910,7 @@ without the key): what to set up, for the person who started it."""
 
 
 async def _approve(
-    run: SheetRun,
+    run: PayoutRun,
     rows: Sequence[PayoutRow],
     pf: Preflight,
     checks: Mapping[int, NameCheck],
@@ -962,7 +973,7 @@ async def _approve(
     return await ask_approval(ask, key, desk, description)
 
 
-def _paid_before(run: SheetRun, rows: Sequence[PayoutRow], engine: Engine) -> PaidBefore:
+def _paid_before(run: PayoutRun, rows: Sequence[PayoutRow], engine: Engine) -> PaidBefore:
     """The runs that paid this sheet or its rows in the window (`tasks.payouts.paid_before`), for the
     approvers; each is logged and noted in the run's summary."""
     from payops.store.reconciliation import ReconciliationStore
@@ -980,11 +991,11 @@ def _paid_before(run: SheetRun, rows: Sequence[PayoutRow], engine: Engine) -> Pa
         unread = f"the payops database could not be read ({type(exc).__name__})"
         paid = PaidBefore(run.label, 0, unread=unread)
         run.logger.error("paid before: %s", paid.lines()[0])
-        run.summary.setdefault("notes", []).append(f"paid before: {paid.lines()[0]}")
+        run.summary.note(f"paid before: {paid.lines()[0]}")
         return paid
     for line in paid.lines():
         run.logger.warning("paid before: %s", line)
-        run.summary.setdefault("notes", []).append(f"paid before: {line}")
+        run.summary.note(f"paid before: {line}")
     return paid
 
 

@@ -11,46 +11,50 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 from payops.flows.run_params import SheetRunParams, SheetRunStart, start_sheet_run
 from payops.store.settings import PayopsSettings
 from payops.tasks.intake import IntakeOptions
 from payops.tasks.runtime.progress import progress
 from payops.tasks.runtime.run_meter import RunMeter
+from payops.tasks.runtime.run_outcomes import Outcome
 
 T = TypeVar("T")
+S = TypeVar("S")
+"""A run's summary: its family's typed summary (`tasks.runtime.run_summary.RunSummary`); utility purchases
+still fill a dict."""
 
 
 class RunEnded(Exception):  # noqa: N818 - not an error: the run's regular end before its last phase
     """A phase ended the run: ``summary`` is its final summary."""
 
-    def __init__(self, summary: dict[str, Any]) -> None:
+    def __init__(self, summary: Any) -> None:
         super().__init__(summary.get("outcome"))
         self.summary = summary
 
 
 @dataclass
-class SheetRun:
+class SheetRun(Generic[S]):
     """One run of a sheet-driven flow: its parameters, payops settings (read once at the flow's start),
     logger, meter, label and summary as they grow."""
 
     params: SheetRunParams
     settings: PayopsSettings
     begun: SheetRunStart
+    summary: S
     label: str = ""
-    summary: dict[str, Any] = field(default_factory=dict)
     sheet: str = ""
     """The fingerprint of the sheet's content (`tasks.payouts.sheet_check.sheet_fingerprint`), once read."""
 
     @classmethod
-    def begin(cls, params: SheetRunParams, settings: PayopsSettings) -> SheetRun:
-        """The run's context; an empty ``report_dir`` (a run started in Prefect's UI leaves it so) becomes the
-        settings' report root."""
+    def begin(cls, params: SheetRunParams, settings: PayopsSettings, summary: S) -> SheetRun[S]:
+        """The run's context, with its summary's first form; an empty ``report_dir`` (a run started in
+        Prefect's UI leaves it so) becomes the settings' report root."""
         params = params.model_copy(update={"report_dir": params.report_dir or settings.reports})
-        return cls(params, settings, start_sheet_run(params))
+        return cls(params, settings, start_sheet_run(params), summary)
 
     @property
     def logger(self) -> Any:
@@ -68,11 +72,11 @@ class SheetRun:
     def started_wall(self) -> datetime:
         return self.begun.started_wall
 
-    def finish(self, outcome: str) -> dict[str, Any]:
+    def finish(self, outcome: Outcome) -> S:
         """The summary with its outcome and the run's figures (calls, phase durations)."""
         return self.meter.finish(self.summary, outcome)
 
-    def end(self, summary: dict[str, Any]) -> NoReturn:
+    def end(self, summary: S) -> NoReturn:
         """End the run here with ``summary``."""
         raise RunEnded(summary)
 

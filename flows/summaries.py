@@ -1,249 +1,21 @@
-"""Typed run summaries, one per flow family: the outcome, its exit code and the lines a person reads.
-
-A flow's JSON summary (the ``--json`` output, the report's JSON; its fields in docs/runs.md) is read into the
-family's model; the fields the lines and exit codes use are typed, the other documented fields are kept as
-written (``extra="allow"``), so ``--json`` prints the flow's summary unchanged.
+"""Typed run summaries of the flow families other than the payout run (`tasks.payouts.run_summary`): the
+outcome, its exit code and the lines a person reads; each on `tasks.runtime.run_summary.RunSummary`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from payops.connectors.payments.failure_words import failure_words
-from payops.tasks.reports.money_moved import moved_lines
 from payops.tasks.runtime.plurals import counted
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
-
-EXIT_OK, EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED = 0, 1, 2, 3
-
-
-class RunSummary(BaseModel):
-    """What every run reports: its label, outcome, notes and report files."""
-
-    model_config = ConfigDict(extra="allow")
-
-    #: outcome → exit code; any other outcome exits 1.
-    EXIT_CODES: ClassVar[dict[str, int]] = {
-        "completed": EXIT_OK,
-        "dry_run": EXIT_OK,
-        "invalid_input": EXIT_INVALID,
-        "preflight_failed": EXIT_INVALID,
-        "not_approved": EXIT_NOT_APPROVED,
-    }
-
-    label: str | None = None
-    outcome: str | None = None
-    notes: list[str] = Field(default_factory=list)
-    report_files: dict[str, Any] | None = None
-
-    #: the order the flow wrote its keys in: ``as_json`` keeps it, so ``--json`` stays byte-compatible
-    _written: list[str] = PrivateAttr(default_factory=list)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _remember_key_order(cls, data: Any, handler: Any) -> Any:
-        model = handler(data)
-        if isinstance(data, Mapping) and isinstance(model, RunSummary):
-            model._written = [str(k) for k in data]
-        return model
-
-    def __getitem__(self, key: str) -> Any:
-        """A documented JSON field by name (``summary["outcome"]``), as ``--json`` prints it."""
-        return self.as_json()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.as_json().get(key, default)
-
-    def as_json(self) -> dict[str, Any]:
-        """The documented JSON fields (docs/runs.md), in the order the flow wrote them."""
-        dumped = self.model_dump(by_alias=True, exclude_unset=True)
-        order = [k for k in self._written if k in dumped]
-        return {k: dumped[k] for k in [*order, *(k for k in dumped if k not in order)]}
-
-    @property
-    def exit_code(self) -> int:
-        """The CLI's exit code for this outcome."""
-        return self.EXIT_CODES.get(self.outcome or "", EXIT_ERROR)
-
-    def lines(self) -> list[str]:
-        """The lines a person reads at the end of the run."""
-        return [f"{self.label}: {self.outcome}", *self.closing_lines()]
-
-    def closing_lines(self) -> list[str]:
-        """The lines every summary ends with: notes, then the report files written."""
-        lines = [f"  note: {note}" for note in self.notes]
-        lines += [f"  report {kind}: {path}" for kind, path in (self.report_files or {}).items()]
-        return lines
-
-    def text(self) -> str:
-        """:meth:`lines` as one text."""
-        return "\n".join(self.lines())
-
-
-def _row_errors(errors: list[dict[str, Any]], *, file_level: bool) -> list[str]:
-    lines = []
-    for e in errors[:20]:
-        where = f"row {e['row']}, column {e['column']}"
-        if file_level and e.get("row") is None:
-            where = "file"
-        lines.append(f"  {where}: {e['message']}")
-    if len(errors) > 20:
-        lines.append(f"  ... and {len(errors) - 20} more errors (see the validation report)")
-    return lines
-
-
-def _in_words(title: str, counts: Mapping[Any, int]) -> list[str]:
-    """``title: n``, then one line per code: how many, what happened and the next step, in words (the codes
-    stay in the JSON summary)."""
-    lines = [f"  {title}: {sum(counts.values())}"]
-    for code, n in sorted(counts.items(), key=lambda item: -item[1]):
-        words, next_step = failure_words(None if code is None else str(code))
-        lines.append(f"    {n} × {words} Next: {next_step}")
-    return lines
-
-
-def _failed_by_code(attention: Any) -> dict[str | None, int]:
-    """The failed payouts listed among a summary's rows needing a person, counted by code."""
-    counts: dict[str | None, int] = {}
-    for a in attention if isinstance(attention, list) else []:
-        if isinstance(a, dict) and a.get("kind") == "failed":
-            counts[a.get("code")] = counts.get(a.get("code"), 0) + 1
-    return counts
-
-
-class Decision(BaseModel):
-    """Why a run that needed approval sent nothing: rejected by a person, or no valid approval."""
-
-    kind: Literal["rejected", "not_approved"]
-    by: str | None = None
-    reason: str = ""
-
-
-class PayoutRunSummary(RunSummary):
-    """``payout-spreadsheet``."""
-
-    source: str | None = None
-    rows_total: int = 0
-    rows_valid: int = 0
-    rows_invalid: int = 0
-    batches: int = 0
-    payouts_by_status: dict[str, int] = Field(default_factory=dict)
-    refused_items: int = 0
-    refused_by_code: dict[Any, int] = Field(default_factory=dict)
-    replayed_payouts: int = 0
-    awaiting_review: list[str] = Field(default_factory=list)
-    not_final: list[str] = Field(default_factory=list)
-    deadline_reached: bool = False
-    amount_total: str = "0.00"
-    fee_total: str = "0.00"
-    #: what the run moved, by currency (`tasks.reports.money_moved`): paid, not paid, fees charged
-    moved: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    duration_s: float | int = 0
-    errors: list[dict[str, Any]] = Field(default_factory=list)
-    preflight: dict[str, Any] | None = None
-    rate_limit: dict[str, Any] | None = None
-    ignored_columns: list[str] = Field(default_factory=list)
-    #: why a run that needed approval sent nothing; not a JSON field (the state name and message say it)
-    decision: Decision | None = Field(None, exclude=True)
-
-    def lines(self) -> list[str]:
-        lines = [
-            f"run {self.label or self.source}: {self.outcome}",
-            f"  rows: {self.rows_total} ({self.rows_valid} valid, {self.rows_invalid} invalid)   "
-            f"batches: {self.batches}",
-        ]
-        if self.payouts_by_status:
-            lines.append("  payouts: " + ", ".join(f"{k} {v}" for k, v in self.payouts_by_status.items()))
-        failed = _failed_by_code((self.model_extra or {}).get("attention_rows"))
-        if failed:
-            lines += _in_words("failed", failed)
-        if self.refused_items:
-            lines += _in_words("refused by the service", self.refused_by_code or {None: self.refused_items})
-        if self.replayed_payouts:
-            lines.append(
-                f"  already sent by an earlier run with this label (replayed): {self.replayed_payouts}"
-            )
-        if self.awaiting_review:
-            lines.append(
-                f"  awaiting review (in_review/held): {len(self.awaiting_review)}; followed after the run: "
-                f"payops payouts followup {self.label}"
-            )
-        if self.not_final and self.deadline_reached:
-            lines.append(f"  not final at the poll deadline: {len(self.not_final)}")
-        if self.moved:
-            lines.append(f"  sheet total: {self.amount_total}   time: {self.duration_s}s")
-            lines += [f"  {line}" for line in moved_lines(self.moved)]
-        else:
-            lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   time: {self.duration_s}s")
-        lines += self.column_lines()
-        lines += _row_errors(self.errors, file_level=True)
-        preflight = self.preflight or {}
-        for kind, c in (preflight.get("cache") or {}).items():
-            lines.append(
-                f"  {kind.replace('_', ' ')}: {c['cached']} cached, {c['fresh']} fresh, {c['failed']} failed"
-            )
-        rate = self.rate_limit or {}
-        if rate.get("rate_reached_per_s") or rate.get("throttled_429"):
-            lines.append(
-                f"  request rate: reached {rate.get('rate_reached_per_s')}/s, "
-                f"429s: {rate.get('throttled_429', 0)} of {rate.get('acquires', 0)} requests"
-            )
-        for p in preflight.get("problems", []) + preflight.get("notes", []):
-            lines.append(f"  pre-flight: {p}")
-        lines += [f"  note: {note}" for note in self.notes]
-        for kind, path in (self.report_files or {}).items():
-            lines.append(f"  report {kind}: {path}")
-        return lines
-
-    def column_lines(self) -> list[str]:
-        """The sheet's currency and where it came from, the explicit mapping if any, and the sheet's headers
-        that pay nothing (kept in the reports)."""
-        from payops.tasks.intake.columns import currency_note
-
-        lines = []
-        extra = self.model_extra or {}
-        if extra.get("currency"):
-            lines.append(f"  {currency_note(extra['currency'], extra.get('currency_header'))}")
-        mapping = extra.get("column_map")
-        if mapping:
-            lines.append(f"  column mapping: {mapping}")
-        if self.ignored_columns:
-            lines.append("  ignored columns: " + ", ".join(self.ignored_columns))
-        return lines
-
-
-class SheetCheckSummary(PayoutRunSummary):
-    """``payops check``: the payout intake alone; outcome ``valid`` or ``invalid_input``."""
-
-    EXIT_CODES: ClassVar[dict[str, int]] = {**RunSummary.EXIT_CODES, "valid": EXIT_OK}
-
-    def lines(self) -> list[str]:
-        return [
-            f"sheet {self.label or self.source}: {self.outcome}",
-            f"  rows: {self.rows_total} ({self.rows_valid} valid, {self.rows_invalid} invalid)   "
-            f"amount: {self.amount_total}   time: {self.duration_s}s",
-            *self.column_lines(),
-            *self.paid_before_lines(),
-            *_row_errors(self.errors, file_level=True),
-            *self.closing_lines(),
-        ]
-
-    def paid_before_lines(self) -> list[str]:
-        """The runs that sent this sheet or its rows lately (written keys ``paid_before``, each with
-        ``said``, and ``paid_twice_rows``: tasks.payouts.paid_before), in words."""
-        extra = self.model_extra or {}
-        lines = [f"  paid before: {e['said']}" for e in extra.get("paid_before") or []]
-        if twice := int(extra.get("paid_twice_rows") or 0):
-            lines.append(
-                f"  paying it would pay {counted(twice, 'row')} a second time: the approver must acknowledge "
-                "it (paid_before)"
-            )
-        return lines
+from payops.tasks.runtime.run_outcomes import Outcome
+from payops.tasks.runtime.run_summary import EXIT_OK, RowProblem, RunSummary, in_words, row_error_lines
+from pydantic import ConfigDict, Field
 
 
 class PurchaseRunSummary(RunSummary):
     """``utility-purchases`` (airtime and data)."""
+
+    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
 
     rows_total: int = 0
     rows_valid: int = 0
@@ -256,7 +28,7 @@ class PurchaseRunSummary(RunSummary):
     refused_by_code: dict[Any, int] = Field(default_factory=dict)
     replayed_purchases: int = 0
     unresolved: list[str] = Field(default_factory=list)
-    errors: list[dict[str, Any]] = Field(default_factory=list)
+    errors: list[RowProblem] = Field(default_factory=list)
 
     def lines(self) -> list[str]:
         lines = [f"{self.label}: {self.outcome}"]
@@ -265,19 +37,21 @@ class PurchaseRunSummary(RunSummary):
         if self.purchases_by_status:
             lines.append("  purchases: " + ", ".join(f"{k} {v}" for k, v in self.purchases_by_status.items()))
         if self.refused_items:
-            lines += _in_words("refused by the service", self.refused_by_code or {None: self.refused_items})
+            lines += in_words("refused by the service", self.refused_by_code or {None: self.refused_items})
         if self.replayed_purchases:
             lines.append(f"  bought by an earlier run with this label (replayed): {self.replayed_purchases}")
         for ref in self.unresolved:
             lines.append(f"  awaiting the service (do not buy again): {ref}")
-        lines += _row_errors(self.errors, file_level=False)
+        lines += row_error_lines(self.errors, file_level=False)
         return lines + self.closing_lines()
 
 
 class SettlementRunSummary(RunSummary):
     """``retry-failed-settlements`` and ``settle-now``: a run that did not complete exits 1."""
 
-    EXIT_CODES: ClassVar[dict[str, int]] = {"completed": EXIT_OK}
+    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
+
+    EXIT_CODES: ClassVar[dict[str, int]] = {Outcome.COMPLETED: EXIT_OK}
 
     runs_seen: int = 0
     failed_runs: int = 0
@@ -342,6 +116,8 @@ class TransactionsReportSummary(RunSummary):
 class EventsCatchUpSummary(RunSummary):
     """``events-catch-up``."""
 
+    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
+
     events_read: int = 0
     events_emitted: int = 0
     duplicates_skipped: int = 0
@@ -363,6 +139,8 @@ class EventsCatchUpSummary(RunSummary):
 class FollowupSummary(RunSummary):
     """``payout-followup``: the waiting payouts of finished runs read again."""
 
+    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
+
     runs_checked: int = 0
     moved: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
     still_waiting: int = 0
@@ -378,6 +156,8 @@ class FollowupSummary(RunSummary):
 
 class ReconciliationSummary(RunSummary):
     """``reconcile-run`` and ``reconcile-day``."""
+
+    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
 
     scope: str = "run"
     status: str | None = None

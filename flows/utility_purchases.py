@@ -28,6 +28,7 @@ from payops.tasks.reports.tabular_reports import write_table_reports
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
 from payops.tasks.runtime.progress import progress
+from payops.tasks.runtime.run_outcomes import Outcome
 from payops.tasks.utility_purchases import (
     CHUNK_SIZE,
     PurchaseOutcome,
@@ -53,6 +54,9 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
+
+PurchaseRun = SheetRun[dict[str, Any]]
+"""A utility purchase run's context (its summary a dict until the run ends: `PurchaseRunSummary`)."""
 
 
 class UtilityRunParams(SheetRunParams):
@@ -97,7 +101,7 @@ def _markdown(summary: dict[str, Any], attention: list[list[Any]], payops: Payop
 
 
 async def _publish(
-    run: SheetRun, label: str, summary: dict[str, Any], outcomes: dict[int, PurchaseOutcome]
+    run: PurchaseRun, label: str, summary: dict[str, Any], outcomes: dict[int, PurchaseOutcome]
 ) -> None:
     attention = [
         [o.row, o.reference, o.submission, o.status, o.failure_reason or o.error_code or ""]
@@ -131,7 +135,7 @@ async def utility_purchases(params: UtilityRunParams) -> State:
 async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
     """sheet → quotes (the pre-flight) → buy → poll → report, the payout flow's skeleton (flows/pipeline.py);
     a phase that ends the run returns its summary."""
-    run = SheetRun.begin(params, PayopsSettings.from_env())
+    run: PurchaseRun = SheetRun.begin(params, PayopsSettings.from_env(), {})
     try:
         settings = load_settings(params.credentials_block, run.settings)
         sheet = await _read(run, settings)
@@ -143,13 +147,13 @@ async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
         return ended.summary
 
 
-async def _end(run: SheetRun, outcome: str) -> NoReturn:
+async def _end(run: PurchaseRun, outcome: Outcome) -> NoReturn:
     summary = run.finish(outcome)
     await _publish(run, run.label, summary, {})
     run.end(summary)
 
 
-async def _read(run: SheetRun, settings: PaymentsSettings) -> UtilitySheet:
+async def _read(run: PurchaseRun, settings: PaymentsSettings) -> UtilitySheet:
     """Read the sheet and validate it against the products on sale; a sheet with errors ends the run."""
     params, logger = run.params, run.logger
     raw = await asyncio.to_thread(read_utility_sheet_task, params.source, run.options)
@@ -166,7 +170,7 @@ async def _read(run: SheetRun, settings: PaymentsSettings) -> UtilitySheet:
     run.summary = {
         "label": run.label,
         "source": params.source,
-        "outcome": "completed",
+        "outcome": Outcome.COMPLETED,
         "rows_total": sheet.rows_total,
         "rows_valid": len(sheet.rows),
         "rows_invalid": sheet.rows_invalid,
@@ -184,11 +188,11 @@ async def _read(run: SheetRun, settings: PaymentsSettings) -> UtilitySheet:
             )
         }
         logger.error("sheet refused: %d invalid row(s); nothing bought", sheet.rows_invalid)
-        await _end(run, "invalid_input")
+        await _end(run, Outcome.INVALID_INPUT)
     return sheet
 
 
-async def _quote(run: SheetRun, sheet: UtilitySheet, settings: PaymentsSettings) -> Quotes:
+async def _quote(run: PurchaseRun, sheet: UtilitySheet, settings: PaymentsSettings) -> Quotes:
     """The pre-flight: a fee quote per distinct product and amount, and the wallet; a refused quote ends the
     run (nothing bought), and so does a dry run."""
     params, logger, summary = run.params, run.logger, run.summary
@@ -241,15 +245,15 @@ async def _quote(run: SheetRun, sheet: UtilitySheet, settings: PaymentsSettings)
                 )
         summary["rows_invalid"] = len({e["row"] for e in summary["errors"]})
         logger.error("the service refused %d fee quote(s): nothing bought", len(refused_quotes))
-        await _end(run, "invalid_input")
+        await _end(run, Outcome.INVALID_INPUT)
     if params.dry_run:
         logger.info("dry run %s: nothing bought", run.label)
-        await _end(run, "dry_run")
+        await _end(run, Outcome.DRY_RUN)
     return quotes
 
 
 async def _buy(
-    run: SheetRun, sheet: UtilitySheet, settings: PaymentsSettings
+    run: PurchaseRun, sheet: UtilitySheet, settings: PaymentsSettings
 ) -> tuple[dict[int, PurchaseOutcome], list[Any]]:
     """Purchases in chunks, one task each (bounded concurrency inside), references fixed by label and row."""
     params = run.params
@@ -280,7 +284,7 @@ async def _buy(
 
 
 async def _poll(
-    run: SheetRun, outcomes: dict[int, PurchaseOutcome], settings: PaymentsSettings
+    run: PurchaseRun, outcomes: dict[int, PurchaseOutcome], settings: PaymentsSettings
 ) -> tuple[PurchasePollResult, int]:
     """Every accepted purchase to its final status (or the deadline); also how many an earlier run had
     bought (created before this run started)."""
@@ -310,7 +314,7 @@ async def _poll(
 
 
 async def _report(
-    run: SheetRun,
+    run: PurchaseRun,
     sheet: UtilitySheet,
     quotes: Quotes,
     outcomes: dict[int, PurchaseOutcome],
@@ -336,7 +340,7 @@ async def _report(
             "poll_rounds": poll.rounds,
         }
     )
-    run.finish("completed")
+    run.finish(Outcome.COMPLETED)
     headers = result_headers(sheet.columns)
     rows = result_rows(sheet, outcomes, quotes.by_key)
     highlight = [needs_attention(outcomes.get(int(rec["__row__"]))) for rec in sheet.table]

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from payops.store.settings import PayopsSettings
     from sqlalchemy import Engine
 
-from payops.flows.summaries import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED, EXIT_OK, RunSummary
+from payops.tasks.runtime.run_summary import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_APPROVED, EXIT_OK, RunSummary
 
 __all__ = [
     "EXIT_ERROR",
@@ -112,23 +112,23 @@ def refuse_unsafe_sheet(source: str, label: str | None, json_out: bool) -> None:
     with ``--json`` as the run's JSON summary (outcome ``invalid_input``, the refusal in ``errors``)."""
     from payops.tasks.intake import IntakeError
     from payops.tasks.intake.reading import check_sheet_file
+    from payops.tasks.runtime.run_meter import RunMeter
 
+    meter = RunMeter()
     try:
         check_sheet_file(source)
     except IntakeError as exc:
         if not json_out:
             fail(str(exc), EXIT_INVALID)
-        summary = {
-            "label": label,
-            "source": source,
-            "outcome": "invalid_input",
-            "rows_total": 0,
-            "rows_valid": 0,
-            "rows_invalid": 0,
-            "errors": exc.errors(),
-            "warnings": [],
-        }
-        sys.stdout.write(json.dumps(summary) + "\n")
+        from payops.tasks.payouts.run_summary import PayoutRunSummary
+        from payops.tasks.runtime.run_outcomes import Outcome
+
+        # the flow's own refusal (`tasks.payouts.sheet_check.refusal_summary`, with the meter's figures): the
+        # same model and fields whichever entry point refused the file
+        summary = PayoutRunSummary.head(source, label, errors=exc.errors(), outcome=Outcome.INVALID_INPUT)
+        meter.phase("read_validate")
+        meter.into(summary)
+        sys.stdout.write(json.dumps(summary.as_json(), default=str) + "\n")
         raise typer.Exit(EXIT_INVALID) from None
 
 

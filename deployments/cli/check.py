@@ -18,7 +18,6 @@ from payops.deployments.cli._common import (
     fail,
     sheet_currency,
 )
-from payops.flows.summaries import SheetCheckSummary
 
 if TYPE_CHECKING:
     from payops.store.settings import PayopsSettings
@@ -55,12 +54,11 @@ def check(
         fail(str(exc), EXIT_INVALID)
     except OSError as exc:
         fail(f"could not write the validation report: {exc}")
-    result = SheetCheckSummary.model_validate(summary)
     if json_out:
-        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+        sys.stdout.write(json.dumps(summary.as_json(), default=str) + "\n")
     else:
-        typer.echo(result.text())
-    raise typer.Exit(result.exit_code)
+        typer.echo(summary.text())
+    raise typer.Exit(summary.exit_code)
 
 
 def _payops_database(settings: PayopsSettings) -> Engine | None:

@@ -29,7 +29,7 @@ from payops.deployments.cli.front_door import front_door
 from payops.deployments.cli.identity import TOKEN_ENV, CliUser, audit_start, authenticate
 from payops.deployments.cli.progress_display import is_terminal, progress_display
 from payops.deployments.cli.remote_runs import pay_through_server, retry_through_server
-from payops.flows.summaries import PayoutRunSummary
+from payops.tasks.payouts.run_summary import PayoutRunSummary
 from payops.tasks.runtime.plurals import counted
 from typer.core import TyperGroup
 

@@ -16,9 +16,10 @@ from urllib.parse import quote
 import typer
 from payops.deployments.cli._common import EXIT_ERROR, EXIT_INVALID, fail
 from payops.deployments.cli.front_door import FrontDoor, ServerRefused, ask, refused
-from payops.flows.summaries import PayoutRunSummary, RunSummary
 from payops.tasks.payouts.fails_again import FailsAgain, fails_again_lines
+from payops.tasks.payouts.run_summary import PayoutRunSummary
 from payops.tasks.runtime.plurals import counted, noun_for
+from payops.tasks.runtime.run_summary import RunSummary
 
 POLL_S = (0.2,)
 """Seconds between two reads of the run's state (a light read: one Prefect call on the server)."""

@@ -172,7 +172,9 @@ def audit_list(
             entries = ask(door, "GET", "/audit", params=query)
     for e in entries:
         at = e["at"][:19].replace("T", " ")
-        typer.echo(f"{e['seq']}\t{at}\t{e['actor']}\t{e['client']}\t{e['action']}\t{e['object']}\t{e['detail']}")
+        typer.echo(
+            f"{e['seq']}\t{at}\t{e['actor']}\t{e['client']}\t{e['action']}\t{e['object']}\t{e['detail']}"
+        )
 
 
 def approve(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from itertools import chain
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from payops.tasks.intake import (
     IntakeError,
@@ -29,15 +29,19 @@ from payops.tasks.intake import (
 from payops.tasks.intake.columns import format_column_map
 from payops.tasks.intake.streaming import stream_csv, streams
 from payops.tasks.payouts.paid_before import PaidBefore, paid_before
+from payops.tasks.payouts.run_summary import PayoutRunSummary, SheetCheckSummary
 from payops.tasks.payouts.spill import RowSpill
 from payops.tasks.payouts.spill_views import SpilledRows, SpilledTable
 from payops.tasks.reports.run_reports import ensure_reports_spare_source, report_paths
+from payops.tasks.runtime.run_outcomes import Outcome
+from payops.tasks.runtime.run_summary import RowProblem
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import content_label
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 InvalidRows = Literal["refuse", "skip"]
+S = TypeVar("S", bound=PayoutRunSummary)
 
 
 def canonical_rows(rows: Iterable[PayoutRow]) -> Iterator[tuple[object, ...]]:
@@ -90,35 +94,6 @@ def no_name_column(intake: IntakeResult) -> str | None:
     )
 
 
-def summary_head(
-    source: str,
-    label: str | None,
-    *,
-    rows_total: int = 0,
-    rows_valid: int = 0,
-    rows_invalid: int = 0,
-    errors: list[dict[str, Any]],
-    warnings: list[dict[str, Any]] | None = None,
-    amount_total: str = "0.00",
-) -> dict[str, Any]:
-    """The keys every payout run summary starts with (docs/runs.md), outcome ``completed``; no label (None or
-    empty, as the run form leaves it) is ``null``."""
-    return {
-        "label": label or None,
-        "source": source,
-        "outcome": "completed",
-        "rows_total": rows_total,
-        "rows_valid": rows_valid,
-        "rows_invalid": rows_invalid,
-        "errors": errors,
-        "warnings": warnings or [],
-        "batches": 0,
-        "payouts_by_status": {},
-        "amount_total": amount_total,
-        "fee_total": "0.00",
-    }
-
-
 @dataclass(frozen=True)
 class SheetRefused:
     """A refused file: the message, and the summary's ``errors`` (row/column filled where it is located)."""
@@ -127,39 +102,40 @@ class SheetRefused:
     errors: list[dict[str, object]]
 
 
-def refusal_summary(source: str, label: str | None, errors: list[dict[str, Any]]) -> dict[str, Any]:
+def refusal_summary(
+    source: str, label: str | None, errors: Iterable[dict[str, Any]], model: type[S] = PayoutRunSummary
+) -> S:
     """The summary of a sheet refused as a whole (wrong type, too large, unsafe, no header...)."""
-    summary = summary_head(source, label, errors=errors)
-    summary["outcome"] = "invalid_input"
-    return summary
+    return model.head(source, label, errors=list(errors), outcome=Outcome.INVALID_INPUT)
 
 
 def intake_summary(
-    source: str, label: str, intake: IntakeResult, column_map: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """The summary's intake keys of a read sheet (outcome ``completed`` until decided otherwise), with the
+    source: str,
+    label: str,
+    intake: IntakeResult,
+    column_map: dict[str, str] | None = None,
+    model: type[S] = PayoutRunSummary,
+) -> S:
+    """The summary's intake fields of a read sheet (outcome ``completed`` until decided otherwise), with the
     columns mapped to no field (``ignored_columns``), the explicit mapping when one was given, the sheet's
     currency when rows take it (``currency``, and ``currency_header`` when read from the amount header), and
     a note when the sheet has no payee-name column."""
-    summary = summary_head(
-        source,
-        label,
-        rows_total=intake.rows_total,
-        rows_valid=len(intake.rows),
-        rows_invalid=intake.rows_invalid,
-        errors=[{"row": e.row, "column": e.column, "message": e.message} for e in intake.errors],
-        warnings=[{"row": w.row, "column": w.column, "message": w.message} for w in intake.warnings],
-        amount_total=money(sum((r.amount for r in intake.rows), Decimal(0))),
-    )
-    summary["ignored_columns"] = list(intake.ignored)
+    summary = model.head(source, label)
+    summary.rows_total = intake.rows_total
+    summary.rows_valid = len(intake.rows)
+    summary.rows_invalid = intake.rows_invalid
+    summary.errors = [RowProblem(row=e.row, column=e.column, message=e.message) for e in intake.errors]
+    summary.warnings = [RowProblem(row=w.row, column=w.column, message=w.message) for w in intake.warnings]
+    summary.amount_total = money(sum((r.amount for r in intake.rows), Decimal(0)))
+    summary.ignored_columns = list(intake.ignored)
     if column_map:
-        summary["column_map"] = format_column_map(column_map)
+        summary.column_map = format_column_map(column_map)
     if intake.currency:
-        summary["currency"] = intake.currency
+        summary.currency = intake.currency
         if intake.currency_header:
-            summary["currency_header"] = intake.currency_header
+            summary.currency_header = intake.currency_header
     if why := no_name_column(intake):
-        summary["notes"] = [why]
+        summary.notes = [why]
     return summary
 
 
@@ -216,7 +192,7 @@ def check_sheet(
     *,
     engine: Engine | None = None,
     paid_before_days: int = 0,
-) -> dict[str, Any]:
+) -> SheetCheckSummary:
     """`payops check`: the flow's intake without the flow. Outcome ``invalid_input`` or ``valid``. A csv
     larger than ``stream_over_bytes`` (`PayopsSettings.stream_csv_over_bytes`) is read as the flow reads it:
     a chunk at a time, into a spill file deleted afterwards. With the payops database (``engine``), the runs
@@ -226,12 +202,12 @@ def check_sheet(
         summary, intake = _check(source, report_dir, label, options, on_invalid_rows, stream_over_bytes, held)
         if engine is not None and intake is not None:
             options = options or IntakeOptions()
-            paid = _paid_before(engine, intake, str(summary["label"]), options, paid_before_days)
+            paid = _paid_before(engine, intake, str(summary.label), options, paid_before_days)
             said = paid.sheet_rows
-            summary["paid_before"] = [{**e.as_json(), "said": e.sentence(said)} for e in paid.earlier]
+            summary.paid_before = [{**e.as_json(), "said": e.sentence(said)} for e in paid.earlier]
             if paid.unread:
-                summary.setdefault("notes", []).append(f"paid before: {paid.lines()[0]}")
-            summary["paid_twice_rows"] = len(paid.second_rows) if paid.second_payment else 0
+                summary.note(f"paid before: {paid.lines()[0]}")
+            summary.paid_twice_rows = len(paid.second_rows) if paid.second_payment else 0
         return summary
 
 
@@ -263,7 +239,7 @@ def _check(
     on_invalid_rows: InvalidRows,
     stream_over_bytes: int | None,
     held: ExitStack,
-) -> tuple[dict[str, Any], IntakeResult | None]:
+) -> tuple[SheetCheckSummary, IntakeResult | None]:
     started = time.perf_counter()
     if label:
         ensure_reports_spare_source(report_dir, label, source)
@@ -274,15 +250,15 @@ def _check(
     else:
         intake = read_sheet(source, options or IntakeOptions())
     if isinstance(intake, SheetRefused):
-        summary = refusal_summary(source, label, intake.errors)
+        summary = refusal_summary(source, label, intake.errors, SheetCheckSummary)
         read = None
     else:
         read = intake
         options = options or IntakeOptions()
         name = run_label(label, intake, options.column_map, options.default_currency)
         ensure_reports_spare_source(report_dir, name, source)
-        summary = intake_summary(source, name, intake, options.column_map)
-        summary["outcome"] = "invalid_input" if refuses(intake, on_invalid_rows) else "valid"
-        summary["report_files"] = validation_report(intake, report_dir, name)
-    summary["duration_s"] = round(time.perf_counter() - started, 3)
+        summary = intake_summary(source, name, intake, options.column_map, SheetCheckSummary)
+        summary.outcome = Outcome.INVALID_INPUT if refuses(intake, on_invalid_rows) else Outcome.VALID
+        summary.report_files = validation_report(intake, report_dir, name)
+    summary.duration_s = round(time.perf_counter() - started, 3)
     return summary, read

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Any
+from collections.abc import MutableMapping
+from typing import Any, TypeVar
+
+S = TypeVar("S")
 
 
 class RunMeter:
@@ -25,14 +28,22 @@ class RunMeter:
     def elapsed(self) -> float:
         return round(time.perf_counter() - self._start, 3)
 
-    def finish(self, summary: dict[str, Any], outcome: str) -> dict[str, Any]:
+    def finish(self, summary: S, outcome: str) -> S:
         """Set the summary's ``outcome`` and write the figures (`into`)."""
-        summary["outcome"] = outcome
-        return self.into(summary)
+        return self.into(summary, outcome=outcome)
 
-    def into(self, summary: dict[str, Any]) -> dict[str, Any]:
-        """Write `api_calls`, `phase_durations_s` and `duration_s` into a summary."""
-        summary["api_calls"] = dict(sorted(self.api_calls.items()))
-        summary["phase_durations_s"] = self.phases
-        summary["duration_s"] = self.elapsed
+    def into(self, summary: S, **more: Any) -> S:
+        """Write `api_calls`, `phase_durations_s` and `duration_s` (and ``more``) into a summary: a typed one
+        (its fields) or a dict (its keys)."""
+        figures = {
+            **more,
+            "api_calls": dict(sorted(self.api_calls.items())),
+            "phase_durations_s": dict(self.phases),
+            "duration_s": self.elapsed,
+        }
+        if isinstance(summary, MutableMapping):
+            summary.update(figures)
+        else:
+            for name, value in figures.items():
+                setattr(summary, name, value)
         return summary

@@ -7,8 +7,11 @@ import re
 
 import payops.flows.outcomes as outcomes
 from payops.flows import summaries
-from payops.flows.summaries import Decision, PayoutRunSummary, RunSummary, SettlementRunSummary
+from payops.flows.summaries import SettlementRunSummary
+from payops.tasks.payouts import run_summary as payout_summary
+from payops.tasks.payouts.run_summary import Decision, PayoutRunSummary
 from payops.tasks.reports.attention import KINDS
+from payops.tasks.runtime.run_summary import RunSummary
 
 from tests.docs.markdown import read, section, spans, table_rows
 from tests.docs.summary_keys import payout_summary_keys, written_keys
@@ -65,7 +68,12 @@ def test_every_state_name_and_outcome_of_the_code_is_in_the_table() -> None:
     names = {v for k, v in vars(outcomes).items() if k.isupper() and isinstance(v, str)}
     assert names - {"Failed"} <= set(rows), "a state name of flows/outcomes.py is not in docs/runs.md"
     documented = {o for listed, _, _ in rows.values() for o in listed}
-    families = [c for c in vars(summaries).values() if isinstance(c, type) and issubclass(c, RunSummary)]
+    families = [
+        c
+        for module in (summaries, payout_summary)
+        for c in vars(module).values()
+        if isinstance(c, type) and issubclass(c, RunSummary)
+    ]
     exits = {o for family in families for o in family.EXIT_CODES} - {"valid"}  # `payops check`, said below
     assert exits <= documented
 
@@ -104,7 +112,8 @@ def test_every_other_family_lists_its_typed_fields() -> None:
         listed[model.strip("`")] = {s for s in spans(fields) if re.fullmatch(r"[a-z_]+", s)}
     families = {
         name: c
-        for name, c in vars(summaries).items()
+        for module in (summaries, payout_summary)
+        for name, c in vars(module).items()
         if isinstance(c, type) and issubclass(c, RunSummary) and c not in (RunSummary, PayoutRunSummary)
     }
     assert set(listed) == set(families)

@@ -15,16 +15,11 @@ import pytest
 from payops.flows.outcomes import end_run, run_summary
 from payops.flows.payouts import PayoutRunParams, payout_spreadsheet
 from payops.flows.settlements import REPORT_HEADERS, TABLE_HEADERS, summary_markdown, table_rows
-from payops.flows.summaries import (
-    Decision,
-    PayoutRunSummary,
-    PurchaseRunSummary,
-    SettlementRunSummary,
-    TransactionsReportSummary,
-)
+from payops.flows.summaries import PurchaseRunSummary, SettlementRunSummary, TransactionsReportSummary
 from payops.sandbox import SandboxConfig, SandboxServer
 from payops.store.settings import PayopsSettings
 from payops.tasks.payouts.polling import progress_description
+from payops.tasks.payouts.run_summary import Decision, PayoutRunSummary
 
 from tests.flows.approval_support import decide_as, key_pair, run_paused
 from tests.flows.support import emulator_stats, payroll_rows, write_sheet
@@ -72,7 +67,7 @@ def test_the_json_of_a_typed_summary_is_byte_for_byte_the_written_summary() -> N
         "outcome": "completed",
         "rows_total": 3,
         "errors": [{"row": None, "column": None, "message": "x"}],
-        "preflight": {"name_checks": Counter({"match": 2}), "problems": []},
+        "preflight": {"problems": [], "name_checks": Counter({"match": 2})},
         "refused_by_code": {None: 1},
         "fee_total": "1.50",
         "approval": {"approved": True, "comment": "", "approvers": ["bea"]},

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from payops.flows.summaries import (
     EventsCatchUpSummary,
-    PayoutRunSummary,
     PurchaseRunSummary,
     SettlementRunSummary,
     TransactionsReportSummary,
 )
+from payops.tasks.payouts.run_summary import PayoutRunSummary
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,15 @@ def test_payout_lines_name_the_file_level_error_and_the_reports() -> None:
         "  file: the file is empty",
         "  report validation: reports/x.xlsx",
     ]
-    assert summary.model_extra == {"phase_durations_s": {"read_validate": 0.01}}
+    assert summary.as_json()["phase_durations_s"] == {"read_validate": 0.01}
+
+
+def test_a_payout_summary_field_nobody_declared_is_refused() -> None:
+    """Every field of the payout summary is typed (docs/runs.md): a key it does not know is a mistake."""
+    with pytest.raises(ValueError, match="attention_row"):
+        PayoutRunSummary.model_validate({"label": "x", "attention_row": []})
+    with pytest.raises(ValueError, match="rows"):
+        PayoutRunSummary.model_validate({"label": "x", "preflight": {"rows": 3}})
 
 
 def test_other_families_read_their_fields() -> None:

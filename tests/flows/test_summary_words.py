@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from payops.deployments.cli.progress_display import failure_line
-from payops.flows.summaries import PayoutRunSummary, PurchaseRunSummary
+from payops.flows.summaries import PurchaseRunSummary
+from payops.tasks.payouts.run_summary import PayoutRunSummary
 
 
 def test_a_payout_runs_lines_say_failures_and_refusals_in_words() -> None:

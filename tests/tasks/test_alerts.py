@@ -219,7 +219,8 @@ def _payload(event: str, match: dict[str, str] | None = None) -> dict[str, Any]:
         emit_approved("payroll-2026-11", ["bea"], 4, {"GHS": "52.50"}, {"started_by": "olu"}, rec)
     elif event == PAYOUT_NOT_APPROVED:
         emit_payout_outcome(
-            summary(outcome="not_approved", approval={"comment": "no approval within 9s"}), rec
+            summary(outcome="not_approved", approval={"approved": False, "comment": "no approval within 9s"}),
+            rec,
         )
     elif event == PAYOUT_FAILED:
         emit_payout_outcome(summary(outcome="preflight_failed", preflight={"problems": ["GHS: short"]}), rec)
@@ -316,7 +317,7 @@ def _rendered(event: str, payload: dict[str, Any], attention: str | None = None)
 def test_outcome_messages_name_whose_run_it_is_and_a_rejection_never_quotes_the_comment() -> None:
     """Issue 47: approval, completion and rejection reach the run's initiator (and uploader) through the
     alerts too; the rejecter is named, their comment (free text) stays out of every payload."""
-    from payops.flows.summaries import Decision, PayoutRunSummary
+    from payops.tasks.payouts.run_summary import Decision, PayoutRunSummary
 
     who = {"started_by": "olu", "uploaded_by": "ada"}
     rejected = PayoutRunSummary.model_validate(

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from payops.flows.summaries import Decision, PayoutRunSummary
 from payops.store.database import migrate, open_engine
 from payops.store.notices import Notices, recipients
 from payops.tasks.approval.approvals import Start
@@ -22,6 +21,7 @@ from payops.tasks.approval.outcome_notices import (
     quoted,
     tell,
 )
+from payops.tasks.payouts.run_summary import Decision, PayoutRunSummary
 
 RUN = "7d1f3c1a-0000-4000-8000-000000000001"
 
@@ -118,13 +118,17 @@ def test_the_outcome_texts_are_plain_words_with_the_figures() -> None:
         clean == "Payout run payroll-nov completed: 1 of 1 payout delivered. Amount GHS 5.00, fees GHS 0.00."
     )
 
-    rejected = _summary(outcome="not_approved", amount_total="78", approval={"comment": "wrong month"})
+    rejected = _summary(
+        outcome="not_approved", amount_total="78", approval={"approved": False, "comment": "wrong month"}
+    )
     rejected.decision = Decision(kind="rejected", by="bea", reason="wrong month")
     assert outcome_notice(rejected.as_json(), rejected.decision) == (
         "run_rejected",
         "Payout run payroll-nov was rejected by bea: “wrong month”. Nothing was sent (6 payouts, GHS 78.00).",
     )
-    expired = _summary(outcome="not_approved", approval={"comment": "no approval within 3600s"})
+    expired = _summary(
+        outcome="not_approved", approval={"approved": False, "comment": "no approval within 3600s"}
+    )
     kind, text = outcome_notice(
         expired.as_json(), Decision(kind="not_approved", reason="no approval within 3600s")
     )

@@ -39,7 +39,7 @@ def test_a_retry_of_a_sheet_without_a_currency_column_reads_it_in_the_chosen_cur
     summary = intake_summary(str(source), "payroll", first)
     assert summary["currency"] == "GHS"
     write_reports(
-        str(tmp_path), "payroll", first.columns, first.table, outcomes, summary, "Payment Reference"
+        str(tmp_path), "payroll", first.columns, first.table, outcomes, summary.as_json(), "Payment Reference"
     )
     engine = open_engine(f"sqlite:///{tmp_path / 'payops.sqlite3'}")
     migrate(engine)

@@ -131,7 +131,7 @@ async def check(
     await asyncio.to_thread(console.store.write_meta, saved)
     big = console.settings.stream_csv_over_bytes
     report_dir = console.store.report_dir(saved.id)
-    return await asyncio.to_thread(
+    checked = await asyncio.to_thread(
         check_sheet,
         saved.source,
         report_dir,
@@ -141,6 +141,7 @@ async def check(
         engine=console.engine,  # the runs that paid the sheet or its rows lately are named
         paid_before_days=console.settings.paid_before_days,
     )
+    return checked.as_json()
 
 
 async def _newest(name_or_id: str) -> list[RunRecord]:

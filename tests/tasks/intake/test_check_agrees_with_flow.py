@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from intake_corpus import GOOD, HEADER, write_csv
 from payops.flows.outcomes import run_summary
-from payops.flows.summaries import PayoutRunSummary, SheetCheckSummary
+from payops.tasks.payouts.run_summary import PayoutRunSummary, SheetCheckSummary
 from payops.tasks.payouts.sheet_check import check_sheet
 from test_intake_corpus import FILE_CASES, ROW_CASES
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from intake_corpus import write_csv, write_xlsx
-from payops.flows.summaries import SheetCheckSummary
 from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
 from payops.tasks.intake.columns import (
     ColumnMapError,
@@ -14,6 +13,7 @@ from payops.tasks.intake.columns import (
     mapping_from_choices,
     parse_column_map,
 )
+from payops.tasks.payouts.run_summary import SheetCheckSummary
 from payops.tasks.payouts.sheet_check import check_sheet
 
 HEADER = ["Payment Reference", "Full Name", "Employee ID", "Amount (GHS)", "Currency", "Network", "Phone"]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from intake_corpus import write_csv, write_xlsx
-from payops.flows.summaries import SheetCheckSummary
 from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
 from payops.tasks.intake.columns import ColumnsUnmatched, header_currency
+from payops.tasks.payouts.run_summary import SheetCheckSummary
 from payops.tasks.payouts.sheet_check import check_sheet
 
 HR_HEADER = ["Employee ID", "Full Name", "Phone Number", "Net Pay (GHS)", "Bank/Network", "Payment Reference"]
@@ -52,7 +52,7 @@ def test_payops_check_says_where_the_currency_came_from(tmp_path: Path) -> None:
     summary = check_sheet(str(hr_sheet(tmp_path / "hr.xlsx")), str(tmp_path / "r"))
     text = SheetCheckSummary.model_validate(summary).text()
     assert "currency GHS (from the header 'Net Pay (GHS)')" in text
-    assert json.loads(json.dumps(summary))["currency"] == "GHS"
+    assert json.loads(json.dumps(summary.as_json()))["currency"] == "GHS"
     header = ["Full Name", "Phone", "Net Pay", "Network"]
     chosen = check_sheet(
         str(write_csv(tmp_path / "c.csv", [header, ["Ama", "0241234567", "10.00", "mtn"]])),
