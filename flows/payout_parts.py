@@ -1,8 +1,10 @@
-"""The send and poll phases of a payout run whose rows live in a spill file, a part of the sheet at a time.
+"""The send and poll phases of every payout run, a part of the sheet at a time: the one path that sends and
+follows payouts.
 
-A csv too large to hold (`tasks.intake.streaming.streams`) is read into a `RowSpill`. Its run sends and
-follows its payouts a part at a time (`PART_ROWS` valid rows: a whole number of batches), so what the run
-holds is one part's rows, batches' answers and states, whatever the sheet's length:
+A csv too large to hold (`tasks.intake.streaming.streams`) is read into a spill file (`SpilledRun`). Its run
+sends and follows its payouts a part at a time (`PART_ROWS` valid rows: a whole number of batches), so what
+the run holds is one part's rows, batches' answers and states, whatever the sheet's length. A sheet held
+whole is one part, behind the same row views (`tasks.payouts.held_rows.HeldRows`):
 
 - **send**: per part, its approved payouts are recorded for reconciliation, then its batches go as in any
   run (`tasks.payouts.batching.batch_of` over the same rows: the same references and Idempotency-Keys, so a
@@ -15,30 +17,55 @@ holds is one part's rows, batches' answers and states, whatever the sheet's leng
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from payops.connectors.payments import PaymentsSettings
 from payops.flows.pipeline import SheetRun, send_parts
-from payops.tasks.intake import IntakeResult
+from payops.tasks.intake import IntakeResult, PayoutRow
 from payops.tasks.ledger.run_reconciliation import SentSpan, record_approved_payouts
 from payops.tasks.payouts.batching import MAX_BATCH, batch_of
+from payops.tasks.payouts.fee_pricing import FeeRange
 from payops.tasks.payouts.polling import PayoutState, PollResult, Share, poll_payouts_task
 from payops.tasks.payouts.retry_rows import FailureLog
 from payops.tasks.payouts.run_summary import PayoutRunSummary
-from payops.tasks.payouts.spill import RowSpill
 from payops.tasks.payouts.submission import BatchResult, submit_batch_task
-from payops.tasks.reports.run_reports import RowOutcome
+from payops.tasks.reports.run_reports import RowFacts, RowOutcome
 from payops.tasks.runtime.memory import forget_task_results, release_freed_memory
 from payops.tasks.runtime.progress import progress
 from payops.tasks.runtime.ratelimit import LimiterStats
 from prefect.utilities.annotations import quote as untraversed
 
+if TYPE_CHECKING:
+    from payops.tasks.payouts.preflight import NameCheck
+
 PART_ROWS = 20_000
-"""Valid rows sent and followed at a time (a whole number of batches)."""
+"""Valid rows of a spilled sheet sent and followed at a time (a whole number of batches); a sheet held whole
+is one part."""
 assert PART_ROWS % MAX_BATCH == 0
+
+
+class RunRows(Protocol):
+    """The row views a run is sent, followed and reported from: a spill file's (`SpilledRun`) or a sheet
+    held whole (`HeldRows`)."""
+
+    def __len__(self) -> int: ...
+    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[PayoutRow]: ...
+    def batch_count(self) -> int: ...
+    def fees_between(self, first: int, last: int) -> dict[int, FeeRange]: ...
+    def put_states(self, states: Iterable[tuple[int, PayoutState]]) -> None: ...
+    def state_count(self) -> int: ...
+    def states_between(self, first: int, last: int) -> dict[int, PayoutState]: ...
+    def states_not_final(self) -> dict[int, PayoutState]: ...
+    def record(self, outcomes: Iterable[RowOutcome]) -> None: ...
+    def outcomes(self) -> Iterator[RowOutcome]: ...
+    def outcomes_between(self, first: int, last: int) -> dict[int, RowOutcome]: ...
+    def name_map(self) -> Mapping[int, NameCheck]: ...
+    def outcome_map(self) -> Mapping[int, RowOutcome]: ...
+    def fact_map(self) -> Mapping[int, RowFacts]: ...
 
 
 @dataclass
@@ -47,6 +74,8 @@ class PartsRun:
 
     created: SentSpan
     """When the service created the run's payouts, and how many were replays."""
+    part_rows: int = PART_ROWS
+    """Valid rows sent and followed at a time."""
     batches: int = 0
     limiters: list[LimiterStats] = field(default_factory=list)
     waiting: PollResult | None = None
@@ -55,6 +84,8 @@ class PartsRun:
     calls_per_round: list[int] = field(default_factory=list)
     followed: int = 0
     """Payouts whose part has been followed (final, or waiting for a person)."""
+    final_by_status: Counter[str] = field(default_factory=Counter)
+    """The followed payouts that reached a final status, by status."""
 
 
 def batch_said(started: datetime) -> Callable[[int, int, BatchResult], str]:
@@ -73,10 +104,10 @@ def batch_said(started: datetime) -> Callable[[int, int, BatchResult], str]:
     return said
 
 
-def parts(spill: RowSpill) -> Iterator[tuple[int, int]]:
-    """``[start, stop)`` positions of each part's valid rows."""
-    for start in range(0, len(spill), PART_ROWS):
-        yield start, min(len(spill), start + PART_ROWS)
+def parts(spill: RunRows, size: int) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` positions of each part's valid rows, ``size`` rows a part."""
+    for start in range(0, len(spill), size):
+        yield start, min(len(spill), start + size)
 
 
 def accepted_state(item: Any) -> PayoutState:
@@ -101,17 +132,20 @@ def submitted_outcome(item: Any, batch: str, state: PayoutState | None = None) -
 
 async def send_parts_of(
     run: SheetRun[PayoutRunSummary],
-    spill: RowSpill,
+    spill: RunRows,
     settings: PaymentsSettings,
     failures: FailureLog,
     said: Callable[[int, int, BatchResult], str],
+    part_rows: int | None = None,
 ) -> PartsRun:
-    """Every batch, a part at a time; refused rows' outcomes and accepted payouts' states to the spill."""
+    """Every batch, a part of ``part_rows`` valid rows at a time (None: `PART_ROWS`); refused rows' outcomes
+    and accepted payouts' states to the spill."""
     params, label = run.params, run.label
-    done = PartsRun(SentSpan(run.started_wall), batches=spill.batch_count())
+    part_rows = part_rows or PART_ROWS
+    done = PartsRun(SentSpan(run.started_wall), part_rows, batches=spill.batch_count())
     run.summary.batches = done.batches
-    run.summary.parts = -(-len(spill) // PART_ROWS)
-    for number, (start, stop) in enumerate(parts(spill)):
+    run.summary.parts = -(-len(spill) // part_rows)
+    for number, (start, stop) in enumerate(parts(spill, part_rows)):
         rows = list(spill.rows(start, stop))
         first_batch = start // MAX_BATCH
         await record_approved_payouts(
@@ -157,14 +191,14 @@ async def send_parts_of(
         spill.record(outcomes)
         done.limiters = [LimiterStats.combine(done.limiters)]  # one figure, not one per batch
         del rows, results, states, outcomes
-        release_freed_memory(PART_ROWS)
+        release_freed_memory(part_rows)
     run.meter.phase("submit")
     return done
 
 
 async def poll_parts_of(
     run: SheetRun[PayoutRunSummary],
-    spill: RowSpill,
+    spill: RunRows,
     settings: PaymentsSettings,
     failures: FailureLog,
     done: PartsRun,
@@ -175,7 +209,7 @@ async def poll_parts_of(
     deadline = time.time() + params.poll_deadline_s
     progress().phase("polling")
     total = spill.state_count()
-    for start, stop in parts(spill):
+    for start, stop in parts(spill, done.part_rows):
         rows = list(spill.rows(start, stop))
         if not rows:
             continue
@@ -191,7 +225,24 @@ async def poll_parts_of(
     done.waiting = await _poll(run, settings, waiting, deadline, params.settle_window_s, failures, share)
     _absorb(spill, waiting, done.waiting, done)
     run.meter.phase("poll")
+    _say_polled(run, done)
     return done
+
+
+def _say_polled(run: SheetRun[PayoutRunSummary], done: PartsRun) -> None:
+    """The poll's log line: rounds, payouts by status, and why it ended while some still wait."""
+    poll = done.waiting or PollResult({})
+    statuses = done.final_by_status + Counter(s.status for s in poll.states.values() if not s.final)
+    run.logger.info(
+        "polling done after %d round(s): %s%s",
+        done.rounds,
+        ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "no payouts",
+        f"; {sum(1 for s in poll.states.values() if not s.final)} not final at the deadline"
+        if poll.deadline_reached
+        else f"; {len(poll.awaiting_review)} awaiting review after the settle window (followed later)"
+        if poll.settle_window_reached
+        else "",
+    )
 
 
 async def _poll(
@@ -221,11 +272,12 @@ async def _poll(
     return poll
 
 
-def _absorb(spill: RowSpill, followed: dict[int, PayoutState], poll: PollResult, done: PartsRun) -> None:
+def _absorb(spill: RunRows, followed: dict[int, PayoutState], poll: PollResult, done: PartsRun) -> None:
     """A poll's states and outcomes into the spill; its rounds and rate into the run's."""
     by_reference = {s.reference: row for row, s in followed.items()}
     states = [(by_reference[ref], s) for ref, s in poll.states.items()]
     spill.put_states(states)
+    done.final_by_status.update(s.status for _, s in states if s.final)
     known = spill.outcomes_between(min(followed), max(followed)) if followed else {}
     outcomes = []
     for row, s in states:
@@ -254,6 +306,7 @@ def invalid_outcomes(intake: IntakeResult) -> list[RowOutcome]:
 __all__ = [
     "PART_ROWS",
     "PartsRun",
+    "RunRows",
     "accepted_state",
     "batch_said",
     "invalid_outcomes",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -25,14 +24,13 @@ from payops.flows.approval import (
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import WITH_FAILURES, end_run, keep_summary, state_message
 from payops.flows.payout_parts import (
-    accepted_state,
+    RunRows,
     batch_said,
     invalid_outcomes,
     poll_parts_of,
     send_parts_of,
-    submitted_outcome,
 )
-from payops.flows.pipeline import RunEnded, SheetRun, send_parts
+from payops.flows.pipeline import RunEnded, SheetRun
 from payops.flows.run_params import (
     FAILURES_TAG,
     PAYOUT_TAG,
@@ -74,13 +72,12 @@ from payops.tasks.intake.streaming import streams
 from payops.tasks.ledger.run_reconciliation import (
     SentSpan,
     reconcile_at_run_end,
-    record_approved_payouts,
     refused_references,
 )
-from payops.tasks.payouts.batching import batch_count, build_batch
+from payops.tasks.payouts.held_rows import HeldRows
 from payops.tasks.payouts.lookup_cache import CachePolicy
 from payops.tasks.payouts.paid_before import PaidBefore, paid_before
-from payops.tasks.payouts.polling import PayoutState, PollResult, poll_payouts_task
+from payops.tasks.payouts.polling import PollResult
 from payops.tasks.payouts.preflight import NameCheck, Preflight, PreflightOptions, preflight_task
 from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
 from payops.tasks.payouts.run_summary import (
@@ -105,9 +102,7 @@ from payops.tasks.payouts.sheet_tasks import (
     read_spilled_task,
     write_validation_report_task,
 )
-from payops.tasks.payouts.spill import RowSpill
-from payops.tasks.payouts.spill_views import SpillSink, spilled_facts, spilled_names, spilled_outcomes
-from payops.tasks.payouts.submission import BatchResult, submit_batch_task
+from payops.tasks.payouts.spill_views import SpilledRun, SpillSink
 from payops.tasks.reports.artifacts import (
     artifact_key,
     markdown_table,
@@ -120,7 +115,6 @@ from payops.tasks.reports.run_reports import (
     RowFacts,
     RowOutcome,
     ensure_reports_spare_source,
-    row_facts,
     write_reports,
 )
 from payops.tasks.runtime.clients import open_clients
@@ -352,21 +346,6 @@ def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approv
     return "\n".join(lines)
 
 
-def _outcomes(
-    intake: IntakeResult, results: list[BatchResult], states: dict[str, PayoutState]
-) -> dict[int, RowOutcome]:
-    """Every row's outcome. Consumes ``results`` and ``states`` as it goes, so a 100,000-row run holds one
-    copy of what happened to each row, not three."""
-    out: dict[int, RowOutcome] = {o.row: o for o in invalid_outcomes(intake)}
-    results.reverse()
-    while results:
-        res = results.pop()
-        for item in res.items:
-            state = states.pop(item.reference, None) if item.accepted else None
-            out[item.row] = submitted_outcome(item, res.reference, state)
-    return out
-
-
 async def _start(
     params: PayoutRunParams, settings: PayopsSettings, store: Engine | PolicyUnreadable
 ) -> Start:
@@ -463,7 +442,7 @@ class Sheet:
 
     intake: IntakeResult
     columns: dict[str, str]
-    spill: RowSpill | None = None
+    spill: SpilledRun | None = None
     """Where the rows and outcomes of a sheet too large to hold live (`flows.payout_parts`)."""
 
 
@@ -474,16 +453,6 @@ class Gate:
     start: Start
     policy: ApprovalPolicy | None
     need: Requirement
-
-
-@dataclass(frozen=True)
-class Sent:
-    """The batches' answers, the payouts the service accepted, when they were created (and how many an
-    earlier run had sent)."""
-
-    results: list[BatchResult]
-    states: dict[str, PayoutState]
-    created: SentSpan
 
 
 # -- the pipeline -------------------------------------------------------------------------------------------
@@ -498,37 +467,35 @@ async def _pay(
             settings = await _settings(run, sheet)
             gate = await _gate(run, sheet, store)
             pf = await _preflight(run, sheet, gate, settings)
-            await _approval(run, sheet, pf, gate, store)
-            retries = retry_store(store)
-            if sheet.spill is not None:
-                return await _pay_in_parts(run, sheet, sheet.spill, pf, settings, retries)
-            sent = await _send(run, sheet, pf, settings)
-            poll = await _poll(run, sheet, sent, settings, retries)
-            return await _report(run, sheet, pf, sent, poll, settings, retries)
+            rows = sheet.spill or HeldRows(sheet.intake.rows, pf.fees_by_row, pf.names)
+            await _approval(run, sheet, rows, pf, gate, store)
+            return await _send_and_follow(run, sheet, rows, pf, settings, retry_store(store))
         except RunEnded as ended:
             return ended.summary
 
 
-async def _pay_in_parts(
+async def _send_and_follow(
     run: PayoutRun,
     sheet: Sheet,
-    spill: RowSpill,
+    spill: RunRows,
     pf: Preflight,
     settings: PaymentsSettings,
     retries: RetryRows | None,
 ) -> PayoutRunSummary:
-    """Send, poll and report a sheet too large to hold, a part at a time (`flows.payout_parts`)."""
+    """Send, poll and report the sheet a part at a time (`flows.payout_parts`): a sheet held whole is one
+    part; refused and failed rows are recorded as they happen, so a retry can pay them while the others still
+    move (`tasks.payouts.retry_rows`)."""
+    part_rows = None if sheet.spill is not None else max(1, len(spill))  # None: a spill's part size
     failures = FailureLog(retries, run.label, sheet.intake, run.params.column_map, _run_id(), run.logger)
     spill.record(invalid_outcomes(sheet.intake))
-    done = await send_parts_of(run, spill, settings, failures, batch_said(run.started_wall))
+    done = await send_parts_of(run, spill, settings, failures, batch_said(run.started_wall), part_rows)
     pf.release_row_detail()
     done = await poll_parts_of(run, spill, settings, failures, done)
     waiting = done.waiting or PollResult(states={})
     waiting.rounds, waiting.calls_per_round = done.rounds, done.calls_per_round
     retried = await _mark_retried_parts(retries, run.label, spill)
-    outcomes = spilled_outcomes(spill)
     ending = Ending(done.created, waiting, [pf.limiter, *done.limiters], retried)
-    return await _close(run, sheet, pf, settings, outcomes, spilled_facts(spill), ending)
+    return await _close(run, sheet, pf, settings, spill.outcome_map(), spill.fact_map(), ending)
 
 
 async def _read(run: PayoutRun, held: ExitStack) -> Sheet:
@@ -540,7 +507,7 @@ async def _read(run: PayoutRun, held: ExitStack) -> Sheet:
     spill = None
     if streams(params.source, run.settings.stream_csv_over_bytes):
         work = Path(held.enter_context(scratch_dir("run")))  # a killed run's is swept by the next
-        spill = held.enter_context(RowSpill(work / "rows.sqlite3"))
+        spill = held.enter_context(SpilledRun(work / "rows.sqlite3"))
         intake = await asyncio.to_thread(read_spilled_task, params.source, options, untraversed(spill))
     else:
         intake = await asyncio.to_thread(read_sheet_task, params.source, options)
@@ -674,12 +641,14 @@ async def _preflight(
     return pf
 
 
-async def _approval(run: PayoutRun, sheet: Sheet, pf: Preflight, gate: Gate, store: Any) -> None:
+async def _approval(
+    run: PayoutRun, sheet: Sheet, rows: RunRows, pf: Preflight, gate: Gate, store: Any
+) -> None:
     """Wait for the approvals the gate asks (none: go on); anything but enough valid ones ends the run."""
     if not gate.need.required:
         return
     names_checked = run.params.check_names and no_name_column(sheet.intake) is None
-    checks = pf_names_by_row(pf) if sheet.spill is None else spilled_names(sheet.spill)
+    checks = rows.name_map()
     answer = await _approve(run, sheet.intake.rows, pf, checks, gate, store, names_checked)
     run.meter.phase("approval")
     await _preflight_artifact(run.label, pf, sheet.intake.rows, _decision_line(answer))
@@ -688,103 +657,6 @@ async def _approval(run: PayoutRun, sheet: Sheet, pf: Preflight, gate: Gate, sto
         await _not_approved(run, store, answer.comment, answer.refusal)
     approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
     run.summary.approval = ApprovalRecord.model_validate(await with_decisions(approval, store))
-
-
-async def _send(run: PayoutRun, sheet: Sheet, pf: Preflight, settings: PaymentsSettings) -> Sent:
-    """Batches of up to 100, one task each, bounded concurrency; each built when its turn comes (build_batch
-    is pure: a retry or re-run builds the same bytes)."""
-    params, label, rows = run.params, run.label, sheet.intake.rows
-    batches = batch_count(rows)
-    run.summary.batches = batches
-    await record_approved_payouts(
-        run.settings, label, rows, pf.fees_by_row, sheet=run.sheet, name=run.shown_name
-    )
-    pf.release_row_detail()  # the fees by row, now recorded: ~50 MB on 100,000 rows
-
-    async def send_one(index: int) -> BatchResult:
-        # Large task arguments go in `untraversed` (Prefect's `quote`): otherwise Prefect walks every row and
-        # field of them looking for futures, twice per task run (profiled: ~0.1 s per 100-row batch).
-        batch = build_batch(rows, label, index)
-        return await submit_batch_task(settings, untraversed(batch), params.rate_limit_per_s)
-
-    results = await send_parts(
-        batches,
-        send_one,
-        max_concurrent=params.max_concurrent_batches,
-        said=batch_said(run.started_wall),
-        logger=run.logger,
-    )
-    for r in results:
-        run.meter.api_calls.update(r.api_calls)
-    run.meter.phase("submit")
-    release_freed_memory(len(rows))  # the batches' request bodies and answers
-    states: dict[str, PayoutState] = {}
-    created = SentSpan(run.started_wall)
-    for r in results:
-        for item in r.items:
-            if item.accepted:
-                state = states[item.reference] = accepted_state(item)
-                created.add(state.created_at)
-    return Sent(results, states, created)
-
-
-async def _poll(
-    run: PayoutRun, sheet: Sheet, sent: Sent, settings: PaymentsSettings, retries: RetryRows | None
-) -> PollResult:
-    """Every accepted payout to its final status, or until it waits for a person past the settle window, or
-    the deadline: an absolute one (a retried poll task does not restart it); tasks.payouts.followup follows
-    the payouts still waiting afterwards. Refused and failed rows are recorded as they happen, so a retry can
-    pay them while the others still move (`tasks.payouts.retry_rows`)."""
-    params = run.params
-    progress().phase("polling")
-    failures = FailureLog(retries, run.label, sheet.intake, params.column_map, _run_id(), run.logger)
-    await failures.refused(sent.results)
-    poll = await poll_payouts_task(
-        settings,
-        untraversed(sent.states),
-        time.time() + params.poll_deadline_s,
-        params.rate_limit_per_s,
-        run.label,
-        params.settle_window_s,
-        untraversed(failures.failed),
-    )
-    run.meter.api_calls.update(poll.api_calls)
-    run.meter.phase("poll")
-    release_freed_memory(len(sent.states))  # the pages of the payout list
-    states = poll.states
-    final_by_status = Counter(s.status for s in states.values())
-    run.logger.info(
-        "polling done after %d round(s): %s%s",
-        poll.rounds,
-        ", ".join(f"{k} {v}" for k, v in sorted(final_by_status.items())) or "no payouts",
-        f"; {sum(1 for s in states.values() if not s.final)} not final at the deadline"
-        if poll.deadline_reached
-        else f"; {len(poll.awaiting_review)} awaiting review after the settle window (followed later)"
-        if poll.settle_window_reached
-        else "",
-    )
-    return poll
-
-
-async def _report(
-    run: PayoutRun,
-    sheet: Sheet,
-    pf: Preflight,
-    sent: Sent,
-    poll: PollResult,
-    settings: PaymentsSettings,
-    retries: RetryRows | None,
-) -> PayoutRunSummary:
-    """Every row's outcome from the batches' answers and the poll; then the run's close (`_close`)."""
-    limiters = [pf.limiter, *(r.limiter for r in sent.results), poll.limiter]
-    waiting = PollResult(states={r: s for r, s in poll.states.items() if not s.final})
-    for name in ("rounds", "calls_per_round", "deadline_reached", "settle_window_reached"):
-        setattr(waiting, name, getattr(poll, name))
-    outcomes = _outcomes(sheet.intake, sent.results, poll.states)  # consumes the answers and the states
-    retried = await mark_retried(retries, run.label, outcomes)  # rows a retry claimed while the run polled
-    facts = row_facts(sheet.intake.rows, pf.names)
-    ending = Ending(sent.created, waiting, [x for x in limiters if x is not None], retried)
-    return await _close(run, sheet, pf, settings, outcomes, facts, ending)
 
 
 @dataclass(frozen=True)
@@ -882,7 +754,7 @@ async def _close(
     return summary
 
 
-async def _mark_retried_parts(retries: RetryRows | None, label: str, spill: RowSpill) -> dict[str, str]:
+async def _mark_retried_parts(retries: RetryRows | None, label: str, spill: RunRows) -> dict[str, str]:
     """`mark_retried` over a spill's outcomes, a window at a time; the marked rows go back to the spill."""
     retried: dict[str, str] = {}
     if retries is None:
@@ -997,10 +869,6 @@ def _paid_before(run: PayoutRun, rows: Sequence[PayoutRow], engine: Engine) -> P
         run.logger.warning("paid before: %s", line)
         run.summary.note(f"paid before: {line}")
     return paid
-
-
-def pf_names_by_row(pf: Preflight) -> dict[int, NameCheck]:
-    return {n.row: n for n in pf.names}
 
 
 def _decision_line(answer: Answer) -> str:

@@ -153,10 +153,25 @@ def spilled_facts(spill: RowSpill) -> ByRowWindow[RowFacts]:
     return ByRowWindow(load, lambda: (r.row for r in spill.rows()), lambda: len(spill))
 
 
+class SpilledRun(RowSpill):
+    """A run's spill with the row views the send, poll and report path reads (as `HeldRows` offers them for
+    a sheet held whole): names, outcomes and facts by sheet row, a window at a time."""
+
+    def name_map(self) -> Mapping[int, NameCheck]:
+        return spilled_names(self)
+
+    def outcome_map(self) -> Mapping[int, RowOutcome]:
+        return spilled_outcomes(self)
+
+    def fact_map(self) -> Mapping[int, RowFacts]:
+        return spilled_facts(self)
+
+
 __all__ = [
     "ByRowWindow",
     "SpillSink",
     "SpilledRows",
+    "SpilledRun",
     "SpilledTable",
     "spilled_facts",
     "spilled_names",

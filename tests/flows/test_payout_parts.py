@@ -1,5 +1,6 @@
 """A csv too large to hold, paid a part at a time from a spill file (`flows.payout_parts`), against the
-emulator: the same outcomes, summary and reports as the same sheet held in memory, and a re-run that replays.
+emulator: the same outcomes, summary and reports as the same sheet held in memory (through the same send and
+poll path: one part), and a re-run that replays.
 
 The size at which a csv streams is a payops setting (PAYOPS_STREAM_CSV_OVER_BYTES); these tests set it to 0
 (every csv streams) and make parts of 300 rows, so a 700-row sheet crosses three parts.
@@ -91,6 +92,19 @@ COMPARED = (
 def test_a_spilled_run_pays_reports_and_replays_as_a_held_one(
     prefect_harness, env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from payops.flows import payouts
+
+    went: list[tuple[str, str]] = []  # (the rows' kind, the phase) of each run: one send and poll path
+
+    def spy(phase: str, real):
+        async def spied(run, rows, *args, **kwargs):
+            went.append((type(rows).__name__, phase))
+            return await real(run, rows, *args, **kwargs)
+
+        return spied
+
+    monkeypatch.setattr(payouts, "send_parts_of", spy("send", payouts.send_parts_of))
+    monkeypatch.setattr(payouts, "poll_parts_of", spy("poll", payouts.poll_parts_of))
     monkeypatch.setenv("PAYOPS_STREAM_CSV_OVER_BYTES", str(10**9))  # held in memory
     held = pay(payroll_csv(tmp_path / "held.csv", "H"), "held-700", tmp_path / "reports")
     monkeypatch.setenv("PAYOPS_STREAM_CSV_OVER_BYTES", "0")  # every csv through the spill
@@ -103,7 +117,13 @@ def test_a_spilled_run_pays_reports_and_replays_as_a_held_one(
     assert {k: spilled[k] for k in COMPARED} == {k: held[k] for k in COMPARED}
     assert spilled["payouts_by_status"] == {"delivered": 695, "failed": 3}
     assert spilled["batches"] == 7 and spilled["api_calls"]["POST /v1/payout-batches"] == 7
-    assert spilled["parts"] == 3 and "parts" not in held
+    assert spilled["parts"] == 3 and held["parts"] == 1  # a sheet held whole is one part
+    assert went == [
+        ("HeldRows", "send"),
+        ("HeldRows", "poll"),
+        ("SpilledRun", "send"),
+        ("SpilledRun", "poll"),
+    ]
     assert Counter(a["kind"] for a in spilled["attention_rows"]) == Counter(
         a["kind"] for a in held["attention_rows"]
     )
