@@ -21,7 +21,6 @@ from payops.tasks.events.events_sync import (
     PAGE_SIZE,
     SEEN_CAPACITY,
     VARIABLE_NAME_PATTERN,
-    summary_of,
     sync_events_task,
 )
 from payops.tasks.events.payment_events import ForwardFilter
@@ -29,6 +28,7 @@ from payops.tasks.reports.artifacts import markdown_table
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
 from payops.tasks.runtime.run_meter import RunMeter
+from payops.tasks.runtime.run_outcomes import Outcome
 from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
@@ -69,6 +69,7 @@ class EventsCatchUpParams(BaseModel):
 
 
 def _markdown(summary: dict[str, Any]) -> str:
+    """The catch-up's artifact, from the summary's JSON."""
     lines = ["# Events catch-up", "", f"**Outcome:** {summary['outcome']}", ""]
     keys = ["events_read", "events_emitted", "duplicates_skipped", "restarted_without_cursor"]
     lines.append(markdown_table(keys, [[summary[k] for k in keys]]))
@@ -88,10 +89,10 @@ async def events_catch_up(params: EventsCatchUpParams = EventsCatchUpParams()) -
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `EventsCatchUpSummary`."""
     async with open_clients():
         summary = await _events_catch_up(params, PayopsSettings.from_env())
-    return end_run(EventsCatchUpSummary.model_validate(summary))
+    return end_run(summary)
 
 
-async def _events_catch_up(params: EventsCatchUpParams, payops: PayopsSettings) -> dict[str, Any]:
+async def _events_catch_up(params: EventsCatchUpParams, payops: PayopsSettings) -> EventsCatchUpSummary:
     logger = get_run_logger()
     meter = RunMeter()
     settings = load_settings(params.credentials_block, payops)
@@ -104,15 +105,29 @@ async def _events_catch_up(params: EventsCatchUpParams, payops: PayopsSettings) 
         params.emitter,
         params.forward,
     )
-    summary: dict[str, Any] = {"outcome": "completed", **summary_of(result, params.variable)}
-    summary["api_calls"] = dict(sorted(result.api_calls.items()))
-    summary["duration_s"] = meter.elapsed
+    oldest = result.oldest_emitted_at
+    summary = EventsCatchUpSummary(
+        outcome=Outcome.COMPLETED,
+        variable=params.variable,
+        cursor_before=result.cursor_before,
+        cursor_after=result.cursor_after,
+        events_read=result.read,
+        events_emitted=result.emitted,
+        events_kept_not_forwarded=result.kept_not_forwarded,
+        duplicates_skipped=result.duplicates_skipped,
+        pages=result.pages,
+        restarted_without_cursor=result.restarted_without_cursor,
+        oldest_emitted_at=oldest.isoformat() if oldest else None,
+        emitted_by_type=dict(sorted(result.by_type.items())),
+        api_calls=dict(sorted(result.api_calls.items())),
+        duration_s=meter.elapsed,
+    )
     if result.restarted_without_cursor:
         logger.warning(
             "cursor %s no longer known to the service: restarted from the first event", result.cursor_before
         )
     await acreate_markdown_artifact(
-        key="events-catch-up-summary", markdown=_markdown(summary), description="Events catch-up"
+        key="events-catch-up-summary", markdown=_markdown(summary.as_json()), description="Events catch-up"
     )
     logger.info(
         "events catch-up: %d read, %d emitted, %d duplicates skipped; cursor %s",

@@ -18,6 +18,7 @@ from payops.tasks.payouts.followup import FollowupRefused, follow_up_task, updat
 from payops.tasks.reports.run_reports import report_root
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
+from payops.tasks.runtime.run_outcomes import Outcome
 from prefect import get_run_logger
 from prefect.states import State
 from pydantic import BaseModel, Field
@@ -76,7 +77,7 @@ async def payout_followup(params: FollowupParams = FollowupParams()) -> State:
             )
     summary = FollowupSummary(
         label=params.label or None,
-        outcome="completed",
+        outcome=Outcome.COMPLETED,
         runs_checked=len(targets),
         moved=moved,
         still_waiting=waiting,

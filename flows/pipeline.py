@@ -24,8 +24,7 @@ from payops.tasks.runtime.run_outcomes import Outcome
 
 T = TypeVar("T")
 S = TypeVar("S")
-"""A run's summary: its family's typed summary (`tasks.runtime.run_summary.RunSummary`); utility purchases
-still fill a dict."""
+"""A run's summary: its family's typed summary (`tasks.runtime.run_summary.RunSummary`)."""
 
 
 class RunEnded(Exception):  # noqa: N818 - not an error: the run's regular end before its last phase

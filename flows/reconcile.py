@@ -24,7 +24,8 @@ from payops.flows.run_params import (
     ReportDir,
     Text,
 )
-from payops.flows.summaries import ReconciliationSummary
+from payops.flows.summaries import DifferenceRow, ReconciliationSummary
+from payops.store.reconciliation import Difference
 from payops.store.settings import PayopsSettings
 from payops.tasks.events.alerts import emit_reconciliation_difference
 from payops.tasks.ledger.daily_close import LOOKBACK, business_day, run_close_task, write_close_reports
@@ -33,6 +34,7 @@ from payops.tasks.reports.artifacts import artifact_key, markdown_table, report_
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
 from payops.tasks.runtime.run_meter import RunMeter
+from payops.tasks.runtime.run_outcomes import Outcome
 from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import State
@@ -69,6 +71,11 @@ class ReconcileRunParams(BaseModel):
         return self
 
 
+def _difference_rows(differences: list[Difference]) -> list[DifferenceRow]:
+    """The summary's ``differences_list``: the first 500 differences."""
+    return [DifferenceRow(**d.as_dict()) for d in differences[:500]]
+
+
 def _differences_table(differences: list[Any], limit: int = 200) -> str:
     rows = [
         [d.kind, d.reference, d.label, d.currency, d.expected, d.actual, d.detail]
@@ -84,12 +91,12 @@ async def reconcile_run(params: ReconcileRunParams) -> State:
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
     payops = PayopsSettings.from_env()
     async with open_clients():
-        summary = ReconciliationSummary.model_validate(await _reconcile_run(params, payops))
+        summary = await _reconcile_run(params, payops)
     await _keep(payops, summary)
     return end_run(summary)
 
 
-async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> dict[str, Any]:
+async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> ReconciliationSummary:
     logger = get_run_logger()
     label = params.label
     trigger = params.trigger or ("cli" if label else "event")
@@ -99,41 +106,44 @@ async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> 
         run = await asyncio.to_thread(store.run, label) if label else None
         if not label:
             logger.info("payout %s belongs to no recorded payops run: nothing to reconcile", params.reference)
-            return {"label": None, "outcome": "completed", "scope": "run", "status": "not_a_payops_run"}
+            return ReconciliationSummary(
+                label=None, outcome=Outcome.COMPLETED, scope="run", status="not_a_payops_run"
+            )
         if run is not None and run.ended_at is None:
             logger.info("run %s is still sending: its own end reconciles it", label)
-            return {"label": label, "outcome": "completed", "scope": "run", "status": "in_progress"}
+            return ReconciliationSummary(
+                label=label, outcome=Outcome.COMPLETED, scope="run", status="in_progress"
+            )
     settings = load_settings(params.credentials_block, payops)
     meter = RunMeter()
     check = await reconcile_run_task(
         settings, payops, label, trigger, params.unchecked_after_hours * 3600, params.rate_limit_per_s
     )
-    s = check.summary
-    summary: dict[str, Any] = {
-        "label": label,
-        "outcome": "completed",
-        "scope": "run",
-        **s,
-        "check_id": check.check_id,
-        "differences_list": [d.as_dict() for d in check.differences[:500]],
-        "api_calls": dict(sorted(check.api_calls.items())),
-        "duration_s": meter.elapsed,
-    }
-    lines = [f"# Reconciliation of run `{label}`", "", f"**Status:** {s['status']} ({s['trigger']})", ""]
+    summary = ReconciliationSummary(
+        label=label,
+        outcome=Outcome.COMPLETED,
+        scope="run",
+        **check.summary,  # the stored check's figures (`tasks.ledger.run_reconciliation.reconcile_run`)
+        check_id=check.check_id,
+        differences_list=_difference_rows(check.differences),
+        api_calls=dict(sorted(check.api_calls.items())),
+        duration_s=meter.elapsed,
+    )
+    s = summary
+    lines = [f"# Reconciliation of run `{label}`", "", f"**Status:** {s.status} ({s.trigger})", ""]
     lines.append(
         markdown_table(
-            ["rows", "matched", "open", "differences"],
-            [[s["rows"], s["matched"], s["open"], s["differences"]]],
+            ["rows", "matched", "open", "differences"], [[s.rows, s.matched, s.open, s.differences]]
         )
     )
     if check.differences:
         lines += ["", "## Differences", "", _differences_table(check.differences)]
-        emit_reconciliation_difference("run", label, s["status"], s["by_kind"])
+        emit_reconciliation_difference("run", label, s.status or "", s.by_kind)
         logger.warning(
-            "run %s reconciled with %d difference(s): %s", label, len(check.differences), s["by_kind"]
+            "run %s reconciled with %d difference(s): %s", label, len(check.differences), s.by_kind
         )
     else:
-        logger.info("run %s reconciled: %s", label, s["status"])
+        logger.info("run %s reconciled: %s", label, s.status)
     await acreate_markdown_artifact(
         key=artifact_key(label, "reconciliation"),
         markdown="\n".join(lines),
@@ -180,7 +190,7 @@ async def reconcile_day(params: ReconcileDayParams = ReconcileDayParams()) -> St
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
     payops = PayopsSettings.from_env()
     async with open_clients():
-        summary = ReconciliationSummary.model_validate(await _reconcile_day(params, payops))
+        summary = await _reconcile_day(params, payops)
     await _keep(payops, summary)
     return end_run(summary)
 
@@ -197,7 +207,7 @@ async def _keep(payops: PayopsSettings, summary: ReconciliationSummary) -> None:
     await keep_summary(store.engine, summary)
 
 
-async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> dict[str, Any]:
+async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> ReconciliationSummary:
     logger = get_run_logger()
     meter = RunMeter()
     now = datetime.now(UTC)
@@ -217,21 +227,21 @@ async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> 
     meter.phase("close")
     result = close.result
     label = f"reconciliation-{day.isoformat()}"
-    summary: dict[str, Any] = {
-        "label": label,
-        "outcome": "completed",
-        "scope": "day",
-        **result.summary(),
-        "check_id": close.check_id,
-        "differences_list": [d.as_dict() for d in result.differences[:500]],
-        "api_calls": dict(sorted(close.api_calls.items())),
-    }
-    summary["report_files"] = await asyncio.to_thread(
-        write_close_reports, params.report_dir or payops.reports, label, result, summary
+    summary = ReconciliationSummary(
+        label=label,
+        outcome=Outcome.COMPLETED,
+        scope="day",
+        **result.summary(),  # the close's figures (`tasks.ledger.daily_close.CloseResult.summary`)
+        check_id=close.check_id,
+        differences_list=_difference_rows(result.differences),
+        api_calls=dict(sorted(close.api_calls.items())),
+    )
+    summary.report_files = report_files = await asyncio.to_thread(
+        write_close_reports, params.report_dir or payops.reports, label, result, summary.as_json()
     )
     meter.phase("report")
-    summary["phase_durations_s"], summary["duration_s"] = meter.phases, meter.elapsed
-    by_kind = summary["by_kind"]
+    summary.phase_durations_s, summary.duration_s = meter.phases, meter.elapsed
+    by_kind = summary.by_kind
     lines = [f"# Daily close {day.isoformat()}", "", f"**Status:** {result.status}", ""]
     lines.append(
         markdown_table(
@@ -244,20 +254,18 @@ async def _reconcile_day(params: ReconcileDayParams, payops: PayopsSettings) -> 
     )
     lines += [
         "",
-        f"{summary['transactions']} transaction(s) since {summary['from']}; "
-        f"{summary['outside_payops']} outside payops.",
+        f"{summary.transactions} transaction(s) since {summary.from_}; "
+        f"{summary.outside_payops} outside payops.",
     ]
     if result.differences:
         lines += ["", "## Differences", "", _differences_table(result.differences)]
-        emit_reconciliation_difference(
-            "day", day.isoformat(), result.status, by_kind, summary["report_files"]
-        )
+        emit_reconciliation_difference("day", day.isoformat(), result.status, by_kind, report_files)
         logger.warning("close %s: %d difference(s): %s", day, len(result.differences), by_kind)
-    lines += report_lines(summary["report_files"], payops)
+    lines += report_lines(report_files, payops)
     await acreate_markdown_artifact(
         key=f"reconciliation-{day.isoformat()}", markdown="\n".join(lines), description=label
     )
-    logger.info("close %s: %s, %d transactions", day, result.status, summary["transactions"])
+    logger.info("close %s: %s, %d transactions", day, result.status, summary.transactions)
     return summary
 
 

@@ -19,7 +19,7 @@ from payops.connectors.payments.models import REFERENCE_PATTERN
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
 from payops.flows.run_params import FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir, Text
-from payops.flows.summaries import SettlementRunSummary
+from payops.flows.summaries import SettlementAlert, SettlementRunSummary
 from payops.store.settings import PayopsSettings
 from payops.tasks.events.alerts import emit_settlement_alerts
 from payops.tasks.reports.artifacts import markdown_table, report_lines
@@ -28,6 +28,7 @@ from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.runtime.run_meter import RunMeter
+from payops.tasks.runtime.run_outcomes import Outcome
 from payops.tasks.settlements import (
     POLICY_FIX,
     RETRYABLE_OUTCOMES,
@@ -275,12 +276,12 @@ async def retry_failed_settlements(
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `SettlementRunSummary`."""
     async with open_clients():
         summary, message = await _retry_failed_settlements(params, PayopsSettings.from_env())
-    return end_run(SettlementRunSummary.model_validate(summary), message)
+    return end_run(summary, message)
 
 
 async def _retry_failed_settlements(
     params: SettlementRetryParams, payops: PayopsSettings
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[SettlementRunSummary, str | None]:
     """Retry the window's failed runs, report them, tell what needs a person; the summary and, for a policy
     alert, the run's failure message."""
     meter = RunMeter()
@@ -294,18 +295,18 @@ async def _retry_failed_settlements(
     summary = _retry_summary(label, since, params, scan, results, deadline_reached)
     rows = report_rows(scan.runs, {r.run.id: r for r in results})
     meter.into(summary)
-    summary["report_files"] = await asyncio.to_thread(
+    summary.report_files = await asyncio.to_thread(
         write_table_reports,
         params.report_dir or payops.reports,
         label,
         REPORT_HEADERS,
         rows,
-        summary,
+        summary.as_json(),
         sheet_title="runs",
         highlight=[needs_a_look(r) for r in rows],
     )
-    await _publish("settlement-retry", f"Settlement retry {label}", summary, rows, payops)
-    await emit_settlement_alerts(label, results, summary["report_files"])
+    await _publish("settlement-retry", f"Settlement retry {label}", summary.as_json(), rows, payops)
+    await emit_settlement_alerts(label, results, summary.report_files)
     return summary, await _tell_retries(label, summary, results)
 
 
@@ -348,38 +349,39 @@ def _retry_summary(
     scan: Scan,
     results: list[RetryResult],
     deadline_reached: bool,
-) -> dict[str, Any]:
+) -> SettlementRunSummary:
     """The retry run's summary: what it saw, did and left, by run."""
     actions = Counter(r.action for r in results)
     retries = [r.retry for r in results if r.retry is not None]
     alert = next((r for r in results if r.action == "alert"), None)
     not_completed = sorted(r.id for r in retries if not r.completed)
-    summary: dict[str, Any] = {
-        "label": label,
-        "outcome": "policy_alert" if alert else ("incomplete" if not_completed else "completed"),
-        "window_since": since.isoformat(),
-        "run_id": params.run_id,
-        "run_reference": params.run_reference,
-        "runs_seen": len(scan.runs),
-        "failed_runs": len(scan.candidates) + len(scan.retried_before),
-        "retried": actions["retried"],
-        "retried_before": actions["retried_before"],
-        "skipped": actions["skipped"],
-        "not_attempted": actions["not_attempted"],
-        "alert": {"code": alert.code, "run_id": alert.run.id, "fix": POLICY_FIX} if alert else None,
-        "retry_outcomes": dict(sorted(Counter(r.outcome or r.status for r in retries).items())),
-        "retries_failed_again": sorted(r.id for r in retries if r.failed),
-        "retries_not_completed": not_completed,
-        "deadline_reached": deadline_reached,
-        "skipped_reasons": {r.run.id: r.reason for r in results if r.action == "skipped"},
-        "retries": {r.run.id: r.retry.id for r in results if r.retry is not None},
-    }
+    outcome = Outcome.INCOMPLETE if not_completed else Outcome.COMPLETED
+    summary = SettlementRunSummary(
+        label=label,
+        outcome=Outcome.POLICY_ALERT if alert else outcome,
+        window_since=since.isoformat(),
+        run_id=params.run_id,
+        run_reference=params.run_reference,
+        runs_seen=len(scan.runs),
+        failed_runs=len(scan.candidates) + len(scan.retried_before),
+        retried=actions["retried"],
+        retried_before=actions["retried_before"],
+        skipped=actions["skipped"],
+        not_attempted=actions["not_attempted"],
+        alert=SettlementAlert(code=alert.code, run_id=alert.run.id, fix=POLICY_FIX) if alert else None,
+        retry_outcomes=dict(sorted(Counter(r.outcome or r.status for r in retries).items())),
+        retries_failed_again=sorted(r.id for r in retries if r.failed),
+        retries_not_completed=not_completed,
+        deadline_reached=deadline_reached,
+        skipped_reasons={r.run.id: r.reason for r in results if r.action == "skipped"},
+        retries={r.run.id: r.retry.id for r in results if r.retry is not None},
+    )
     if (params.run_id or params.run_reference) and not scan.runs:
-        summary["notes"] = [f"run {params.run_id or params.run_reference} not found"]
+        summary.note(f"run {params.run_id or params.run_reference} not found")
     return summary
 
 
-async def _tell_retries(label: str, summary: dict[str, Any], results: list[RetryResult]) -> str | None:
+async def _tell_retries(label: str, summary: SettlementRunSummary, results: list[RetryResult]) -> str | None:
     """Log what needs a person (skipped runs, retries failed again); a policy alert also gets its artifact
     and is the run's failure message (returned; None otherwise)."""
     logger = get_run_logger()
@@ -395,7 +397,7 @@ async def _tell_retries(label: str, summary: dict[str, Any], results: list[Retry
             )
     alert = next((r for r in results if r.action == "alert"), None)
     if alert is not None:
-        not_attempted = summary["not_attempted"]
+        not_attempted = summary.not_attempted
         message = (
             f"settlement policy cannot be paid out ({alert.code}): {POLICY_FIX}, then run the retry again; "
             f"{counted(not_attempted, 'other failed run')} not attempted"
@@ -410,11 +412,11 @@ async def _tell_retries(label: str, summary: dict[str, Any], results: list[Retry
     logger.info(
         "settlement retry %s: %d run(s) seen, %d failed, %d retried now, %d retried before, %d skipped",
         label,
-        summary["runs_seen"],
-        summary["failed_runs"],
-        summary["retried"],
-        summary["retried_before"],
-        summary["skipped"],
+        summary.runs_seen,
+        summary.failed_runs,
+        summary.retried,
+        summary.retried_before,
+        summary.skipped,
     )
     return None
 
@@ -426,10 +428,12 @@ async def settle_now(params: SettleNowParams = SettleNowParams()) -> State:
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `SettlementRunSummary`."""
     async with open_clients():
         summary, message = await _settle_now(params, PayopsSettings.from_env())
-    return end_run(SettlementRunSummary.model_validate(summary), message)
+    return end_run(summary, message)
 
 
-async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[dict[str, Any], str | None]:
+async def _settle_now(
+    params: SettleNowParams, payops: PayopsSettings
+) -> tuple[SettlementRunSummary, str | None]:
     from prefect.runtime import flow_run
 
     logger = get_run_logger()
@@ -441,14 +445,12 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
 
     outcome = await settle_now_task(settings, reference, params.currency or None, params.rate_limit_per_s)
     meter.api_calls.update(outcome.api_calls)
-    summary: dict[str, Any] = {"label": label, "reference": reference, "outcome": "completed"}
+    summary = SettlementRunSummary(label=label, reference=reference, outcome=Outcome.COMPLETED)
     if outcome.run is None:
         message = f"settlement policy cannot be paid out ({outcome.code}): {POLICY_FIX}, then settle again"
         logger.error(message)
-        summary.update(
-            outcome="policy_alert",
-            alert={"code": outcome.code, "fix": POLICY_FIX},
-        )
+        summary.outcome = Outcome.POLICY_ALERT
+        summary.alert = SettlementAlert(code=outcome.code, fix=POLICY_FIX)
         meter.into(summary)
         await acreate_markdown_artifact(
             key="settlement-policy-alert",
@@ -466,27 +468,24 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
         )
         meter.api_calls.update(poll.api_calls)
         run, deadline_reached = poll.runs[run.id], poll.deadline_reached
-    summary.update(
-        {
-            "outcome": "completed" if run.completed else "incomplete",
-            "run_id": run.id,
-            "status": run.status,
-            "settlement_outcome": run.outcome,
-            "item_count": run.item_count,
-            "total": money(run.total),
-            "currency": run.currency,
-            "deadline_reached": deadline_reached,
-        }
-    )
+    summary.outcome = Outcome.COMPLETED if run.completed else Outcome.INCOMPLETE
+    summary.run_id = run.id
+    summary.status = run.status
+    summary.settlement_outcome = run.outcome
+    summary.item_count = run.item_count
+    summary.total = money(run.total)
+    summary.currency = run.currency
+    summary.deadline_reached = deadline_reached
     meter.into(summary)
     action = "settle_now"
     reason = f"outcome {run.outcome}" if run.completed else f"still {run.status} at the poll deadline"
     rows = [[*_run_cells(run), action, reason, *([None] * 6)]]
     folder = params.report_dir or payops.reports
-    summary["report_files"] = await asyncio.to_thread(
-        write_table_reports, folder, label, REPORT_HEADERS, rows, summary, sheet_title="runs"
+    summary.report_files = await asyncio.to_thread(
+        write_table_reports, folder, label, REPORT_HEADERS, rows, summary.as_json(), sheet_title="runs"
     )
-    await _publish("settle-now", f"Settle now {reference}", {**summary, "runs_seen": 1}, rows, payops)
+    settled = {**summary.as_json(), "runs_seen": 1}
+    await _publish("settle-now", f"Settle now {reference}", settled, rows, payops)
     if run.failed:
         logger.warning(
             "settlement run %s completed %s: retry it with `payops settlements retry --run-id %s`",
@@ -499,9 +498,9 @@ async def _settle_now(params: SettleNowParams, payops: PayopsSettings) -> tuple[
         run.id,
         run.status,
         run.outcome or "",
-        summary["total"],
+        summary.total,
         run.currency,
         run.item_count,
-        ", ".join(f"{k} {v}" for k, v in summary["report_files"].items()),
+        ", ".join(f"{k} {v}" for k, v in summary.report_files.items()),
     )
     return summary, None

@@ -1,34 +1,63 @@
 """Typed run summaries of the flow families other than the payout run (`tasks.payouts.run_summary`): the
 outcome, its exit code and the lines a person reads; each on `tasks.runtime.run_summary.RunSummary`.
+
+Each model declares every field its flow writes, in the order the flow writes them (``JSON_ORDER``, set after
+the class); a key it does not declare is refused (docs/runs.md, *Other flows' summaries*).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.runtime.run_outcomes import Outcome
 from payops.tasks.runtime.run_summary import EXIT_OK, RowProblem, RunSummary, in_words, row_error_lines
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _json_order(model: type[RunSummary]) -> tuple[str, ...]:
+    """The JSON names of the fields ``model`` declares itself, in the order it declares them."""
+    fields = model.model_fields
+    return tuple(fields[n].alias or n for n in model.__annotations__ if n in fields)
 
 
 class PurchaseRunSummary(RunSummary):
     """``utility-purchases`` (airtime and data)."""
 
-    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
-
+    label: str | None = None
+    source: str | None = None
+    outcome: Outcome | None = None
     rows_total: int = 0
     rows_valid: int = 0
     rows_invalid: int = 0
+    errors: list[RowProblem] = Field(default_factory=list)
+    warnings: list[RowProblem] = Field(default_factory=list)
     amount_total: str | None = None
+    #: distinct fee quotes asked (one per product and amount)
+    quotes: int = 0
     fee_total: str = "-"
     gross_total: str = "-"
+    wallet_gross_total: str | None = None
+    wallet_available: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    chunks: int = 0
+    purchases: int = 0
     purchases_by_status: dict[str, int] = Field(default_factory=dict)
     refused_items: int = 0
-    refused_by_code: dict[Any, int] = Field(default_factory=dict)
+    refused_by_code: dict[str | None, int] = Field(default_factory=dict)
     replayed_purchases: int = 0
     unresolved: list[str] = Field(default_factory=list)
-    errors: list[RowProblem] = Field(default_factory=list)
+    not_final: list[str] = Field(default_factory=list)
+    deadline_reached: bool = False
+    poll_rounds: int = 0
+    api_calls: dict[str, int] = Field(default_factory=dict)
+    phase_durations_s: dict[str, float] = Field(default_factory=dict)
+    duration_s: float | int = 0
+    report_files: dict[str, Any] | None = None
 
     def lines(self) -> list[str]:
         lines = [f"{self.label}: {self.outcome}"]
@@ -46,23 +75,56 @@ class PurchaseRunSummary(RunSummary):
         return lines + self.closing_lines()
 
 
-class SettlementRunSummary(RunSummary):
-    """``retry-failed-settlements`` and ``settle-now``: a run that did not complete exits 1."""
+PurchaseRunSummary.JSON_ORDER = _json_order(PurchaseRunSummary)
 
-    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
+
+class SettlementAlert(_Part):
+    """The settlement policy cannot be paid out: the service's code, the failed run whose retry it refused
+    (``retry-failed-settlements``; none for ``settle-now``) and the fix."""
+
+    code: str | None = None
+    run_id: str | None = None
+    fix: str
+
+
+class SettlementRunSummary(RunSummary):
+    """``retry-failed-settlements`` and ``settle-now``: a run that did not complete exits 1.
+
+    ``settle-now`` writes its one run (``reference`` .. ``currency``, ``deadline_reached``); the retry writes
+    its window (``window_since``, ``run_id`` and ``run_reference`` as asked, the counts and the runs)."""
 
     EXIT_CODES: ClassVar[dict[str, int]] = {Outcome.COMPLETED: EXIT_OK}
 
+    label: str | None = None
+    reference: str | None = None
+    outcome: Outcome | None = None
+    window_since: str | None = None
+    run_id: str | None = None
+    status: str | None = None
+    settlement_outcome: str | None = None
+    item_count: int | None = None
+    total: str | None = None
+    currency: str | None = None
+    run_reference: str | None = None
     runs_seen: int = 0
     failed_runs: int = 0
     retried: int = 0
     retried_before: int = 0
     skipped: int = 0
+    not_attempted: int = 0
+    alert: SettlementAlert | None = None
     retry_outcomes: dict[str, int] = Field(default_factory=dict)
     retries_failed_again: list[str] = Field(default_factory=list)
-    skipped_reasons: dict[str, Any] = Field(default_factory=dict)
-    run_id: str | None = None
-    settlement_outcome: str | None = None
+    retries_not_completed: list[str] = Field(default_factory=list)
+    deadline_reached: bool = False
+    skipped_reasons: dict[str, str | None] = Field(default_factory=dict)
+    #: failed run id → the id of its retry run
+    retries: dict[str, str] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    api_calls: dict[str, int] = Field(default_factory=dict)
+    phase_durations_s: dict[str, float] = Field(default_factory=dict)
+    duration_s: float | int = 0
+    report_files: dict[str, Any] | None = None
 
     def lines(self) -> list[str]:
         lines = [f"{self.label}: {self.outcome}"]
@@ -79,29 +141,78 @@ class SettlementRunSummary(RunSummary):
                 lines.append(f"  retry run {run_id} failed again: reported, not retried again")
             for run_id, reason in self.skipped_reasons.items():
                 lines.append(f"  skipped {run_id}: {reason}")
-        extra = self.model_extra or {}
         if self.run_id and "settlement_outcome" in self.model_fields_set:
             lines.append(
-                f"  run {self.run_id}: {extra.get('status')} {self.settlement_outcome or ''}  "
-                f"total {extra.get('total')} {extra.get('currency')}"
+                f"  run {self.run_id}: {self.status} {self.settlement_outcome or ''}  "
+                f"total {self.total} {self.currency}"
             )
-        if self.outcome == "incomplete":
+        if self.outcome == Outcome.INCOMPLETE:
             lines.append(
                 "  some runs were still running at the poll deadline: run the command again to report them"
             )
         return lines + self.closing_lines()
 
 
+SettlementRunSummary.JSON_ORDER = _json_order(SettlementRunSummary)
+
+
+class GroupTotals(_Part):
+    """One value of a breakdown (`tasks.ledger.transactions_report.breakdown`): transactions, and their
+    amounts and fees by currency."""
+
+    count: int
+    amount: dict[str, str] = Field(default_factory=dict)
+    fee: dict[str, str] = Field(default_factory=dict)
+
+
+class WalletLine(_Part):
+    """A wallet account's balance and reserve in one currency (`transactions_report.wallet_rows`)."""
+
+    account: str | None = None
+    currency: str | None = None
+    balance: str | None = None
+    reserved: str | None = None
+
+
+class LimitLine(_Part):
+    """A currency's limit and its use in one period (`transactions_report.limit_rows`)."""
+
+    currency: str | None = None
+    period: str
+    limit: str | None = None
+    in_used: str | None = None
+    in_remaining: str | None = None
+    out_used: str | None = None
+    out_remaining: str | None = None
+    per_transaction: str | None = None
+
+
 class TransactionsReportSummary(RunSummary):
     """``transactions-report``."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
-    from_: Any = Field(None, alias="from")
-    to: Any = None
+    label: str | None = None
+    outcome: Outcome | None = None
+    from_: str | None = Field(None, alias="from")
+    to: str | None = None
+    #: the filters given (kind, status, settlement_status, reconciliation_status)
+    filters: dict[str, str] = Field(default_factory=dict)
     transactions: int = 0
-    totals_by_kind_direction: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    mismatched: list[Any] = Field(default_factory=list)
+    totals_by_kind_direction: dict[str, dict[str, str]] = Field(default_factory=dict)
+    by_kind: dict[str, GroupTotals] = Field(default_factory=dict)
+    by_direction: dict[str, GroupTotals] = Field(default_factory=dict)
+    by_status: dict[str, GroupTotals] = Field(default_factory=dict)
+    by_reconciliation: dict[str, GroupTotals] = Field(default_factory=dict)
+    #: references of the transactions whose reconciliation is mismatched
+    mismatched: list[str] = Field(default_factory=list)
+    wallet: list[WalletLine] = Field(default_factory=list)
+    limits: list[LimitLine] = Field(default_factory=list)
+    taken_at: str | None = None
+    api_calls: dict[str, int] = Field(default_factory=dict)
+    report_files: dict[str, Any] | None = None
+    phase_durations_s: dict[str, float] = Field(default_factory=dict)
+    duration_s: float | int = 0
 
     def lines(self) -> list[str]:
         lines = [f"{self.label}: {self.outcome}"]
@@ -113,17 +224,27 @@ class TransactionsReportSummary(RunSummary):
         return lines + self.closing_lines()
 
 
+TransactionsReportSummary.JSON_ORDER = _json_order(TransactionsReportSummary)
+
+
 class EventsCatchUpSummary(RunSummary):
     """``events-catch-up``."""
 
-    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
-
+    outcome: Outcome | None = None
+    #: the Prefect Variable holding the cursor
+    variable: str | None = None
+    cursor_before: str | None = None
+    cursor_after: str | None = None
     events_read: int = 0
     events_emitted: int = 0
+    events_kept_not_forwarded: int = 0
     duplicates_skipped: int = 0
-    cursor_before: Any = None
-    cursor_after: Any = None
+    pages: int = 0
     restarted_without_cursor: bool = False
+    oldest_emitted_at: str | None = None
+    emitted_by_type: dict[str, int] = Field(default_factory=dict)
+    api_calls: dict[str, int] = Field(default_factory=dict)
+    duration_s: float | int = 0
 
     def lines(self) -> list[str]:
         lines = [f"{self.label or 'events catch-up'}: {self.outcome}"]
@@ -136,14 +257,19 @@ class EventsCatchUpSummary(RunSummary):
         return lines + self.closing_lines()
 
 
+EventsCatchUpSummary.JSON_ORDER = _json_order(EventsCatchUpSummary)
+
+
 class FollowupSummary(RunSummary):
     """``payout-followup``: the waiting payouts of finished runs read again."""
 
-    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
-
+    label: str | None = None
+    outcome: Outcome | None = None
     runs_checked: int = 0
+    #: run label → payout reference → [status before, status now]
     moved: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
     still_waiting: int = 0
+    notes: list[str] = Field(default_factory=list)
 
     def lines(self) -> list[str]:
         lines = [f"follow-up{' of ' + self.label if self.label else ''}: {self.outcome}"]
@@ -154,36 +280,93 @@ class FollowupSummary(RunSummary):
         return lines + self.closing_lines()
 
 
+FollowupSummary.JSON_ORDER = _json_order(FollowupSummary)
+
+
+class CurrencyClose(_Part):
+    """A day close's wallet equation in one currency (`tasks.ledger.daily_close`): the balance and reserve
+    now and, against the previous close (none on the first), the change, the movements and what neither
+    explains."""
+
+    balance: str | None = None
+    reserved: str | None = None
+    previous_balance: str | None = None
+    previous_reserved: str | None = None
+    change: str | None = None
+    movements: str | None = None
+    unexplained: str | None = None
+
+
+class DifferenceRow(_Part):
+    """A difference a check found (`store.reconciliation.Difference.as_dict`)."""
+
+    kind: str
+    reference: str | None = None
+    label: str | None = None
+    currency: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+    detail: str = ""
+
+
 class ReconciliationSummary(RunSummary):
-    """``reconcile-run`` and ``reconcile-day``."""
+    """``reconcile-run`` and ``reconcile-day``.
 
-    model_config = ConfigDict(extra="allow")  # the fields it writes beyond these are not typed yet
+    A run check writes ``rows`` .. ``wallet_effect``, ``trigger`` and ``checked_at``
+    (`tasks.ledger.run_reconciliation`); a day close ``day``, ``from`` .. ``balances``, ``open_items`` and
+    ``runs_touched`` (`tasks.ledger.daily_close`); a run with nothing to check only its ``status``
+    (``not_a_payops_run``, ``in_progress``)."""
 
-    scope: str = "run"
+    model_config = ConfigDict(populate_by_name=True)
+
+    label: str | None = None
+    outcome: Outcome | None = None
+    scope: Literal["run", "day"] = "run"
+    day: str | None = None
     status: str | None = None
+    from_: str | None = Field(None, alias="from")
+    snapshot_at: str | None = None
+    transactions: int | None = None
+    outside_payops: int = 0
+    balances: dict[str, CurrencyClose] = Field(default_factory=dict)
+    rows: int = 0
+    matched: int = 0
+    open: int = 0
     differences: int = 0
     by_kind: dict[str, int] = Field(default_factory=dict)
+    wallet_effect: dict[str, str] = Field(default_factory=dict)
+    open_items: int = 0
+    runs_touched: list[str] = Field(default_factory=list)
+    trigger: str | None = None
+    checked_at: str | None = None
+    check_id: int | None = None
+    #: the first 500 differences
+    differences_list: list[DifferenceRow] = Field(default_factory=list)
+    api_calls: dict[str, int] = Field(default_factory=dict)
+    report_files: dict[str, Any] | None = None
+    phase_durations_s: dict[str, float] = Field(default_factory=dict)
+    duration_s: float | int = 0
 
     def lines(self) -> list[str]:
-        what = f"run {self.label}" if self.scope == "run" else f"day {getattr(self, 'day', self.label)}"
+        what = f"run {self.label}" if self.scope == "run" else f"day {self.day or self.label}"
         lines = [f"reconciliation of {what}: {self.status}"]
-        balances = getattr(self, "balances", None) or {}
-        for currency, b in balances.items():
-            held = f"  {currency}: balance {b['balance']}, reserved {b['reserved']}"
-            if b.get("change") is not None:
-                moved = f"movements {b['movements']}, unexplained {b['unexplained']}"
-                lines.append(f"{held}; change {b['change']}, {moved}")
+        for currency, b in self.balances.items():
+            held = f"  {currency}: balance {b.balance}, reserved {b.reserved}"
+            if b.change is not None:
+                moved = f"movements {b.movements}, unexplained {b.unexplained}"
+                lines.append(f"{held}; change {b.change}, {moved}")
             else:  # the first close: nothing to compare with yet
                 lines.append(f"{held} (the baseline the next close compares with)")
-        transactions = getattr(self, "transactions", None)
-        if self.scope == "day" and transactions is not None:
-            outside = getattr(self, "outside_payops", 0) or 0
+        if self.scope == "day" and self.transactions is not None:
             lines.append(
-                f"  {counted(int(transactions), 'transaction')} since {getattr(self, 'from', '?')}; "
-                f"{outside} outside payops"
+                f"  {counted(self.transactions, 'transaction')} since {self.from_ or '?'}; "
+                f"{self.outside_payops} outside payops"
             )
         if self.differences:
             lines.append("  differences: " + ", ".join(f"{k} {v}" for k, v in self.by_kind.items()))
-        for d in (getattr(self, "differences_list", None) or [])[:20]:
-            lines.append(f"    {d['kind']}: {d.get('reference') or d.get('currency')} ({d.get('detail')})")
+        for d in self.differences_list[:20]:
+            lines.append(f"    {d.kind}: {d.reference or d.currency} ({d.detail})")
         return lines + self.closing_lines()
+
+
+ReconciliationSummary.JSON_ORDER = _json_order(ReconciliationSummary)

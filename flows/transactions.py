@@ -14,10 +14,9 @@ from typing import Any, Literal
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
 from payops.flows.run_params import DEFAULT_RATE_PER_S, FORM_CONFIG, CredentialsBlock, RateLimit, ReportDir
-from payops.flows.summaries import TransactionsReportSummary
+from payops.flows.summaries import LimitLine, TransactionsReportSummary, WalletLine
 from payops.store.settings import PayopsSettings
 from payops.tasks.ledger.transactions_report import (
-    GROUPS,
     HEADERS,
     RECONCILIATION_COLUMN,
     Filters,
@@ -34,12 +33,17 @@ from payops.tasks.reports.artifacts import markdown_table, report_lines
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
 from payops.tasks.runtime.run_meter import RunMeter
+from payops.tasks.runtime.run_outcomes import Outcome
 from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import State
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Kind = Literal["collection", "payout", "settlement", "utility", "wallet_transfer"]
+WALLET_FIELDS = list(WalletLine.model_fields)
+"""The summary's names of `wallet_rows`' columns."""
+LIMIT_FIELDS = list(LimitLine.model_fields)
+"""The summary's names of `limit_rows`' columns."""
 
 
 class TransactionsReportParams(BaseModel):
@@ -86,6 +90,7 @@ class TransactionsReportParams(BaseModel):
 
 
 def _markdown(summary: dict[str, Any], payops: PayopsSettings) -> str:
+    """The report's artifact, from the summary's JSON."""
     lines = [f"# Transactions {summary['from']} → {summary['to']}", "", f"**Outcome:** {summary['outcome']}"]
     lines += ["", f"{summary['transactions']} transaction(s); filters: {summary['filters'] or 'none'}", ""]
     totals = [[k, c, v] for k, cur in summary["totals_by_kind_direction"].items() for c, v in cur.items()]
@@ -107,10 +112,12 @@ async def transactions_report(
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `TransactionsReportSummary`."""
     async with open_clients():
         summary = await _transactions_report(params, PayopsSettings.from_env())
-    return end_run(TransactionsReportSummary.model_validate(summary))
+    return end_run(summary)
 
 
-async def _transactions_report(params: TransactionsReportParams, payops: PayopsSettings) -> dict[str, Any]:
+async def _transactions_report(
+    params: TransactionsReportParams, payops: PayopsSettings
+) -> TransactionsReportSummary:
     logger = get_run_logger()
     meter = RunMeter()
     default_start, default_end = previous_day(datetime.now(UTC))
@@ -122,59 +129,40 @@ async def _transactions_report(params: TransactionsReportParams, payops: PayopsS
     )
     meter.phase("fetch")
     label = f"transactions-{start.strftime('%Y%m%dT%H%M%S%z')}-{end.strftime('%Y%m%dT%H%M%S%z')}"
-    summary: dict[str, Any] = {
-        "label": label,
-        "outcome": "completed",
-        "from": start.isoformat(),
-        "to": end.isoformat(),
-        "filters": {k: v for k, v in vars(filters).items() if v},
-        "transactions": len(data.transactions),
-        "totals_by_kind_direction": kind_direction_totals(data.transactions),
-        **{f"by_{g}": breakdown(data.transactions, g) for g in GROUPS},
-        "mismatched": [
-            r[3] for r in transaction_rows(data.transactions) if r[RECONCILIATION_COLUMN] == "mismatched"
-        ],
-        "wallet": [
-            dict(zip(["account", "currency", "balance", "reserved"], r, strict=True))
-            for r in wallet_rows(data.wallet)
-        ],
-        "limits": [
-            dict(
-                zip(
-                    [
-                        "currency",
-                        "period",
-                        "limit",
-                        "in_used",
-                        "in_remaining",
-                        "out_used",
-                        "out_remaining",
-                        "per_transaction",
-                    ],
-                    r,
-                    strict=True,
-                )
-            )
-            for r in limit_rows(data.limits)
-        ],
-        "taken_at": data.taken_at.isoformat(),
-        "api_calls": dict(sorted(data.api_calls.items())),
-    }
-    summary["report_files"] = await asyncio.to_thread(
-        write_transactions_report, params.report_dir or payops.reports, label, data, summary
+    txs = data.transactions
+    summary = TransactionsReportSummary(
+        label=label,
+        outcome=Outcome.COMPLETED,
+        from_=start.isoformat(),
+        to=end.isoformat(),
+        filters={k: v for k, v in vars(filters).items() if v},
+        transactions=len(txs),
+        totals_by_kind_direction=kind_direction_totals(txs),
+        by_kind=breakdown(txs, "kind"),
+        by_direction=breakdown(txs, "direction"),
+        by_status=breakdown(txs, "status"),
+        by_reconciliation=breakdown(txs, "reconciliation"),
+        mismatched=[r[3] for r in transaction_rows(txs) if r[RECONCILIATION_COLUMN] == "mismatched"],
+        wallet=[WalletLine(**dict(zip(WALLET_FIELDS, r, strict=True))) for r in wallet_rows(data.wallet)],
+        limits=[LimitLine(**dict(zip(LIMIT_FIELDS, r, strict=True))) for r in limit_rows(data.limits)],
+        taken_at=data.taken_at.isoformat(),
+        api_calls=dict(sorted(data.api_calls.items())),
+    )
+    summary.report_files = await asyncio.to_thread(
+        write_transactions_report, params.report_dir or payops.reports, label, data, summary.as_json()
     )
     meter.phase("report")
-    summary["phase_durations_s"], summary["duration_s"] = meter.phases, meter.elapsed
+    summary.phase_durations_s, summary.duration_s = meter.phases, meter.elapsed
     await acreate_markdown_artifact(
-        key="transactions-report", markdown=_markdown(summary, payops), description=label
+        key="transactions-report", markdown=_markdown(summary.as_json(), payops), description=label
     )
-    if summary["mismatched"]:
+    if summary.mismatched:
         rows = [r for r in transaction_rows(data.transactions) if r[RECONCILIATION_COLUMN] == "mismatched"]
         await acreate_table_artifact(
             key="transactions-mismatched",
             table=[dict(zip(HEADERS, r, strict=True)) for r in rows[:500]],
             description="Transactions whose reconciliation is mismatched (first 500)",
         )
-        logger.warning("%d transaction(s) with a mismatched reconciliation", len(summary["mismatched"]))
+        logger.warning("%d transaction(s) with a mismatched reconciliation", len(summary.mismatched))
     logger.info("transactions report %s: %d transactions", label, len(data.transactions))
     return summary

@@ -29,6 +29,7 @@ from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import load_settings
 from payops.tasks.runtime.progress import progress
 from payops.tasks.runtime.run_outcomes import Outcome
+from payops.tasks.runtime.run_summary import RowProblem
 from payops.tasks.utility_purchases import (
     CHUNK_SIZE,
     PurchaseOutcome,
@@ -55,8 +56,8 @@ from prefect.states import State
 from prefect.utilities.annotations import quote as untraversed
 from pydantic import Field
 
-PurchaseRun = SheetRun[dict[str, Any]]
-"""A utility purchase run's context (its summary a dict until the run ends: `PurchaseRunSummary`)."""
+PurchaseRun = SheetRun[PurchaseRunSummary]
+"""A utility purchase run's context, its typed summary filled phase by phase."""
 
 
 class UtilityRunParams(SheetRunParams):
@@ -73,11 +74,12 @@ class UtilityRunParams(SheetRunParams):
     max_concurrent_chunks: int = Field(2, ge=1, le=16, description="Steps of purchases run at the same time.")
 
 
-def _issues(items: list[Any]) -> list[dict[str, Any]]:
-    return [{"row": i.row, "column": i.column, "message": i.message} for i in items]
+def _issues(items: list[Any]) -> list[RowProblem]:
+    return [RowProblem(row=i.row, column=i.column, message=i.message) for i in items]
 
 
 def _markdown(summary: dict[str, Any], attention: list[list[Any]], payops: PayopsSettings) -> str:
+    """The summary artifact, from the summary's JSON."""
     lines = [f"# Utility purchases `{summary['label']}`", "", f"**Outcome:** {summary['outcome']}", ""]
     keys = ["rows_total", "rows_valid", "rows_invalid", "amount_total", "fee_total", "gross_total"]
     lines.append(markdown_table(keys, [[summary.get(k) for k in keys]]))
@@ -101,7 +103,7 @@ def _markdown(summary: dict[str, Any], attention: list[list[Any]], payops: Payop
 
 
 async def _publish(
-    run: PurchaseRun, label: str, summary: dict[str, Any], outcomes: dict[int, PurchaseOutcome]
+    run: PurchaseRun, label: str, summary: PurchaseRunSummary, outcomes: dict[int, PurchaseOutcome]
 ) -> None:
     attention = [
         [o.row, o.reference, o.submission, o.status, o.failure_reason or o.error_code or ""]
@@ -110,7 +112,7 @@ async def _publish(
     ]
     await acreate_markdown_artifact(
         key=artifact_key(label, "utilities"),
-        markdown=_markdown(summary, attention, run.settings),
+        markdown=_markdown(summary.as_json(), attention, run.settings),
         description=label,
     )
     if attention:
@@ -129,13 +131,13 @@ async def utility_purchases(params: UtilityRunParams) -> State:
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `PurchaseRunSummary`."""
     async with open_clients():
         summary = await _utility_purchases(params)
-    return end_run(PurchaseRunSummary.model_validate(summary))
+    return end_run(summary)
 
 
-async def _utility_purchases(params: UtilityRunParams) -> dict[str, Any]:
+async def _utility_purchases(params: UtilityRunParams) -> PurchaseRunSummary:
     """sheet → quotes (the pre-flight) → buy → poll → report, the payout flow's skeleton (flows/pipeline.py);
     a phase that ends the run returns its summary."""
-    run: PurchaseRun = SheetRun.begin(params, PayopsSettings.from_env(), {})
+    run: PurchaseRun = SheetRun.begin(params, PayopsSettings.from_env(), PurchaseRunSummary())
     try:
         settings = load_settings(params.credentials_block, run.settings)
         sheet = await _read(run, settings)
@@ -167,22 +169,22 @@ async def _read(run: PurchaseRun, settings: PaymentsSettings) -> UtilitySheet:
     run.label = params.label or content_label(canonical_rows(sheet.rows))
     await tag_run(run.label)
     ensure_reports_spare_source(params.report_dir, run.label, params.source)
-    run.summary = {
-        "label": run.label,
-        "source": params.source,
-        "outcome": Outcome.COMPLETED,
-        "rows_total": sheet.rows_total,
-        "rows_valid": len(sheet.rows),
-        "rows_invalid": sheet.rows_invalid,
-        "errors": _issues(sheet.errors),
-        "warnings": _issues(sheet.warnings),
-        "amount_total": money(sum((r.amount for r in sheet.rows), Decimal(0))),
-    }
+    run.summary = PurchaseRunSummary(
+        label=run.label,
+        source=params.source,
+        outcome=Outcome.COMPLETED,
+        rows_total=sheet.rows_total,
+        rows_valid=len(sheet.rows),
+        rows_invalid=sheet.rows_invalid,
+        errors=_issues(sheet.errors),
+        warnings=_issues(sheet.warnings),
+        amount_total=money(sum((r.amount for r in sheet.rows), Decimal(0))),
+    )
     if sheet.errors or not sheet.rows:
         if not sheet.errors:
-            run.summary["errors"] = [{"row": 0, "column": "", "message": "the sheet has no purchase rows"}]
+            run.summary.errors = [RowProblem(row=0, column="", message="the sheet has no purchase rows")]
         path = report_paths(params.report_dir, run.label)["validation"]
-        run.summary["report_files"] = {
+        run.summary.report_files = {
             "validation": str(
                 await asyncio.to_thread(write_validation_report, sheet.as_intake_result(), path)
             )
@@ -211,39 +213,33 @@ async def _quote(run: PurchaseRun, sheet: UtilitySheet, settings: PaymentsSettin
         ),
         Decimal(0),
     )
-    summary.update(
-        {
-            "quotes": len(quotes.by_key),
-            "fee_total": money(sum(fees, Decimal(0))),
-            "gross_total": money(sum(gross, Decimal(0))),
-            "wallet_gross_total": money(wallet_gross),
-            "wallet_available": money(quotes.wallet_available)
-            if quotes.wallet_available is not None
-            else None,
-        }
-    )
-    if quotes.wallet_available is not None and wallet_gross > quotes.wallet_available:
-        summary.setdefault("notes", []).append(
+    summary.quotes = len(quotes.by_key)
+    summary.fee_total = money(sum(fees, Decimal(0)))
+    summary.gross_total = money(sum(gross, Decimal(0)))
+    summary.wallet_gross_total = money(wallet_gross)
+    available = quotes.wallet_available
+    summary.wallet_available = money(available) if available is not None else None
+    if available is not None and wallet_gross > available:
+        summary.note(
             f"wallet-funded total {money(wallet_gross)} is above the available "
-            f"{money(quotes.wallet_available)} (purchases bought by an earlier run are not bought again)"
+            f"{money(available)} (purchases bought by an earlier run are not bought again)"
         )
     run.meter.phase("quote")
     logger.info(
         "pre-flight: %d quote(s), amount %s, fees %s, gross %s, %d refused",
         len(quotes.by_key),
-        summary["amount_total"],
-        summary["fee_total"],
-        summary["gross_total"],
+        summary.amount_total,
+        summary.fee_total,
+        summary.gross_total,
         len(refused_quotes),
     )
     if refused_quotes:
         for r in sheet.rows:
             q = refused_quotes.get((r.product_id, r.amount))
             if q is not None:
-                summary["errors"].append(
-                    {"row": r.row, "column": "amount", "message": f"{q.error_code}: {q.error_message}"}
-                )
-        summary["rows_invalid"] = len({e["row"] for e in summary["errors"]})
+                message = f"{q.error_code}: {q.error_message}"
+                summary.errors = [*summary.errors, RowProblem(row=r.row, column="amount", message=message)]
+        summary.rows_invalid = len({e.row for e in summary.errors})
         logger.error("the service refused %d fee quote(s): nothing bought", len(refused_quotes))
         await _end(run, Outcome.INVALID_INPUT)
     if params.dry_run:
@@ -259,7 +255,7 @@ async def _buy(
     params = run.params
     orders = purchase_orders(sheet.rows, run.label)
     parts = chunks(orders, params.chunk_size)
-    run.summary["chunks"] = len(parts)
+    run.summary.chunks = len(parts)
 
     async def send_one(index: int) -> tuple[list[PurchaseOutcome], Counter[str]]:
         return await purchase_chunk_task(
@@ -321,48 +317,44 @@ async def _report(
     orders: list[Any],
     poll: PurchasePollResult,
     replayed: int,
-) -> dict[str, Any]:
+) -> PurchaseRunSummary:
     """Totals by status, the reports and artifacts; the run's final summary."""
     params, logger, label, summary = run.params, run.logger, run.label, run.summary
     progress().phase("reporting")
     done = [o for o in outcomes.values() if o.submission == "accepted"]
     refused = [o for o in outcomes.values() if o.submission != "accepted"]
-    summary.update(
-        {
-            "purchases": len(orders),
-            "purchases_by_status": dict(sorted(Counter(o.status for o in done).items())),
-            "refused_items": len(refused),
-            "refused_by_code": dict(Counter(o.error_code for o in refused)),
-            "replayed_purchases": replayed,
-            "unresolved": sorted(o.reference for o in done if o.status in UTILITY_PURCHASE_AWAITING_STATUSES),
-            "not_final": sorted(o.reference for o in done if not o.final),
-            "deadline_reached": poll.deadline_reached,
-            "poll_rounds": poll.rounds,
-        }
-    )
+    summary.purchases = len(orders)
+    summary.purchases_by_status = dict(sorted(Counter(o.status for o in done).items()))
+    summary.refused_items = len(refused)
+    summary.refused_by_code = dict(Counter(o.error_code for o in refused))
+    summary.replayed_purchases = replayed
+    summary.unresolved = sorted(o.reference for o in done if o.status in UTILITY_PURCHASE_AWAITING_STATUSES)
+    summary.not_final = sorted(o.reference for o in done if not o.final)
+    summary.deadline_reached = poll.deadline_reached
+    summary.poll_rounds = poll.rounds
     run.finish(Outcome.COMPLETED)
     headers = result_headers(sheet.columns)
     rows = result_rows(sheet, outcomes, quotes.by_key)
     highlight = [needs_attention(outcomes.get(int(rec["__row__"]))) for rec in sheet.table]
-    summary["report_files"] = await asyncio.to_thread(
-        write_table_reports, params.report_dir, label, headers, rows, summary, highlight=highlight
+    summary.report_files = await asyncio.to_thread(
+        write_table_reports, params.report_dir, label, headers, rows, summary.as_json(), highlight=highlight
     )
     run.meter.phase("report")
-    summary["duration_s"] = run.meter.elapsed
+    summary.duration_s = run.meter.elapsed
     await _publish(run, label, summary, outcomes)
-    for ref in summary["unresolved"]:
+    for ref in summary.unresolved:
         logger.warning(
             "purchase %s awaits the service (%s): not bought again", ref, poll.outcomes[ref].status
         )
     logger.info(
         "reports written for %s: %s",
         label,
-        ", ".join(f"{k} {v}" for k, v in (summary["report_files"] or {}).items()),
+        ", ".join(f"{k} {v}" for k, v in (summary.report_files or {}).items()),
     )
     logger.info(
         "utility run %s done: %s; %d refused by the service",
         label,
-        ", ".join(f"{k} {v}" for k, v in summary["purchases_by_status"].items()) or "no purchases",
-        summary["refused_items"],
+        ", ".join(f"{k} {v}" for k, v in summary.purchases_by_status.items()) or "no purchases",
+        summary.refused_items,
     )
     return summary

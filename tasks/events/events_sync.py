@@ -31,7 +31,7 @@ import logging
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from payops.connectors.payments import BadRequestError, PaymentsClient, PaymentsSettings
 from payops.store.settings import PayopsSettings
@@ -217,20 +217,3 @@ async def sync_events_task(
             inbox=inbox,
             forward=ForwardFilter(forward),
         )
-
-
-def summary_of(result: SyncResult, variable: str) -> dict[str, Any]:
-    """The JSON-ready summary fields of a sync."""
-    return {
-        "variable": variable,
-        "cursor_before": result.cursor_before,
-        "cursor_after": result.cursor_after,
-        "events_read": result.read,
-        "events_emitted": result.emitted,
-        "events_kept_not_forwarded": result.kept_not_forwarded,
-        "duplicates_skipped": result.duplicates_skipped,
-        "pages": result.pages,
-        "restarted_without_cursor": result.restarted_without_cursor,
-        "oldest_emitted_at": result.oldest_emitted_at.isoformat() if result.oldest_emitted_at else None,
-        "emitted_by_type": dict(sorted(result.by_type.items())),
-    }

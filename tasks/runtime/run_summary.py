@@ -63,9 +63,11 @@ class RunSummary(BaseModel):
 
     def as_json(self) -> dict[str, Any]:
         """The documented JSON fields (docs/runs.md) set in this run, in the order they were read (a summary
-        read back from JSON) or else the family's ``JSON_ORDER``."""
+        read back from JSON, or the keywords it was made with), then in the family's ``JSON_ORDER``."""
         dumped = self.model_dump(by_alias=True, exclude_unset=True)
-        order = [k for k in self._written or self.JSON_ORDER if k in dumped]
+        fields = type(self).model_fields
+        written = [(fields[k].alias or k) if k in fields else k for k in self._written]  # `from_` → `from`
+        order = [k for k in dict.fromkeys([*written, *self.JSON_ORDER]) if k in dumped]
         return {k: dumped[k] for k in [*order, *(k for k in dumped if k not in order)]}
 
     def note(self, line: str) -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 from payops.flows.summaries import (
     EventsCatchUpSummary,
+    FollowupSummary,
     PurchaseRunSummary,
+    ReconciliationSummary,
     SettlementRunSummary,
     TransactionsReportSummary,
 )
+from payops.tasks.ledger.transactions_report import GROUPS
 from payops.tasks.payouts.run_summary import PayoutRunSummary
 
 
@@ -78,3 +81,67 @@ def test_other_families_read_their_fields() -> None:
     assert report.lines() == ["tx: completed", "  window a -> b: 2 transactions", "  note: n"]
     events = EventsCatchUpSummary.model_validate({"outcome": "completed", "restarted_without_cursor": True})
     assert events.lines()[0] == "events catch-up: completed" and events.exit_code == 0
+
+
+# Every family's fields are typed (docs/runs.md, *Other flows' summaries*): a key its model does not declare,
+# at the top or in a nested part, is a mistake and is refused.
+
+
+def test_a_purchase_summary_field_nobody_declared_is_refused() -> None:
+    with pytest.raises(ValueError, match="purchases_by_state"):
+        PurchaseRunSummary.model_validate({"label": "airtime", "purchases_by_state": {}})
+    with pytest.raises(ValueError, match="col"):
+        PurchaseRunSummary.model_validate(
+            {"label": "airtime", "errors": [{"row": 2, "col": "x", "message": "m"}]}
+        )
+
+
+def test_a_settlement_summary_field_nobody_declared_is_refused() -> None:
+    with pytest.raises(ValueError, match="retried_now"):
+        SettlementRunSummary.model_validate({"label": "settle-now-x", "retried_now": 1})
+    with pytest.raises(ValueError, match="hint"):
+        SettlementRunSummary.model_validate({"label": "x", "alert": {"code": "c", "fix": "f", "hint": "h"}})
+
+
+def test_a_transactions_report_field_nobody_declared_is_refused() -> None:
+    with pytest.raises(ValueError, match="by_provider"):
+        TransactionsReportSummary.model_validate({"label": "tx", "by_provider": {}})
+    with pytest.raises(ValueError, match="sum"):
+        TransactionsReportSummary.model_validate(
+            {"label": "tx", "by_kind": {"payout": {"count": 1, "sum": {}}}}
+        )
+    assert {f"by_{group}" for group in GROUPS} <= set(TransactionsReportSummary.model_fields)
+
+
+def test_an_events_catch_up_field_nobody_declared_is_refused() -> None:
+    with pytest.raises(ValueError, match="events_lost"):
+        EventsCatchUpSummary.model_validate({"outcome": "completed", "events_lost": 0})
+
+
+def test_a_followup_summary_field_nobody_declared_is_refused() -> None:
+    with pytest.raises(ValueError, match="moved_payouts"):
+        FollowupSummary.model_validate({"label": "march", "moved_payouts": 1})
+
+
+def test_a_reconciliation_summary_field_nobody_declared_is_refused() -> None:
+    with pytest.raises(ValueError, match="differences_found"):
+        ReconciliationSummary.model_validate({"label": "r", "scope": "run", "differences_found": 1})
+    with pytest.raises(ValueError, match="kind"):
+        ReconciliationSummary.model_validate({"label": "r", "differences_list": [{"detail": "no kind"}]})
+
+
+def test_a_summary_built_phase_by_phase_prints_its_json_in_the_declared_order() -> None:
+    """A summary made with some fields and given the rest later prints them in its family's order."""
+    summary = SettlementRunSummary(label="settle-now-x", reference="x", outcome="completed")
+    summary.report_files = {"json": "x.json"}
+    summary.duration_s = 1.5
+    summary.run_id = "r1"
+    assert list(summary.as_json()) == [
+        "label",
+        "reference",
+        "outcome",
+        "run_id",
+        "duration_s",
+        "report_files",
+    ]
+    assert SettlementRunSummary.model_validate(summary.as_json()).as_json() == summary.as_json()
