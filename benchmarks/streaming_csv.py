@@ -32,7 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 HEADERS = [
-    "reference", "payee name", "amount", "currency", "provider", "destination type", "destination", "note"
+    "reference",
+    "payee name",
+    "amount",
+    "currency",
+    "provider",
+    "destination type",
+    "destination",
+    "note",
 ]
 LABEL = "bench-stream"
 
@@ -48,8 +55,9 @@ def streamed(sheet: Path, work: Path) -> dict:
     from payops.tasks.intake import IntakeOptions
     from payops.tasks.intake.streaming import stream_csv
     from payops.tasks.payouts.spill import RowSpill
-    from payops.tasks.reports.run_reports import RESULT_COLUMNS, RowOutcome
+    from payops.tasks.reports.run_reports import RESULT_COLUMNS
     from payops.tasks.reports.xlsx import write_csv
+    from payops.tasks.rows.outcome import RowOutcome
 
     t0 = time.perf_counter()
     with RowSpill(work / "spill.sqlite3") as spill:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from payops.connectors.payments import PaymentsSettings
 from payops.flows.pipeline import SheetRun, send_parts
-from payops.tasks.intake import IntakeResult, PayoutRow
+from payops.tasks.intake import IntakeResult
 from payops.tasks.ledger.run_reconciliation import SentSpan, record_approved_payouts
 from payops.tasks.payouts.batching import MAX_BATCH, batch_of
 from payops.tasks.payouts.fee_pricing import FeeRange
@@ -33,14 +33,15 @@ from payops.tasks.payouts.polling import PayoutState, PollResult, Share, poll_pa
 from payops.tasks.payouts.retry_rows import FailureLog
 from payops.tasks.payouts.run_summary import PayoutRunSummary
 from payops.tasks.payouts.submission import BatchResult, submit_batch_task
-from payops.tasks.reports.run_reports import RowFacts, RowOutcome
+from payops.tasks.rows.outcome import RowFacts, RowOutcome
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.runtime.memory import forget_task_results, release_freed_memory
 from payops.tasks.runtime.progress import progress
 from payops.tasks.runtime.ratelimit import LimiterStats
 from prefect.utilities.annotations import quote as untraversed
 
 if TYPE_CHECKING:
-    from payops.tasks.payouts.preflight import NameCheck
+    from payops.tasks.rows.name_check import NameCheck
 
 PART_ROWS = 20_000
 """Valid rows of a spilled sheet sent and followed at a time (a whole number of batches); a sheet held whole

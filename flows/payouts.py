@@ -66,7 +66,7 @@ from payops.tasks.approval.approvals import (
 from payops.tasks.approval.outcome_notices import PAYOUT_RUN_HOOKS, people, start_of, tell_outcome
 from payops.tasks.approval.run_approvals import with_decisions
 from payops.tasks.events.alerts import emit_needs_approval, emit_payout_outcome
-from payops.tasks.intake import IntakeResult, PayoutRow
+from payops.tasks.intake import IntakeResult
 from payops.tasks.intake.columns import ColumnMapError, parse_column_map
 from payops.tasks.intake.streaming import streams
 from payops.tasks.ledger.run_reconciliation import (
@@ -78,7 +78,7 @@ from payops.tasks.payouts.held_rows import HeldRows
 from payops.tasks.payouts.lookup_cache import CachePolicy
 from payops.tasks.payouts.paid_before import PaidBefore, paid_before
 from payops.tasks.payouts.polling import PollResult
-from payops.tasks.payouts.preflight import NameCheck, Preflight, PreflightOptions, preflight_task
+from payops.tasks.payouts.preflight import Preflight, PreflightOptions, preflight_task
 from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
 from payops.tasks.payouts.run_summary import (
     ApprovalRecord,
@@ -111,12 +111,10 @@ from payops.tasks.reports.artifacts import (
 )
 from payops.tasks.reports.attention import attention_rows, attention_table
 from payops.tasks.reports.money_moved import MoneyMoved
-from payops.tasks.reports.run_reports import (
-    RowFacts,
-    RowOutcome,
-    ensure_reports_spare_source,
-    write_reports,
-)
+from payops.tasks.reports.run_reports import ensure_reports_spare_source, write_reports
+from payops.tasks.rows.name_check import NameCheck
+from payops.tasks.rows.outcome import RowFacts, RowOutcome
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.runtime.clients import open_clients
 from payops.tasks.runtime.credentials import CredentialsMissing, load_settings
 from payops.tasks.runtime.inflight import DEFAULT_CAP, MAX_IN_FLIGHT

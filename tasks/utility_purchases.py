@@ -40,12 +40,13 @@ from payops.connectors.payments.models import (
     UTILITY_PURCHASE_FAILED_STATUSES,
     UTILITY_PURCHASE_FINAL_STATUSES,
 )
-from payops.tasks.intake import IntakeError, IntakeOptions, IntakeResult, RowIssue, read_raw_sheet
+from payops.tasks.intake import IntakeError, IntakeOptions, IntakeResult, read_raw_sheet
 from payops.tasks.intake.amounts import CellError, parse_amount
 from payops.tasks.intake.columns import header_key
 from payops.tasks.intake.phones import normalise_msisdn
 from payops.tasks.intake.raw import RawSheet
 from payops.tasks.payouts.poll_loop import PURCHASE_BACKOFF, Backoff, PollRounds, poll_until
+from payops.tasks.rows.payout_row import RowIssue
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.retries import API_TASK_RETRY
 from payops.tasks.wire.money import money

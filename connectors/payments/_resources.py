@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from ._idempotency import new_idempotency_key
 from ._slices import SlicedRead, read_sliced
@@ -64,15 +64,13 @@ from .models import (
     WebhookEnvelope,
 )
 
-if TYPE_CHECKING:
-    from .client import PaymentsClient
-
 __all__ = ["ENDPOINTS"]
 
 Req = TypeVar("Req", bound=RequestModel)
 T = TypeVar("T")
 ReqT = TypeVar("ReqT", bound=RequestModel)
 RecT = TypeVar("RecT")
+M = TypeVar("M")
 
 #: "METHOD /v1/path/{template}" of the spec → client method (``group.method``).
 ENDPOINTS: dict[str, str] = {
@@ -197,8 +195,16 @@ async def _prefetching_pages(
                 await pending
 
 
+class _Caller(Protocol):
+    """What a resource group needs of `PaymentsClient` (which builds the groups): its two ways to call."""
+
+    async def call(self, model: type[M], method: str, template: str, **kwargs: Any) -> M: ...
+
+    async def request(self, method: str, template: str, **kwargs: Any) -> Any: ...
+
+
 class _Group:
-    def __init__(self, client: PaymentsClient) -> None:
+    def __init__(self, client: _Caller) -> None:
         self._client = client
 
 

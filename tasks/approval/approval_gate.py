@@ -23,9 +23,10 @@ from payops.store.users import Users, utcnow
 from payops.tasks.approval.approvals import Requirement, Start, row_fields
 from payops.tasks.events.auditing import Auditor
 from payops.tasks.events.payment_events import Emitter, default_emitter
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts.paid_before import PAID_BEFORE, PaidBefore
-from payops.tasks.payouts.preflight import NameCheck, Preflight
+from payops.tasks.payouts.preflight import Preflight
+from payops.tasks.rows.name_check import NameCheck
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money, money_text
 from payops.tasks.wire.references import payout_reference

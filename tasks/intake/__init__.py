@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .errors import IntakeError
-    from .models import IntakeResult, PayoutRow, RowIssue
+    from .models import IntakeResult
     from .options import IntakeOptions
     from .reading import read_payout_sheet, read_raw_sheet
     from .report import write_validation_report
@@ -23,8 +23,6 @@ _WHERE = {
     "IntakeError": ".errors",
     "IntakeOptions": ".options",
     "IntakeResult": ".models",
-    "PayoutRow": ".models",
-    "RowIssue": ".models",
     "read_payout_sheet": ".reading",
     "read_raw_sheet": ".reading",
     "write_template": ".template",
@@ -35,8 +33,6 @@ __all__ = [
     "IntakeError",
     "IntakeOptions",
     "IntakeResult",
-    "PayoutRow",
-    "RowIssue",
     "read_payout_sheet",
     "read_raw_sheet",
     "write_template",

@@ -18,9 +18,9 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
+from payops.tasks.rows.payout_row import PayoutRow
 from pydantic import BaseModel
 
-from .models import PayoutRow
 from .raw import joined_lines as joined_lines  # lives in raw.py: the parser child imports it without pydantic
 
 PLAIN_AMOUNT = r"[0-9]{1,15}(?:\.[0-9]{1,2})?"

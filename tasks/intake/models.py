@@ -4,47 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from functools import cached_property, partial
 from typing import overload
 
 from payops.connectors.payments.models import REFERENCE_PATTERN
-from pydantic import BaseModel, ConfigDict, Field
+from payops.tasks.rows.payout_row import PayoutRow, RowIssue
 
 from .errors import IntakeError
 
-__all__ = ["IntakeError", "IntakeResult", "PayoutRow", "RowIssue", "RowTable", "REFERENCE_PATTERN"]
-
-
-@dataclass(frozen=True)
-class RowIssue:
-    """One problem (or warning) located in the sheet.
-
-    ``row`` is the row number the user sees (xlsx: sheet row, header usually row 1; csv: line number),
-    ``column`` is the header text as written in the sheet, ``value`` the cell text (truncated when long).
-    """
-
-    row: int
-    column: str
-    value: str
-    message: str
-
-
-class PayoutRow(BaseModel):
-    """A validated payout line. Built with ``model_construct`` after validation (see validation.py)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    row: int = Field(ge=1)
-    reference: str | None = Field(default=None, pattern=REFERENCE_PATTERN)
-    amount: Decimal = Field(gt=0, decimal_places=2)
-    currency: str = Field(pattern=r"^[A-Z]{3}$")
-    provider: str = Field(min_length=1)
-    destination_type: str = Field(pattern=r"^(msisdn|account|card)$")
-    destination: str = Field(min_length=1)
-    payee_name: str | None = None
-    note: str | None = Field(default=None, max_length=50)
-    extra: dict[str, str] = Field(default_factory=dict)
+__all__ = ["IntakeError", "IntakeResult", "RowTable", "REFERENCE_PATTERN"]
 
 
 class RowTable(Sequence[dict[str, str]]):

@@ -8,8 +8,9 @@ from collections import defaultdict
 
 import fsspec
 from payops.tasks.reports.xlsx import report_workbook, safe_cell
+from payops.tasks.rows.payout_row import RowIssue
 
-from .models import IntakeResult, RowIssue
+from .models import IntakeResult
 
 ERROR_FILL = "#FFC7CE"
 WARNING_FILL = "#FFEB9C"

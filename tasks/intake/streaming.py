@@ -4,7 +4,7 @@ not the sheet.
 `read_payout_sheet` holds the whole sheet (its bytes, every cell, every validated row: about 1.4 KB a row,
 and a 50 MB, 200,000-row limit). Here the csv is decoded and parsed a chunk of lines at a time, each chunk
 validated by the same checks (`validate_sheet`, column by column, with the header of the sheet), and the
-valid rows, errors and warnings go to a `RowSpill`. The checks that compare rows (a reference used twice,
+valid rows, errors and warnings go to a `RowSink`. The checks that compare rows (a reference used twice,
 the same payee and amount twice) run once every chunk is in, as groupings over the spill, with the same
 messages: a sheet read in chunks gets exactly the findings it gets read whole (the tests compare them).
 
@@ -23,21 +23,19 @@ import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import fsspec
+from payops.tasks.rows.payout_row import RowIssue
+from payops.tasks.rows.sink import RowSink
 
 from .cells import shorten
 from .columns import ColumnMap, sheet_columns
 from .errors import IntakeError
-from .models import RowIssue
 from .options import IntakeOptions
 from .parsing import ParseLimits, _blank, _raw_from_rows, _sniff_delimiter, not_utf8
 from .sources import extension, source_size
 from .validation import repeated_payee, repeated_reference, rows_list, validate_sheet
-
-if TYPE_CHECKING:
-    from payops.tasks.payouts.spill import RowSpill  # which imports this package: for the type only
 
 CHUNK_ROWS = 20_000
 """Lines validated at once: large enough for the column-wise checks' speed, small against the sheet."""
@@ -62,7 +60,7 @@ class StreamedSheet:
     currency: str | None = None
     currency_header: str | None = None
 
-    def summary(self, spill: RowSpill) -> dict[str, int]:
+    def summary(self, spill: RowSink) -> dict[str, int]:
         """Counts a run summary shows (valid rows, rows with errors, warnings) from the spill."""
         return {
             "rows_total": self.rows_total,
@@ -151,7 +149,7 @@ def _open(source: str) -> IO[bytes]:
 
 def stream_csv(
     source: str | os.PathLike[str],
-    spill: RowSpill,
+    spill: RowSink,
     options: IntakeOptions | None = None,
     *,
     chunk_rows: int = CHUNK_ROWS,
@@ -217,7 +215,7 @@ class _Columns:
 class _Chunks:
     """The read of one csv: the header, then chunks of lines validated into the spill."""
 
-    spill: RowSpill
+    spill: RowSink
     options: IntakeOptions
     limits: ParseLimits
     header: list[str] | None = None
@@ -263,7 +261,7 @@ class _Chunks:
 
 def _stream(
     reader: Iterator[list[str]],
-    spill: RowSpill,
+    spill: RowSink,
     options: IntakeOptions,
     limits: ParseLimits,
     chunk_rows: int,
@@ -312,7 +310,7 @@ def _stream(
     )
 
 
-def _cross_row_checks(spill: RowSpill, cols: _Columns) -> None:
+def _cross_row_checks(spill: RowSink, cols: _Columns) -> None:
     """What `validate_sheet` compares across rows, over the whole sheet: a reference used on several rows
     refuses each of them; then the same destination and amount on several valid rows warns on each."""
     if cols.reference is not None:

@@ -17,13 +17,14 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
+from payops.tasks.rows.payout_row import PayoutRow, RowIssue
 from payops.tasks.runtime.plurals import noun_for
 
 from ._fast import GHANA_MSISDN, PLAIN_AMOUNT, construct_rows, joined_lines, lines_match, plain_texts
 from .amounts import CellError, parse_amount
 from .cells import shorten
 from .columns import ColumnMap
-from .models import REFERENCE_PATTERN, PayoutRow, RowIssue
+from .models import REFERENCE_PATTERN
 from .options import IntakeOptions
 from .phones import normalise_msisdn
 from .raw import RawSheet

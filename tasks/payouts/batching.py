@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from payops.tasks.intake import PayoutRow
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.wire.money import money
 from payops.tasks.wire.references import batch_idempotency_key, batch_reference, payout_reference
 

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from payops.tasks.intake import PayoutRow
+from payops.tasks.rows.payout_row import PayoutRow
 
 CENT = Decimal("0.01")
 STEPS_PER_DECADE = 24

@@ -24,8 +24,9 @@ from typing import Any
 import fsspec
 from payops.connectors.payments import NotFoundError, PaymentsClient, PaymentsSettings
 from payops.connectors.payments.models import PAYOUT_FINAL_STATUSES
-from payops.tasks.reports.attention import outcome_kind, paid
+from payops.tasks.reports.attention import paid
 from payops.tasks.reports.run_reports import report_paths
+from payops.tasks.rows.outcome import outcome_kind
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.retries import API_TASK_RETRY
 from prefect import task

@@ -9,14 +9,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from payops.connectors.payments.models import PAYOUT_FINAL_STATUSES
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts.batching import MAX_BATCH
 from payops.tasks.payouts.fee_pricing import FeeRange
-from payops.tasks.reports.run_reports import RowFacts, RowOutcome, row_facts
+from payops.tasks.rows.outcome import RowFacts, RowOutcome, row_facts
+from payops.tasks.rows.payout_row import PayoutRow
 
 if TYPE_CHECKING:  # the pre-flight and the poll import Prefect, which `payops check` never loads
     from payops.tasks.payouts.polling import PayoutState
-    from payops.tasks.payouts.preflight import NameCheck
+    from payops.tasks.rows.name_check import NameCheck
 
 
 class HeldRows:

@@ -16,10 +16,11 @@ from payops.connectors.payments import APIStatusError, NotFoundError, PaymentsCl
 from payops.store import SchemaBehind, open_database
 from payops.store.cache import NAMES, QUOTES, Cached, LookupCache, cache_key
 from payops.store.settings import PayopsSettings
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts import fee_pricing
 from payops.tasks.payouts.fee_pricing import FeeRange, Grid, PriceKey, QuoteMany
 from payops.tasks.payouts.lookup_cache import CachePolicy, through_cache
+from payops.tasks.rows.name_check import NameCheck
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.inflight import DEFAULT_CAP
 from payops.tasks.runtime.plurals import counted, noun_for
@@ -73,15 +74,6 @@ async def read_headroom(client: PaymentsClient) -> dict[str, CurrencyCheck]:
         room.daily_remaining = Decimal(lim.daily.out.remaining)
         room.monthly_remaining = Decimal(lim.monthly.out.remaining)
     return rooms
-
-
-@dataclass(slots=True)
-class NameCheck:
-    row: int
-    destination: str
-    sheet_name: str
-    holder_name: str | None
-    verdict: str  # match, partial, mismatch, unverified
 
 
 class PreflightSink(Protocol):

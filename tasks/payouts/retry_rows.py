@@ -21,7 +21,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 __all__ = ["FailureLog", "RetryRows", "mark_retried", "retry_rows_of", "retry_store"]
-from payops.tasks.reports.run_reports import RowOutcome, resubmit_reference, resubmit_rows
+from payops.tasks.reports.run_reports import resubmit_reference, resubmit_rows
+from payops.tasks.rows.outcome import RowOutcome
 
 if TYPE_CHECKING:
     from payops.tasks.intake import IntakeResult

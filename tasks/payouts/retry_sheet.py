@@ -32,7 +32,6 @@ from payops.store.retries import RetryConflict, RetryRow, RetryRows
 from payops.tasks.intake import IntakeOptions
 from payops.tasks.intake.columns import parse_column_map, sheet_columns
 from payops.tasks.payouts.fails_again import FailsAgain
-from payops.tasks.reports.attention import RETRY_KINDS
 from payops.tasks.reports.run_reports import (
     RESUBMIT_SHEET,
     report_filename,
@@ -41,6 +40,7 @@ from payops.tasks.reports.run_reports import (
     resubmit_reference,
 )
 from payops.tasks.reports.table_workbook import TableWorkbook
+from payops.tasks.rows.outcome import RETRY_KINDS
 from payops.tasks.wire.references import LABEL_MAX
 
 _RETRY_TAG = re.compile(r"-retry(\d+)$")

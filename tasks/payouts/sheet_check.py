@@ -22,7 +22,6 @@ from payops.tasks.intake import (
     IntakeError,
     IntakeOptions,
     IntakeResult,
-    PayoutRow,
     read_payout_sheet,
     write_validation_report,
 )
@@ -33,6 +32,7 @@ from payops.tasks.payouts.run_summary import PayoutRunSummary, SheetCheckSummary
 from payops.tasks.payouts.spill import RowSpill
 from payops.tasks.payouts.spill_views import SpilledRows, SpilledTable
 from payops.tasks.reports.run_reports import ensure_reports_spare_source, report_paths
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.runtime.run_outcomes import Outcome
 from payops.tasks.runtime.run_summary import RowProblem
 from payops.tasks.wire.money import money

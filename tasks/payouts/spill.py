@@ -24,16 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from payops.connectors.payments.models import PAYOUT_FINAL_STATUSES
-from payops.tasks.intake import PayoutRow
-from payops.tasks.intake.models import RowIssue
 from payops.tasks.payouts.batching import MAX_BATCH, PayoutBatch, batch_of
 from payops.tasks.payouts.fee_pricing import FeeRange
-from payops.tasks.reports.run_reports import RowOutcome
+from payops.tasks.rows.outcome import RowOutcome
+from payops.tasks.rows.payout_row import PayoutRow, RowIssue
 from payops.tasks.wire.money import money
 
 if TYPE_CHECKING:  # imported where used: they import Prefect, which `payops check` never loads
     from payops.tasks.payouts.polling import PayoutState
-    from payops.tasks.payouts.preflight import NameCheck
+    from payops.tasks.rows.name_check import NameCheck
 
 _SCHEMA = """
 CREATE TABLE rows (
@@ -316,7 +315,7 @@ class RowSpill:
             "SELECT row, destination, sheet_name, holder, verdict FROM names WHERE row BETWEEN ? AND ?",
             (first, last),
         )
-        from payops.tasks.payouts.preflight import NameCheck
+        from payops.tasks.rows.name_check import NameCheck
 
         return {v[0]: NameCheck(*v) for v in cursor}
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar, overload
 
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts.fee_pricing import FeeRange
 from payops.tasks.payouts.spill import RowSpill
-from payops.tasks.reports.run_reports import RowFacts, RowOutcome, row_fact
+from payops.tasks.rows.outcome import RowFacts, RowOutcome, row_fact
+from payops.tasks.rows.payout_row import PayoutRow
 
 if TYPE_CHECKING:  # the pre-flight imports Prefect, which `payops check` never loads
-    from payops.tasks.payouts.preflight import NameCheck
+    from payops.tasks.rows.name_check import NameCheck
 
 V = TypeVar("V")
 WINDOW_ROWS = 5_000

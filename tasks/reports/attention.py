@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from payops.connectors.payments.failure_words import FailureWords, failure_words, retried_next_step
 from payops.connectors.payments.models import (
-    PAYOUT_AWAITING_REVIEW_STATUSES,
     PAYOUT_FAILED_STATUSES,
     PAYOUT_FINAL_STATUSES,
 )
+from payops.tasks.rows.outcome import outcome_kind
 
 if TYPE_CHECKING:
-    from payops.tasks.intake import PayoutRow
-    from payops.tasks.payouts.preflight import NameCheck
-    from payops.tasks.reports.run_reports import RowOutcome
+    from payops.tasks.rows.name_check import NameCheck
+    from payops.tasks.rows.outcome import RowOutcome
+    from payops.tasks.rows.payout_row import PayoutRow
 
 #: Outcome kinds of a row (at most one per row), in the order a person should look at them.
 OUTCOME_KINDS = ("failed", "refused", "invalid", "awaiting_review")
@@ -33,36 +33,15 @@ OUTCOME_KINDS = ("failed", "refused", "invalid", "awaiting_review")
 NAME_KINDS = {"mismatch": "name_mismatch", "partial": "name_partial", "unverified": "name_unverified"}
 NO_NAME_COLUMN = "no_name_column"
 KINDS = (*OUTCOME_KINDS, *NAME_KINDS.values(), NO_NAME_COLUMN)
-#: The kinds a retry pays again (the resubmit sheet's rows).
-RETRY_KINDS = frozenset({"failed", "refused"})
 _PAID_STATUSES = PAYOUT_FINAL_STATUSES - PAYOUT_FAILED_STATUSES
 
 Paid = Literal["yes", "no", "not yet"]
-
-
-def outcome_kind(submission: str | None, status: str | None) -> str | None:
-    """The kind of attention a row's outcome needs (``None``: none): from its submission (``invalid``,
-    ``refused``, ``accepted``, ``not sent``) and its payout status."""
-    if submission == "invalid":
-        return "invalid"
-    if submission == "refused":
-        return "refused"
-    if status in PAYOUT_FAILED_STATUSES:
-        return "failed"
-    if status in PAYOUT_AWAITING_REVIEW_STATUSES:
-        return "awaiting_review"
-    return None
 
 
 def row_kind(o: RowOutcome) -> str | None:
     """The kind of attention a row needs (:func:`outcome_kind`), none once a retry claimed it (the retry's
     own run says what became of it)."""
     return None if o.retried_as else outcome_kind(o.submission, o.status)
-
-
-def needs_retry(submission: str | None, status: str | None) -> bool:
-    """Whether a retry pays the row again (failed or refused)."""
-    return outcome_kind(submission, status) in RETRY_KINDS
 
 
 def paid(submission: str | None, status: str | None) -> Paid:

@@ -28,7 +28,7 @@ from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money, money_text
 
 if TYPE_CHECKING:  # `payops runs show` reads `moved_lines` without loading the report writers
-    from payops.tasks.reports.run_reports import RowFacts, RowOutcome
+    from payops.tasks.rows.outcome import RowFacts, RowOutcome
 
 ZERO = Decimal(0)
 

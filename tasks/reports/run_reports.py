@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -30,9 +29,10 @@ from urllib.parse import quote
 import fsspec
 from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES
 from payops.store.settings import PayopsSettings, absolute_location
-from payops.tasks.reports.attention import charged_fee, needs_retry, outcome_kind, outcome_words
+from payops.tasks.reports.attention import charged_fee, outcome_words
 from payops.tasks.reports.table_workbook import PlainNumber, table_workbook
 from payops.tasks.reports.xlsx import neutralise, write_csv
+from payops.tasks.rows.outcome import RowFacts, RowOutcome, outcome_kind
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money
 
@@ -66,56 +66,7 @@ _EXACT_DIGITS = 15
 _UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-@dataclass(slots=True)
-class RowOutcome:
-    """What happened to one sheet row."""
-
-    row: int
-    reference: str | None = None
-    batch: str | None = None
-    submission: str = "not sent"  # accepted, refused, invalid, not sent
-    status: str | None = None
-    fee: str | None = None
-    failure_reason: str | None = None
-    error_code: str | None = None
-    error_message: str | None = None
-    completed_at: str | None = None
-    retried_as: str | None = None
-    """The retry that claimed the row while the run ran (`tasks.payouts.retry_rows`): it pays the row
-    again."""
-
-    @property
-    def needs_resubmit(self) -> bool:
-        """Whether the resubmit sheet carries the row (`tasks.reports.attention.needs_retry`; not when a retry
-        claimed it already)."""
-        return needs_retry(self.submission, self.status) and not self.retried_as
-
-
-@dataclass(frozen=True, slots=True)
-class RowFacts:
-    """What the run knows of a valid row besides its outcome: amount sent, pre-flight's name check."""
-
-    amount: Decimal | None = None
-    currency: str | None = None
-    holder_name: str | None = None
-    name_check: str | None = None
-
-
 _NO_FACTS = RowFacts()
-
-
-def row_facts(rows: Iterable[Any], names: Iterable[Any] = ()) -> dict[int, RowFacts]:
-    """Per sheet row: the validated amount and currency (``PayoutRow``) and the holder name and verdict of the
-    pre-flight's name check (``NameCheck``; rows without one were not checked)."""
-    checks = {n.row: n for n in names}
-    return {r.row: row_fact(r, checks.get(r.row)) for r in rows}
-
-
-def row_fact(row: Any, check: Any | None) -> RowFacts:
-    """A valid row's facts: its ``PayoutRow``'s amount and currency, its ``NameCheck`` (None: unchecked)."""
-    return RowFacts(
-        row.amount, row.currency, check.holder_name if check else None, check.verdict if check else None
-    )
 
 
 def _outcome_cells(o: RowOutcome, f: RowFacts, typed: bool) -> list[Any]:

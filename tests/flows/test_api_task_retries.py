@@ -11,10 +11,10 @@ from decimal import Decimal
 import pytest
 from payops.connectors.payments import InternalServerError, PaymentsSettings
 from payops.sandbox import SandboxConfig, SandboxServer
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts.batching import build_batch
 from payops.tasks.payouts.polling import PayoutState, poll_payouts_task
 from payops.tasks.payouts.submission import BatchRefused, submit_batch_task
+from payops.tasks.rows.payout_row import PayoutRow
 from prefect import flow
 
 from tests.flows.support import emulator_stats

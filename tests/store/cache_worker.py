@@ -14,8 +14,8 @@ from decimal import Decimal
 from payops.sandbox.engine.party_lookups import holder_name
 from payops.store import PayopsSettings, migrate, upgrade_database
 from payops.store.cache import LookupCache
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts.preflight import run_preflight
+from payops.tasks.rows.payout_row import PayoutRow
 
 from tests.connectors.payments_emulator import make_emulator
 

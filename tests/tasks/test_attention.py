@@ -7,17 +7,10 @@ from decimal import Decimal
 
 import pytest
 from payops.connectors.payments.models import PAYOUT_STATUSES
-from payops.tasks.intake import PayoutRow
-from payops.tasks.payouts.preflight import NameCheck
-from payops.tasks.reports.attention import (
-    KINDS,
-    attention_rows,
-    attention_table,
-    needs_retry,
-    outcome_kind,
-    paid,
-)
-from payops.tasks.reports.run_reports import RowOutcome
+from payops.tasks.reports.attention import KINDS, attention_rows, attention_table, paid
+from payops.tasks.rows.name_check import NameCheck
+from payops.tasks.rows.outcome import RowOutcome, needs_retry, outcome_kind
+from payops.tasks.rows.payout_row import PayoutRow
 
 
 def _row(n: int, name: str | None = "Ama Mensah") -> PayoutRow:

@@ -13,9 +13,9 @@ import pytest
 from payops.connectors.payments import PaymentsClient, PaymentsSettings
 from payops.sandbox import SandboxConfig, create_app
 from payops.sandbox.engine.party_lookups import holder_name
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts.polling import PayoutState, poll_until_final
 from payops.tasks.payouts.preflight import run_preflight
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.runtime.inflight import MAX_IN_FLIGHT, InFlight, InFlightWindow
 from payops.tasks.runtime.ratelimit import AdaptiveRate, RateLimitedTransport
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts.batching import batch_count, build_batch, build_batches, canonical_json
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.wire.references import (
     REFERENCE_PATTERN,
     batch_reference,

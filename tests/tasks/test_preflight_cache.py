@@ -12,10 +12,10 @@ from payops.sandbox.engine.party_lookups import holder_name
 from payops.sandbox.money import payout_fee
 from payops.store import migrate, open_engine
 from payops.store.cache import NAMES, Cached, LookupCache, cache_key
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts import fee_pricing
 from payops.tasks.payouts.lookup_cache import CachePolicy
 from payops.tasks.payouts.preflight import run_preflight
+from payops.tasks.rows.payout_row import PayoutRow
 
 from tests.connectors.payments_emulator import make_emulator
 

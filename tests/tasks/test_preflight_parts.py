@@ -16,10 +16,11 @@ import pytest
 from payops.connectors.payments import APIStatusError, NotFoundError
 from payops.store import migrate, open_engine
 from payops.store.cache import LookupCache
-from payops.tasks.intake import PayoutRow
 from payops.tasks.payouts import fee_pricing, preflight
 from payops.tasks.payouts.fee_pricing import FeeRange
-from payops.tasks.payouts.preflight import NameCheck, Preflight, run_preflight
+from payops.tasks.payouts.preflight import Preflight, run_preflight
+from payops.tasks.rows.name_check import NameCheck
+from payops.tasks.rows.payout_row import PayoutRow
 
 CENT = Decimal("0.01")
 HOLDERS = {  # number → holder name; the sheet's payee names below match, partly match or do not

@@ -7,7 +7,8 @@ import zipfile
 from decimal import Decimal
 
 from openpyxl import load_workbook
-from payops.tasks.reports.run_reports import RowOutcome, neutralise, resubmit_reference, write_reports
+from payops.tasks.reports.run_reports import neutralise, resubmit_reference, write_reports
+from payops.tasks.rows.outcome import RowOutcome
 
 
 def test_cells_starting_with_formula_characters_are_neutralised() -> None:
@@ -96,9 +97,9 @@ def test_finance_columns_amounts_numbers_sum_to_the_total_and_approvers_kept(tmp
     from datetime import datetime
     from decimal import Decimal
 
-    from payops.tasks.intake import PayoutRow
-    from payops.tasks.payouts.preflight import NameCheck
-    from payops.tasks.reports.run_reports import row_facts
+    from payops.tasks.rows.name_check import NameCheck
+    from payops.tasks.rows.outcome import row_facts
+    from payops.tasks.rows.payout_row import PayoutRow
 
     columns = ["Payment Reference", "Full Name", "Amount", "Phone"]
     table = [
@@ -229,7 +230,7 @@ def test_finance_columns_amounts_numbers_sum_to_the_total_and_approvers_kept(tmp
 def _payout_row(row: int, amount: str, destination: str) -> object:
     from decimal import Decimal
 
-    from payops.tasks.intake import PayoutRow
+    from payops.tasks.rows.payout_row import PayoutRow
 
     return PayoutRow(
         row=row,
@@ -306,7 +307,7 @@ def test_the_sheets_own_columns_are_echoed_as_the_values_payops_read(tmp_path) -
     import csv
     from decimal import Decimal
 
-    from payops.tasks.reports.run_reports import row_facts
+    from payops.tasks.rows.outcome import row_facts
 
     columns = ["Employee ID", "Hours", "Bonus", "Phone", "Pay", "Note", "Account"]
     cells = [
@@ -374,7 +375,7 @@ def _paid_run(tmp_path, summary: dict) -> dict:
     """A payout run's reports: three rows paid (one failed), one the intake could not read."""
     from decimal import Decimal
 
-    from payops.tasks.reports.run_reports import row_facts
+    from payops.tasks.rows.outcome import row_facts
 
     columns = ["Staff", "Net Pay", "Phone"]
     cells = [

@@ -13,7 +13,8 @@ from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
 from payops.tasks.payouts.retry_rows import retry_rows_of
 from payops.tasks.payouts.retry_sheet import prepare_retry
 from payops.tasks.payouts.sheet_check import intake_summary
-from payops.tasks.reports.run_reports import RowOutcome, write_reports
+from payops.tasks.reports.run_reports import write_reports
+from payops.tasks.rows.outcome import RowOutcome
 
 HEADER = ["Employee ID", "Full Name", "Phone Number", "Net Pay", "Bank/Network", "Payment Reference"]
 

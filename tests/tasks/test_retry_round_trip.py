@@ -25,11 +25,13 @@ from hypothesis import strategies as st
 from openpyxl import Workbook
 from payops.store import migrate, open_engine
 from payops.store.retries import RetryRows
-from payops.tasks.intake import IntakeOptions, IntakeResult, PayoutRow, read_payout_sheet
+from payops.tasks.intake import IntakeOptions, IntakeResult, read_payout_sheet
 from payops.tasks.intake.columns import ALIASES, format_column_map, parse_column_map
 from payops.tasks.payouts.retry_rows import retry_rows_of
 from payops.tasks.payouts.retry_sheet import prepare_retry
-from payops.tasks.reports.run_reports import RowOutcome, resubmit_reference, write_reports
+from payops.tasks.reports.run_reports import resubmit_reference, write_reports
+from payops.tasks.rows.outcome import RowOutcome
+from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.wire.references import row_reference
 
 # Value formats of docs/intake.md ("Cell rules"): the text each is written as, and the value it means.

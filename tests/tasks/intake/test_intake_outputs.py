@@ -11,6 +11,7 @@ import pytest
 from intake_corpus import HEADER, rows_with, write_csv
 from openpyxl import load_workbook
 from payops.tasks.intake import IntakeError, read_payout_sheet, write_template, write_validation_report
+from payops.tasks.rows.payout_row import RowIssue
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "payouts-template.xlsx"
 
@@ -20,8 +21,6 @@ def test_public_surface() -> None:
         "IntakeError",
         "IntakeOptions",
         "IntakeResult",
-        "PayoutRow",
-        "RowIssue",
         "read_payout_sheet",
         "read_raw_sheet",
         "write_template",
@@ -43,7 +42,7 @@ def test_public_surface() -> None:
         "currency",
         "currency_header",
     }
-    assert list(intake.RowIssue.__dataclass_fields__) == ["row", "column", "value", "message"]
+    assert list(RowIssue.__dataclass_fields__) == ["row", "column", "value", "message"]
 
 
 def test_template_layout(tmp_path: Path) -> None:

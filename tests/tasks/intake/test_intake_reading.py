@@ -9,8 +9,9 @@ from pathlib import Path
 import fsspec
 import pytest
 from intake_corpus import GOOD, HEADER, rows_with, write_csv, write_xlsx
-from payops.tasks.intake import IntakeOptions, PayoutRow, read_payout_sheet
+from payops.tasks.intake import IntakeOptions, read_payout_sheet
 from payops.tasks.intake.columns import ALIASES, field_for_header
+from payops.tasks.rows.payout_row import PayoutRow
 
 
 def test_aliases_and_extras(tmp_path: Path) -> None:

@@ -11,12 +11,12 @@ from payops.tasks.intake import IntakeError, IntakeOptions, read_payout_sheet
 from payops.tasks.intake.streaming import stream_csv
 from payops.tasks.payouts.batching import batch_count, build_batch
 from payops.tasks.payouts.spill import RowSpill
-from payops.tasks.reports.run_reports import RowOutcome
+from payops.tasks.rows.outcome import RowOutcome
 
 HEADER = "Payment Reference,Full Name,Amount,Currency,Provider,Destination type,Staff Mobile,Department\n"
 LINES = [
     "PAY-001,Ama Mensah,120.50,GHS,mtn,msisdn,+233 24 123 4567,Ops\n",
-    "PAY-002,Kofi Boateng,\"1,200.00\",GHS,mtn,msisdn,024 765 4321,Sales\n",
+    'PAY-002,Kofi Boateng,"1,200.00",GHS,mtn,msisdn,024 765 4321,Sales\n',
     "pay-001,Yaw Asante,80.00,GHS,mtn,msisdn,0241112223,Ops\n",  # PAY-001 again, other case
     "\n",
     "PAY-004,Esi Owusu,abc,GHS,mtn,msisdn,0245556667,Ops\n",  # bad amount
