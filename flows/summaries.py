@@ -1,8 +1,8 @@
 """Typed run summaries of the flow families other than the payout run (`tasks.payouts.run_summary`): the
 outcome, its exit code and the lines a person reads; each on `tasks.runtime.run_summary.RunSummary`.
 
-Each model declares every field its flow writes, in the order the flow writes them (``JSON_ORDER``, set after
-the class); a key it does not declare is refused (docs/runs.md, *Other flows' summaries*).
+Each model declares every field its flow writes, in the order the flow writes them (its ``JSON_ORDER``); a key
+it does not declare is refused (docs/runs.md, *Other flows' summaries*).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.runtime.run_outcomes import Outcome
-from payops.tasks.runtime.run_summary import EXIT_OK, RowProblem, RunSummary, in_words, row_error_lines
+from payops.tasks.runtime.run_summary import EXIT_OK, RunSummary, SheetRunSummary, in_words, row_error_lines
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -19,23 +19,9 @@ class _Part(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _json_order(model: type[RunSummary]) -> tuple[str, ...]:
-    """The JSON names of the fields ``model`` declares itself, in the order it declares them."""
-    fields = model.model_fields
-    return tuple(fields[n].alias or n for n in model.__annotations__ if n in fields)
-
-
-class PurchaseRunSummary(RunSummary):
+class PurchaseRunSummary(SheetRunSummary):
     """``utility-purchases`` (airtime and data)."""
 
-    label: str | None = None
-    source: str | None = None
-    outcome: Outcome | None = None
-    rows_total: int = 0
-    rows_valid: int = 0
-    rows_invalid: int = 0
-    errors: list[RowProblem] = Field(default_factory=list)
-    warnings: list[RowProblem] = Field(default_factory=list)
     amount_total: str | None = None
     #: distinct fee quotes asked (one per product and amount)
     quotes: int = 0
@@ -73,9 +59,6 @@ class PurchaseRunSummary(RunSummary):
             lines.append(f"  awaiting the service (do not buy again): {ref}")
         lines += row_error_lines(self.errors, file_level=False)
         return lines + self.closing_lines()
-
-
-PurchaseRunSummary.JSON_ORDER = _json_order(PurchaseRunSummary)
 
 
 class SettlementAlert(_Part):
@@ -153,9 +136,6 @@ class SettlementRunSummary(RunSummary):
         return lines + self.closing_lines()
 
 
-SettlementRunSummary.JSON_ORDER = _json_order(SettlementRunSummary)
-
-
 class GroupTotals(_Part):
     """One value of a breakdown (`tasks.ledger.transactions_report.breakdown`): transactions, and their
     amounts and fees by currency."""
@@ -224,9 +204,6 @@ class TransactionsReportSummary(RunSummary):
         return lines + self.closing_lines()
 
 
-TransactionsReportSummary.JSON_ORDER = _json_order(TransactionsReportSummary)
-
-
 class EventsCatchUpSummary(RunSummary):
     """``events-catch-up``."""
 
@@ -257,9 +234,6 @@ class EventsCatchUpSummary(RunSummary):
         return lines + self.closing_lines()
 
 
-EventsCatchUpSummary.JSON_ORDER = _json_order(EventsCatchUpSummary)
-
-
 class FollowupSummary(RunSummary):
     """``payout-followup``: the waiting payouts of finished runs read again."""
 
@@ -278,9 +252,6 @@ class FollowupSummary(RunSummary):
             for ref, (before, now) in changes.items():
                 lines.append(f"  {label}: payout {ref} {before} -> {now}")
         return lines + self.closing_lines()
-
-
-FollowupSummary.JSON_ORDER = _json_order(FollowupSummary)
 
 
 class CurrencyClose(_Part):
@@ -367,6 +338,3 @@ class ReconciliationSummary(RunSummary):
         for d in self.differences_list[:20]:
             lines.append(f"    {d.kind}: {d.reference or d.currency} ({d.detail})")
         return lines + self.closing_lines()
-
-
-ReconciliationSummary.JSON_ORDER = _json_order(ReconciliationSummary)

@@ -15,6 +15,7 @@ from payops.tasks.runtime.run_summary import (
     EXIT_OK,
     RowProblem,
     RunSummary,
+    SheetRunSummary,
     in_words,
     row_error_lines,
 )
@@ -87,17 +88,9 @@ class Decision(BaseModel):
     reason: str = ""
 
 
-class PayoutRunSummary(RunSummary):
+class PayoutRunSummary(SheetRunSummary):
     """``payout-spreadsheet``: its fields in the order the run writes them (docs/runs.md)."""
 
-    label: str | None = None
-    source: str | None = None
-    outcome: Outcome | None = None
-    rows_total: int = 0
-    rows_valid: int = 0
-    rows_invalid: int = 0
-    errors: list[RowProblem] = Field(default_factory=list)
-    warnings: list[RowProblem] = Field(default_factory=list)
     batches: int = 0
     payouts_by_status: dict[str, int] = Field(default_factory=dict)
     amount_total: str = "0.00"
@@ -231,11 +224,6 @@ class PayoutRunSummary(RunSummary):
         if self.ignored_columns:
             lines.append("  ignored columns: " + ", ".join(self.ignored_columns))
         return lines
-
-
-PayoutRunSummary.JSON_ORDER = tuple(
-    name for name in PayoutRunSummary.__annotations__ if name in PayoutRunSummary.model_fields
-)
 
 
 class SheetCheckSummary(PayoutRunSummary):

@@ -36,10 +36,21 @@ class RunSummary(BaseModel):
     notes: list[str] = Field(default_factory=list)
     report_files: dict[str, Any] | None = None
 
-    #: the JSON fields' order when none was read (a family sets it: the order its run writes them)
+    #: the JSON fields' order when none was read: the order the family declares them (set for each family)
     JSON_ORDER: ClassVar[tuple[str, ...]] = ()
     #: the order the summary's keys were read in: ``as_json`` keeps it for a summary read back from JSON
     _written: list[str] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A family's ``JSON_ORDER``: the fields its classes declare, the base's first, each where it is
+        first declared (JSON names: ``from_`` is ``from``)."""
+        super().__pydantic_init_subclass__(**kwargs)
+        names: list[str] = []
+        for klass in reversed(cls.__mro__):
+            if isinstance(klass, type) and issubclass(klass, RunSummary) and klass is not RunSummary:
+                names += [n for n in vars(klass).get("__annotations__", {}) if n in cls.model_fields]
+        cls.JSON_ORDER = tuple(dict.fromkeys(cls.model_fields[n].alias or n for n in names))
 
     @model_validator(mode="wrap")
     @classmethod
@@ -102,6 +113,20 @@ class RowProblem(BaseModel):
     row: int | None = None
     column: str | None = None
     message: str
+
+
+class SheetRunSummary(RunSummary):
+    """What the summary of a sheet-driven run (payouts, utility purchases) starts with: the sheet, and its
+    rows read, valid and invalid with the problems found."""
+
+    label: str | None = None
+    source: str | None = None
+    outcome: Outcome | None = None
+    rows_total: int = 0
+    rows_valid: int = 0
+    rows_invalid: int = 0
+    errors: list[RowProblem] = Field(default_factory=list)
+    warnings: list[RowProblem] = Field(default_factory=list)
 
 
 def row_error_lines(errors: Sequence[RowProblem], *, file_level: bool) -> list[str]:
