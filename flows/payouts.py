@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal
 
 from payops.connectors.payments import PaymentsSettings
 from payops.flows.approval import (
@@ -30,7 +30,7 @@ from payops.flows.payout_parts import (
     poll_parts_of,
     send_parts_of,
 )
-from payops.flows.pipeline import RunEnded, SheetRun
+from payops.flows.pipeline import SheetRun
 from payops.flows.run_params import (
     FAILURES_TAG,
     PAYOUT_TAG,
@@ -422,11 +422,13 @@ async def _refused(
     return summary
 
 
-async def _not_approved(run: PayoutRun, store: Any, comment: str, decision: Decision | None) -> NoReturn:
-    """End a run that needed approval and got none: the summary's ``approval`` says why."""
+async def _not_approved(
+    run: PayoutRun, store: Any, comment: str, decision: Decision | None
+) -> PayoutRunSummary:
+    """The end of a run that needed approval and got none: the summary's ``approval`` says why."""
     approval = await with_decisions({"approved": False, "comment": comment}, store)
     run.summary.approval = ApprovalRecord.model_validate(approval)
-    run.end(await _refused(run, run.finish(Outcome.NOT_APPROVED), decision))
+    return await _refused(run, run.finish(Outcome.NOT_APPROVED), decision)
 
 
 PayoutRun = SheetRun[PayoutRunSummary]
@@ -457,19 +459,24 @@ class Gate:
 async def _pay(
     params: PayoutRunParams, store: Engine | PolicyUnreadable, payops: PayopsSettings
 ) -> PayoutRunSummary:
-    """sheet → pre-flight → approval → send → poll → report; a phase that ends the run returns its summary."""
+    """sheet → pre-flight → approval → send → poll → report. A phase returns its result, or the run's final
+    summary when the run ends there (a refused sheet, a dry run, no approval): a value, returned as it is."""
     run = SheetRun.begin(params, payops, PayoutRunSummary())
     with ExitStack() as held:
-        try:
-            sheet = await _read(run, held)
-            settings = await _settings(run, sheet)
-            gate = await _gate(run, sheet, store)
-            pf = await _preflight(run, sheet, gate, settings)
-            rows = sheet.spill or HeldRows(sheet.intake.rows, pf.fees_by_row, pf.names)
-            await _approval(run, sheet, rows, pf, gate, store)
-            return await _send_and_follow(run, sheet, rows, pf, settings, retry_store(store))
-        except RunEnded as ended:
-            return ended.summary
+        if isinstance(sheet := await _read(run, held), PayoutRunSummary):
+            return sheet
+        if isinstance(settings := await _settings(run, sheet), PayoutRunSummary):
+            return settings
+        if isinstance(gate := await _gate(run, sheet, store), PayoutRunSummary):
+            return gate
+        if isinstance(pf := await _preflight(run, sheet, gate, settings), PayoutRunSummary):
+            return pf
+        rows: RunRows = (
+            sheet.spill if sheet.spill is not None else HeldRows(sheet.intake.rows, pf.fees_by_row, pf.names)
+        )
+        if (ended := await _approval(run, sheet, rows, pf, gate, store)) is not None:
+            return ended
+        return await _send_and_follow(run, sheet, rows, pf, settings, retry_store(store))
 
 
 async def _send_and_follow(
@@ -489,6 +496,8 @@ async def _send_and_follow(
     done = await send_parts_of(run, spill, settings, failures, batch_said(run.started_wall), part_rows)
     pf.release_row_detail()
     done = await poll_parts_of(run, spill, settings, failures, done)
+    spill.forget_states()  # each in its row's outcome now
+    release_freed_memory(len(spill))  # the states and the pages of the payout list
     waiting = done.waiting or PollResult(states={})
     waiting.rounds, waiting.calls_per_round = done.rounds, done.calls_per_round
     retried = await _mark_retried_parts(retries, run.label, spill)
@@ -496,7 +505,7 @@ async def _send_and_follow(
     return await _close(run, sheet, pf, settings, spill.outcome_map(), spill.fact_map(), ending)
 
 
-async def _read(run: PayoutRun, held: ExitStack) -> Sheet:
+async def _read(run: PayoutRun, held: ExitStack) -> Sheet | PayoutRunSummary:
     """Read and validate the sheet, name the run; a sheet refused whole (or for invalid rows) ends it. A csv
     too large to hold is read into a spill file that ``held`` closes and deletes when the run ends."""
     params, logger = run.params, run.logger
@@ -513,7 +522,7 @@ async def _read(run: PayoutRun, held: ExitStack) -> Sheet:
     if isinstance(intake, SheetRefused):
         logger.error("sheet read: refused: %s; nothing sent", intake.message)
         refusal = refusal_summary(params.source, params.label, intake.errors)
-        run.end(await _refused(run, run.meter.into(refusal)))
+        return await _refused(run, run.meter.into(refusal))
     release_freed_memory(len(intake.rows))  # the parser's frame and the cells validation no longer needs
     logger.info(
         "sheet read: %d rows (%d valid, %d invalid)", intake.rows_total, len(intake.rows), intake.rows_invalid
@@ -530,11 +539,11 @@ async def _read(run: PayoutRun, held: ExitStack) -> Sheet:
         )
         if refused:
             logger.error("sheet refused: %d invalid row(s); nothing sent", intake.rows_invalid)
-            run.end(await _refused(run, run.finish(Outcome.INVALID_INPUT)))
+            return await _refused(run, run.finish(Outcome.INVALID_INPUT))
     return Sheet(intake, columns, spill)
 
 
-async def _settings(run: PayoutRun, sheet: Sheet) -> PaymentsSettings:
+async def _settings(run: PayoutRun, sheet: Sheet) -> PaymentsSettings | PayoutRunSummary:
     """The service's settings; without them a run cannot send, and a dry run cannot price: it ends refused."""
     try:
         return load_settings(run.params.credentials_block, run.settings)
@@ -549,10 +558,10 @@ async def _settings(run: PayoutRun, sheet: Sheet) -> PaymentsSettings:
             run.summary.report_files = await asyncio.to_thread(
                 write_validation_report_task, sheet.intake, run.params.report_dir, run.label
             )
-        run.end(await _refused(run, run.finish(Outcome.PREFLIGHT_FAILED)))
+        return await _refused(run, run.finish(Outcome.PREFLIGHT_FAILED))
 
 
-async def _gate(run: PayoutRun, sheet: Sheet, store: Engine | PolicyUnreadable) -> Gate:
+async def _gate(run: PayoutRun, sheet: Sheet, store: Engine | PolicyUnreadable) -> Gate | PayoutRunSummary:
     """Who started the run and what the approval policy asks of it; unreadable, the run ends Not approved."""
     params = run.params
     try:
@@ -564,7 +573,7 @@ async def _gate(run: PayoutRun, sheet: Sheet, store: Engine | PolicyUnreadable) 
         if not params.dry_run:
             run.logger.error("approval: %s; nothing sent", exc)
             decision = Decision(kind="not_approved", reason=str(exc))
-            await _not_approved(run, store, f"approval refused: {exc}", decision)
+            return await _not_approved(run, store, f"approval refused: {exc}", decision)
         run.summary.note(f"approval not checked: {exc}")
         return Gate(Start(), None, Requirement(0))
     totals = totals_by_currency(sheet.intake.rows)
@@ -579,7 +588,7 @@ async def _gate(run: PayoutRun, sheet: Sheet, store: Engine | PolicyUnreadable) 
 
 async def _preflight(
     run: PayoutRun, sheet: Sheet, gate: Gate, settings: PaymentsSettings | None
-) -> Preflight:
+) -> Preflight | PayoutRunSummary:
     """Fees, balance, limits and payee names before anything is sent; a dry run ends after it, and so does a
     run whose pre-flight finds problems (unless they are allowed)."""
     params, logger, summary, intake = run.params, run.logger, run.summary, sheet.intake
@@ -628,23 +637,24 @@ async def _preflight(
         logger.info("dry run %s: nothing sent", run.label)
         ended = run.finish(Outcome.DRY_RUN)
         await publish_run_artifacts(run.label, ended.as_json(), [], run.settings)
-        run.end(ended)
+        return ended
     if pf is None:
         logger.error("no valid rows: nothing to send")
-        run.end(await _refused(run, run.finish(Outcome.INVALID_INPUT)))
+        return await _refused(run, run.finish(Outcome.INVALID_INPUT))
     if pf.problems and not params.allow_preflight_problems:
         for p in pf.problems:
             logger.error("pre-flight: %s", p)
-        run.end(await _refused(run, run.finish(Outcome.PREFLIGHT_FAILED)))
+        return await _refused(run, run.finish(Outcome.PREFLIGHT_FAILED))
     return pf
 
 
 async def _approval(
     run: PayoutRun, sheet: Sheet, rows: RunRows, pf: Preflight, gate: Gate, store: Any
-) -> None:
-    """Wait for the approvals the gate asks (none: go on); anything but enough valid ones ends the run."""
+) -> PayoutRunSummary | None:
+    """Wait for the approvals the gate asks (none: go on, None); anything but enough valid ones ends the run
+    (its summary)."""
     if not gate.need.required:
-        return
+        return None
     names_checked = run.params.check_names and no_name_column(sheet.intake) is None
     checks = rows.name_map()
     answer = await _approve(run, sheet.intake.rows, pf, checks, gate, store, names_checked)
@@ -652,9 +662,10 @@ async def _approval(
     await _preflight_artifact(run.label, pf, sheet.intake.rows, _decision_line(answer))
     if not answer.approved:
         run.logger.warning("run %s not approved: nothing sent", run.label)
-        await _not_approved(run, store, answer.comment, answer.refusal)
+        return await _not_approved(run, store, answer.comment, answer.refusal)
     approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
     run.summary.approval = ApprovalRecord.model_validate(await with_decisions(approval, store))
+    return None
 
 
 @dataclass(frozen=True)

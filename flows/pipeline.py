@@ -1,9 +1,9 @@
 """The skeleton every sheet-driven flow shares (payouts, utility purchases).
 
 A run is a sequence of named phases (read the sheet, pre-flight, approval, send, poll, report), each an async
-function of the run's context (:class:`SheetRun`) that returns its typed result, or raises :class:`RunEnded`
-with the summary of a run that ends there (a refused sheet, a dry run, no approval). Sending goes in parts
-(batches, chunks) with bounded concurrency and the progress the CLI and the artifacts show
+function of the run's context (:class:`SheetRun`) that returns its typed result, or the run's final summary
+when the run ends there (a refused sheet, a dry run, no approval): a value the flow returns as it is. Sending
+goes in parts (batches, chunks) with bounded concurrency and the progress the CLI and the artifacts show
 (:func:`send_parts`).
 """
 
@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, NoReturn, TypeVar
+from typing import Any, Generic, TypeVar
 
 from payops.flows.run_params import SheetRunParams, SheetRunStart, start_sheet_run
 from payops.store.settings import PayopsSettings
@@ -25,14 +25,6 @@ from payops.tasks.runtime.run_outcomes import Outcome
 T = TypeVar("T")
 S = TypeVar("S")
 """A run's summary: its family's typed summary (`tasks.runtime.run_summary.RunSummary`)."""
-
-
-class RunEnded(Exception):  # noqa: N818 - not an error: the run's regular end before its last phase
-    """A phase ended the run: ``summary`` is its final summary."""
-
-    def __init__(self, summary: Any) -> None:
-        super().__init__(summary.get("outcome"))
-        self.summary = summary
 
 
 @dataclass
@@ -74,10 +66,6 @@ class SheetRun(Generic[S]):
     def finish(self, outcome: Outcome) -> S:
         """The summary with its outcome and the run's figures (calls, phase durations)."""
         return self.meter.finish(self.summary, outcome)
-
-    def end(self, summary: S) -> NoReturn:
-        """End the run here with ``summary``."""
-        raise RunEnded(summary)
 
     @property
     def shown_name(self) -> str:

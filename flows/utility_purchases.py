@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from decimal import Decimal
-from typing import Any, NoReturn
+from typing import Any
 
 from payops.connectors.payments import PaymentsSettings
 from payops.connectors.payments.models import UTILITY_PURCHASE_AWAITING_STATUSES
 from payops.flows.flow_decorator import flow
 from payops.flows.outcomes import end_run
-from payops.flows.pipeline import RunEnded, SheetRun, send_parts
+from payops.flows.pipeline import SheetRun, send_parts
 from payops.flows.run_params import SheetRunParams, sheet_run_name, tag_run
 from payops.flows.summaries import PurchaseRunSummary
 from payops.store.settings import PayopsSettings
@@ -138,24 +138,24 @@ async def _utility_purchases(params: UtilityRunParams) -> PurchaseRunSummary:
     """sheet → quotes (the pre-flight) → buy → poll → report, the payout flow's skeleton (flows/pipeline.py);
     a phase that ends the run returns its summary."""
     run: PurchaseRun = SheetRun.begin(params, PayopsSettings.from_env(), PurchaseRunSummary())
-    try:
-        settings = load_settings(params.credentials_block, run.settings)
-        sheet = await _read(run, settings)
-        quotes = await _quote(run, sheet, settings)
-        outcomes, orders = await _buy(run, sheet, settings)
-        poll, replayed = await _poll(run, outcomes, settings)
-        return await _report(run, sheet, quotes, outcomes, orders, poll, replayed)
-    except RunEnded as ended:
-        return ended.summary
+    settings = load_settings(params.credentials_block, run.settings)
+    if isinstance(sheet := await _read(run, settings), PurchaseRunSummary):
+        return sheet
+    if isinstance(quotes := await _quote(run, sheet, settings), PurchaseRunSummary):
+        return quotes
+    outcomes, orders = await _buy(run, sheet, settings)
+    poll, replayed = await _poll(run, outcomes, settings)
+    return await _report(run, sheet, quotes, outcomes, orders, poll, replayed)
 
 
-async def _end(run: PurchaseRun, outcome: Outcome) -> NoReturn:
+async def _end(run: PurchaseRun, outcome: Outcome) -> PurchaseRunSummary:
+    """The run's end before its last phase: its summary, published."""
     summary = run.finish(outcome)
     await _publish(run, run.label, summary, {})
-    run.end(summary)
+    return summary
 
 
-async def _read(run: PurchaseRun, settings: PaymentsSettings) -> UtilitySheet:
+async def _read(run: PurchaseRun, settings: PaymentsSettings) -> UtilitySheet | PurchaseRunSummary:
     """Read the sheet and validate it against the products on sale; a sheet with errors ends the run."""
     params, logger = run.params, run.logger
     raw = await asyncio.to_thread(read_utility_sheet_task, params.source, run.options)
@@ -190,11 +190,13 @@ async def _read(run: PurchaseRun, settings: PaymentsSettings) -> UtilitySheet:
             )
         }
         logger.error("sheet refused: %d invalid row(s); nothing bought", sheet.rows_invalid)
-        await _end(run, Outcome.INVALID_INPUT)
+        return await _end(run, Outcome.INVALID_INPUT)
     return sheet
 
 
-async def _quote(run: PurchaseRun, sheet: UtilitySheet, settings: PaymentsSettings) -> Quotes:
+async def _quote(
+    run: PurchaseRun, sheet: UtilitySheet, settings: PaymentsSettings
+) -> Quotes | PurchaseRunSummary:
     """The pre-flight: a fee quote per distinct product and amount, and the wallet; a refused quote ends the
     run (nothing bought), and so does a dry run."""
     params, logger, summary = run.params, run.logger, run.summary
@@ -241,10 +243,10 @@ async def _quote(run: PurchaseRun, sheet: UtilitySheet, settings: PaymentsSettin
                 summary.errors = [*summary.errors, RowProblem(row=r.row, column="amount", message=message)]
         summary.rows_invalid = len({e.row for e in summary.errors})
         logger.error("the service refused %d fee quote(s): nothing bought", len(refused_quotes))
-        await _end(run, Outcome.INVALID_INPUT)
+        return await _end(run, Outcome.INVALID_INPUT)
     if params.dry_run:
         logger.info("dry run %s: nothing bought", run.label)
-        await _end(run, Outcome.DRY_RUN)
+        return await _end(run, Outcome.DRY_RUN)
     return quotes
 
 

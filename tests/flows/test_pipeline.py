@@ -7,7 +7,7 @@ import asyncio
 import logging
 
 import pytest
-from payops.flows.pipeline import RunEnded, send_parts
+from payops.flows.pipeline import send_parts
 from payops.tasks.runtime.progress import watching
 
 
@@ -52,8 +52,3 @@ def test_parts_go_out_bounded_in_order_and_counted(caplog: pytest.LogCaptureFixt
     assert watcher.phases == ["sending"] and watcher.batches_seen[0] == (0, 12)
     assert [d for d, _ in watcher.batches_seen[1:]] == list(range(1, 13))
     assert len([r for r in caplog.records if r.getMessage().startswith("part ")]) == 12
-
-
-def test_a_run_ended_by_a_phase_carries_its_summary() -> None:
-    ended = RunEnded({"outcome": "dry_run", "label": "x"})
-    assert ended.summary["outcome"] == "dry_run" and str(ended) == "dry_run"
