@@ -61,6 +61,7 @@ class RunRows(Protocol):
     def state_count(self) -> int: ...
     def states_between(self, first: int, last: int) -> dict[int, PayoutState]: ...
     def states_not_final(self) -> dict[int, PayoutState]: ...
+    def forget_states(self) -> None: ...
     def record(self, outcomes: Iterable[RowOutcome]) -> None: ...
     def outcomes(self) -> Iterator[RowOutcome]: ...
     def outcomes_between(self, first: int, last: int) -> dict[int, RowOutcome]: ...
@@ -176,22 +177,22 @@ async def send_parts_of(
         forget_task_results(results)
         await failures.refused(results)
         failures.follow({})  # the poll tells it each part's payouts again (`_poll`)
-        states: list[tuple[int, PayoutState]] = []
-        outcomes: list[RowOutcome] = []
-        for r in results:
+        results.reverse()
+        while results:  # each batch's answer let go once recorded: one copy of each row's outcome at a time
+            r = results.pop()
             run.meter.api_calls.update(r.api_calls)
             if r.limiter is not None:
                 done.limiters.append(r.limiter)
+            states: list[tuple[int, PayoutState]] = []
             for item in r.items:
                 if item.accepted:
                     state = accepted_state(item)
                     states.append((item.row, state))
                     done.created.add(state.created_at)
-                outcomes.append(submitted_outcome(item, r.reference))
-        spill.put_states(states)
-        spill.record(outcomes)
+            spill.put_states(states)
+            spill.record(submitted_outcome(item, r.reference) for item in r.items)
         done.limiters = [LimiterStats.combine(done.limiters)]  # one figure, not one per batch
-        del rows, results, states, outcomes
+        del rows, results
         release_freed_memory(part_rows)
     run.meter.phase("submit")
     return done

@@ -57,6 +57,11 @@ class HeldRows:
     def state_count(self) -> int:
         return len(self._states)
 
+    def forget_states(self) -> None:
+        """Following is over: each state is in its row's outcome; let them go before the reports (100,000
+        states are ~40 MB)."""
+        self._states = {}
+
     def states_between(self, first: int, last: int) -> dict[int, PayoutState]:
         return {row: s for row, s in self._states.items() if first <= row <= last}
 

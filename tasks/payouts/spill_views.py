@@ -157,6 +157,9 @@ class SpilledRun(RowSpill):
     """A run's spill with the row views the send, poll and report path reads (as `HeldRows` offers them for
     a sheet held whole): names, outcomes and facts by sheet row, a window at a time."""
 
+    def forget_states(self) -> None:
+        """Nothing to let go: the states are on disk."""
+
     def name_map(self) -> Mapping[int, NameCheck]:
         return spilled_names(self)
 
