@@ -21,7 +21,6 @@ Keys are never flow parameters.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -32,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from payops.store.approval_requests import ROW_FIELDS
 from payops.tasks.approval.approval_keys import ApprovalKeyMissing
 from payops.tasks.wire.money import money
+from payops.tasks.wire.references import rows_digest
 
 __all__ = [
     "CHANNELS",
@@ -149,11 +149,7 @@ def read_start(key: Ed25519PublicKey, token: str, source: str) -> Start:
 # -- what an approver signs -------------------------------------------------------------------------------
 def fingerprint(row_tuples: Iterable[tuple[str, ...]]) -> str:
     """SHA-256 over every row as an approver sees it (store.approval_requests.ROW_FIELDS, as text)."""
-    h = hashlib.sha256()
-    for values in row_tuples:
-        h.update(repr(values).encode())
-        h.update(b"\n")
-    return h.hexdigest()
+    return rows_digest(row_tuples)
 
 
 def row_fields(row: Any, reference: str) -> tuple[str, ...]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,11 +42,6 @@ def payout_item(row: PayoutRow, label: str) -> dict[str, Any]:
     return item
 
 
-def canonical_json(body: dict[str, Any]) -> bytes:
-    """The one serialisation used for hashing and sending: sorted keys, no spaces."""
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def batch_count(rows: Sequence[PayoutRow], size: int = MAX_BATCH) -> int:
     """How many batches :func:`build_batches` makes of ``rows``."""
     if not 1 <= size <= MAX_BATCH:
@@ -68,7 +62,7 @@ def batch_of(chunk: Sequence[PayoutRow], label: str, index: int) -> PayoutBatch:
     a list, or a spill file, `tasks.payouts.spill`)."""
     items = [payout_item(r, label) for r in chunk]
     ref = batch_reference(label, index)
-    key = batch_idempotency_key(label, index, canonical_json({"reference": ref, "items": items}))
+    key = batch_idempotency_key(label, index, {"reference": ref, "items": items})
     return PayoutBatch(index, ref, key, items, [r.row for r in chunk])
 
 

@@ -9,7 +9,6 @@ answers in about a second.
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from payops.tasks.payouts.spill import RowSpill
 from payops.tasks.payouts.spill_views import SpilledRows, SpilledTable
 from payops.tasks.reports.run_reports import ensure_reports_spare_source, report_paths
 from payops.tasks.rows.payout_row import PayoutRow
+from payops.tasks.runtime.run_meter import RunMeter
 from payops.tasks.runtime.run_outcomes import Outcome
 from payops.tasks.runtime.run_summary import RowProblem
 from payops.tasks.wire.money import money
@@ -240,7 +240,7 @@ def _check(
     stream_over_bytes: int | None,
     held: ExitStack,
 ) -> tuple[SheetCheckSummary, IntakeResult | None]:
-    started = time.perf_counter()
+    meter = RunMeter()
     if label:
         ensure_reports_spare_source(report_dir, label, source)
     if stream_over_bytes is not None and streams(source, stream_over_bytes):
@@ -260,5 +260,5 @@ def _check(
         summary = intake_summary(source, name, intake, options.column_map, SheetCheckSummary)
         summary.outcome = Outcome.INVALID_INPUT if refuses(intake, on_invalid_rows) else Outcome.VALID
         summary.report_files = validation_report(intake, report_dir, name)
-    summary.duration_s = round(time.perf_counter() - started, 3)
+    summary.duration_s = meter.elapsed
     return summary, read

@@ -1,13 +1,15 @@
-"""Per-phase durations and API calls of one flow run: the figures every JSON summary reports."""
+"""Per-phase durations and API calls of one flow run: the figures every JSON summary reports (the one
+clock of a run: tests/architecture/test_rules_once.py finds another)."""
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import MutableMapping
 from typing import Any, TypeVar
 
-S = TypeVar("S")
+from payops.tasks.runtime.run_summary import RunSummary
+
+S = TypeVar("S", bound=RunSummary)
 
 
 class RunMeter:
@@ -33,17 +35,13 @@ class RunMeter:
         return self.into(summary, outcome=outcome)
 
     def into(self, summary: S, **more: Any) -> S:
-        """Write `api_calls`, `phase_durations_s` and `duration_s` (and ``more``) into a summary: a typed one
-        (its fields) or a dict (its keys)."""
+        """Write `api_calls`, `phase_durations_s` and `duration_s` (and ``more``) into a typed summary."""
         figures = {
             **more,
             "api_calls": dict(sorted(self.api_calls.items())),
             "phase_durations_s": self.phases,  # the meter's own: a phase ending later (the reports) shows
             "duration_s": self.elapsed,
         }
-        if isinstance(summary, MutableMapping):
-            summary.update(figures)
-        else:
-            for name, value in figures.items():
-                setattr(summary, name, value)
+        for name, value in figures.items():
+            setattr(summary, name, value)
         return summary

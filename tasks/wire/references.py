@@ -49,13 +49,19 @@ def label_slug(label: str) -> str:
     return slug
 
 
-def content_label(canonical_rows: Iterable[tuple[object, ...]]) -> str:
-    """Default label: a fingerprint of the validated content (so re-saving the same sheet keeps the label)."""
+def rows_digest(rows: Iterable[tuple[object, ...]]) -> str:
+    """SHA-256 (hex) over rows, each as the ``repr`` of its values as text, one per line: the one fingerprint
+    of a sheet's rows (its default label, what an approver signs)."""
     h = hashlib.sha256()
-    for row in canonical_rows:
+    for row in rows:
         h.update(repr(tuple(str(v) for v in row)).encode())
         h.update(b"\n")
-    return f"sheet-{h.hexdigest()[:12]}"
+    return h.hexdigest()
+
+
+def content_label(canonical_rows: Iterable[tuple[object, ...]]) -> str:
+    """Default label: a fingerprint of the validated content (so re-saving the same sheet keeps the label)."""
+    return f"sheet-{rows_digest(canonical_rows)[:12]}"
 
 
 def row_reference(label: str, sheet_row: int) -> str:
@@ -106,15 +112,24 @@ def batch_reference(label: str, index: int) -> str:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def batch_idempotency_key(label: str, index: int, canonical_body: bytes) -> str:
-    """Idempotency-Key of payout batch ``index`` of a run."""
-    return f"payops-batch:{_digest(label, 16)}:{index}:{_digest(canonical_body, 24)}"
+def canonical_json(body: Mapping[str, Any]) -> bytes:
+    """The one serialisation a key hashes a body in: sorted keys, no spaces, UTF-8.
+
+    Purchase keys hashed ``json.dumps(body, sort_keys=True)`` before (spaces, ASCII escapes): a run begun then
+    and sent again now carries a new key with the same reference and body, which the service answers with the
+    first answer (spec, Errors: ``duplicate_reference``), so nothing is bought twice
+    (tests/flows/test_utility_purchases.py)."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def batch_idempotency_key(label: str, index: int, body: Mapping[str, Any]) -> str:
+    """Idempotency-Key of payout batch ``index`` of a run (its wire body hashed: `canonical_json`)."""
+    return f"payops-batch:{_digest(label, 16)}:{index}:{_digest(canonical_json(body), 24)}"
 
 
 def purchase_idempotency_key(label: str, sheet_row: int, body: Mapping[str, Any]) -> str:
-    """Idempotency-Key of the utility purchase of sheet row ``sheet_row`` (body hashed with sorted keys)."""
-    canonical = json.dumps(body, sort_keys=True).encode()
-    return f"payops-utility:{_digest(label, 16)}:{sheet_row}:{_digest(canonical, 24)}"
+    """Idempotency-Key of the utility purchase of sheet row ``sheet_row`` (body hashed: `canonical_json`)."""
+    return f"payops-utility:{_digest(label, 16)}:{sheet_row}:{_digest(canonical_json(body), 24)}"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -157,3 +157,44 @@ def test_cli_exit_codes_and_no_traceback(prefect_harness, env, tmp_path: Path) -
     missing = runner.invoke(app, ["utilities", str(tmp_path / "nope.csv")])  # the former name still works
     assert missing.exit_code == 2 and "file not found" in missing.output
     assert "Traceback" not in refused.output + missing.output
+
+
+def test_a_run_begun_under_the_old_key_form_buys_nothing_twice(
+    prefect_harness, env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Purchase keys once hashed ``json.dumps(body, sort_keys=True)``; they now hash the one canonical form
+    (`canonical_json`). A run sent before that change and run again after it sends new keys with the same
+    references and bodies: the service answers each with its first answer, so nothing is bought twice."""
+    import hashlib
+    import json
+
+    from payops.tasks import utility_purchases as purchase_tasks
+    from payops.tasks.wire.references import purchase_idempotency_key
+
+    def old_key(label: str, sheet_row: int, body: dict) -> str:
+        def digest(data: str | bytes, n: int) -> str:
+            return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()[:n]
+
+        canonical = json.dumps(body, sort_keys=True).encode()
+        return f"payops-utility:{digest(label, 16)}:{sheet_row}:{digest(canonical, 24)}"
+
+    body = {"reference": "r", "productId": "mtn-airtime", "amount": "5.00", "note": "Ama Owusú"}
+    assert old_key("l", 2, body) != purchase_idempotency_key("l", 2, body)  # the forms differ
+
+    sheet = write_csv(tmp_path / "old-keys.csv", MIXED[:4])
+    params = UtilityRunParams(
+        source=str(sheet), label="util old keys", report_dir=str(tmp_path / "reports"), poll_deadline_s=3
+    )
+    before = len(purchases(env))
+    with monkeypatch.context() as m:
+        m.setattr(purchase_tasks, "purchase_idempotency_key", old_key)
+        first = run(params)
+    assert first["outcome"] == "completed" and first["purchases"] == 4
+    assert len(purchases(env)) - before == 4
+
+    sent = posts(env)
+    second = run(params)
+    assert posts(env) - sent == 4  # every row sent again, under its new key
+    assert len(purchases(env)) - before == 4, "a new key bought again"
+    assert second["replayed_purchases"] == 4 and second["purchases_by_status"] == first["purchases_by_status"]
+    assert second["amount_total"] == first["amount_total"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from payops.tasks.payouts.batching import batch_count, build_batch, build_batches, canonical_json
+from payops.tasks.payouts.batching import batch_count, build_batch, build_batches
 from payops.tasks.rows.payout_row import PayoutRow
 from payops.tasks.wire.references import (
     REFERENCE_PATTERN,
     batch_reference,
+    canonical_json,
     content_label,
     label_slug,
     row_reference,
