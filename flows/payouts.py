@@ -40,6 +40,7 @@ from payops.flows.run_params import (
     sheet_run_name,
     tag_run,
 )
+from payops.store.database import NoDatabase, RunDatabase
 from payops.store.settings import PayopsSettings
 from payops.tasks.approval.approval_gate import (
     ApprovalDesk,
@@ -344,14 +345,12 @@ def _preflight_markdown(label: str, pf: Preflight, rows: list[PayoutRow], approv
     return "\n".join(lines)
 
 
-async def _start(
-    params: PayoutRunParams, settings: PayopsSettings, store: Engine | PolicyUnreadable
-) -> Start:
+async def _start(params: PayoutRunParams, settings: PayopsSettings, store: RunDatabase) -> Start:
     """Who started this run: the start the payops server signed, else nobody in payops, and then every
     holder of Prefect's login (read from the payops database) could have started it."""
     if not params.start:
-        if isinstance(store, PolicyUnreadable):
-            raise store
+        if isinstance(store, NoDatabase):
+            raise PolicyUnreadable(store.reason)
         return await asyncio.to_thread(unsigned_start, store)
     try:
         key = await asyncio.to_thread(load_verify_key, settings)  # the public half: flows never sign
@@ -423,7 +422,7 @@ async def _refused(
 
 
 async def _not_approved(
-    run: PayoutRun, store: Any, comment: str, decision: Decision | None
+    run: PayoutRun, store: RunDatabase, comment: str, decision: Decision | None
 ) -> PayoutRunSummary:
     """The end of a run that needed approval and got none: the summary's ``approval`` says why."""
     approval = await with_decisions({"approved": False, "comment": comment}, store)
@@ -453,12 +452,12 @@ class Gate:
     start: Start
     policy: ApprovalPolicy | None
     need: Requirement
+    engine: Engine | None = None
+    """The payops database the policy was read from (None when it was not read: then nothing is asked)."""
 
 
 # -- the pipeline -------------------------------------------------------------------------------------------
-async def _pay(
-    params: PayoutRunParams, store: Engine | PolicyUnreadable, payops: PayopsSettings
-) -> PayoutRunSummary:
+async def _pay(params: PayoutRunParams, store: RunDatabase, payops: PayopsSettings) -> PayoutRunSummary:
     """sheet → pre-flight → approval → send → poll → report. A phase returns its result, or the run's final
     summary when the run ends there (a refused sheet, a dry run, no approval): a value, returned as it is."""
     run = SheetRun.begin(params, payops, PayoutRunSummary())
@@ -474,7 +473,7 @@ async def _pay(
         rows: RunRows = (
             sheet.spill if sheet.spill is not None else HeldRows(sheet.intake.rows, pf.fees_by_row, pf.names)
         )
-        if (ended := await _approval(run, sheet, rows, pf, gate, store)) is not None:
+        if (ended := await _approval(run, sheet, rows, pf, gate)) is not None:
             return ended
         return await _send_and_follow(run, sheet, rows, pf, settings, retry_store(store))
 
@@ -561,13 +560,13 @@ async def _settings(run: PayoutRun, sheet: Sheet) -> PaymentsSettings | PayoutRu
         return await _refused(run, run.finish(Outcome.PREFLIGHT_FAILED))
 
 
-async def _gate(run: PayoutRun, sheet: Sheet, store: Engine | PolicyUnreadable) -> Gate | PayoutRunSummary:
+async def _gate(run: PayoutRun, sheet: Sheet, store: RunDatabase) -> Gate | PayoutRunSummary:
     """Who started the run and what the approval policy asks of it; unreadable, the run ends Not approved."""
     params = run.params
     try:
         start = await _start(params, run.settings, store)
-        if isinstance(store, PolicyUnreadable):
-            raise store
+        if isinstance(store, NoDatabase):
+            raise PolicyUnreadable(store.reason)
         policy = await asyncio.to_thread(read_policy, store)
     except (ApprovalRefused, PolicyUnreadable) as exc:
         if not params.dry_run:
@@ -583,7 +582,7 @@ async def _gate(run: PayoutRun, sheet: Sheet, store: Engine | PolicyUnreadable) 
     run.summary.approvals_required = need.required
     if start.initiator:
         run.summary.started_by = start.initiator
-    return Gate(start, policy, need)
+    return Gate(start, policy, need, store)
 
 
 async def _preflight(
@@ -649,22 +648,24 @@ async def _preflight(
 
 
 async def _approval(
-    run: PayoutRun, sheet: Sheet, rows: RunRows, pf: Preflight, gate: Gate, store: Any
+    run: PayoutRun, sheet: Sheet, rows: RunRows, pf: Preflight, gate: Gate
 ) -> PayoutRunSummary | None:
     """Wait for the approvals the gate asks (none: go on, None); anything but enough valid ones ends the run
     (its summary)."""
     if not gate.need.required:
         return None
+    engine = gate.engine
+    assert engine is not None, "a policy that asks approvals was read from the payops database"
     names_checked = run.params.check_names and no_name_column(sheet.intake) is None
     checks = rows.name_map()
-    answer = await _approve(run, sheet.intake.rows, pf, checks, gate, store, names_checked)
+    answer = await _approve(run, sheet.intake.rows, pf, checks, gate, engine, names_checked)
     run.meter.phase("approval")
     await _preflight_artifact(run.label, pf, sheet.intake.rows, _decision_line(answer))
     if not answer.approved:
         run.logger.warning("run %s not approved: nothing sent", run.label)
-        return await _not_approved(run, store, answer.comment, answer.refusal)
+        return await _not_approved(run, engine, answer.comment, answer.refusal)
     approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
-    run.summary.approval = ApprovalRecord.model_validate(await with_decisions(approval, store))
+    run.summary.approval = ApprovalRecord.model_validate(await with_decisions(approval, engine))
     return None
 
 
@@ -796,7 +797,7 @@ async def _approve(
     pf: Preflight,
     checks: Mapping[int, NameCheck],
     gate: Gate,
-    store: Any,
+    engine: Engine,
     names_checked: bool,
 ) -> Answer:
     """The approval phase: what the approvers see goes to the payops database, then the run pauses until
@@ -821,7 +822,7 @@ async def _approve(
     )
     start, need = gate.start, gate.need
     ask = Ask(label, subject, need, start, params.approval_timeout_s, params.approval_reminder_s)
-    desk = ApprovalDesk(store, audit_key=audit_key)
+    desk = ApprovalDesk(engine, audit_key=audit_key)
     asked = await asyncio.to_thread(desk.requests.get, run_id)
     # A run resumed, or started again, while its request (same rows) waits: it waits on, to the same
     # deadline, without telling the approvers a second time; the decision is read where it waits.
@@ -829,7 +830,7 @@ async def _approve(
     if not waiting and (carried := await approved_before(ask, key, desk)) is not None:
         return carried
     figures = currency_figures(pf)
-    paid = await asyncio.to_thread(_paid_before, run, rows, store)
+    paid = await asyncio.to_thread(_paid_before, run, rows, engine)
     found = findings(rows, pf.names, names_checked, paid)
     if not waiting:
         await asyncio.to_thread(

@@ -9,6 +9,8 @@ the Payments Service stays the source of truth for money. This room imports neit
 
 from payops.store.database import (
     Base,
+    NoDatabase,
+    RunDatabase,
     SchemaBehind,
     migrate,
     open_database,
@@ -20,7 +22,9 @@ from payops.store.settings import PayopsSettings
 
 __all__ = [
     "Base",
+    "NoDatabase",
     "PayopsSettings",
+    "RunDatabase",
     "SchemaBehind",
     "migrate",
     "open_database",

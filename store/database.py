@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from sqlalchemy import URL, Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
@@ -46,6 +47,18 @@ def shown_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return "(the configured database URL cannot be parsed)"
+
+
+@dataclass(frozen=True)
+class NoDatabase:
+    """The payops database a run could not open, and why: one line for an operator, never its URL (it may
+    hold a password). A run without it still runs what needs no database (a dry run, the reports)."""
+
+    reason: str
+
+
+RunDatabase: TypeAlias = Engine | NoDatabase
+"""What a run holds of the payops database: its engine, or why there is none."""
 
 
 class SchemaBehind(RuntimeError):

@@ -17,6 +17,7 @@ from typing import Any
 
 from payops.store.approval_requests import ROW_FIELDS, ApprovalRequests
 from payops.store.approvals import ApprovalPolicy, Approvals
+from payops.store.database import NoDatabase, RunDatabase
 from payops.store.notices import Notices
 from payops.store.settings import PayopsSettings
 from payops.store.users import Users, utcnow
@@ -266,7 +267,7 @@ class ApprovalDesk:
 
 
 @asynccontextmanager
-async def payops_store(settings: PayopsSettings) -> AsyncIterator[Engine | PolicyUnreadable]:
+async def payops_store(settings: PayopsSettings) -> AsyncIterator[RunDatabase]:
     """The payops database for one run (the process's engine, its schema at the newest revision), or why it
     cannot be read: a database behind this payops' schema is unreadable too (`payops db upgrade`)."""
     from payops.store import SchemaBehind, open_database
@@ -274,7 +275,7 @@ async def payops_store(settings: PayopsSettings) -> AsyncIterator[Engine | Polic
     try:
         engine = await asyncio.to_thread(open_database, settings)
     except SchemaBehind as exc:  # one line naming the database without its password, and the command
-        yield PolicyUnreadable(str(exc))
+        yield NoDatabase(str(exc))
         return
     except (
         SQLAlchemyError,
@@ -282,6 +283,6 @@ async def payops_store(settings: PayopsSettings) -> AsyncIterator[Engine | Polic
         ValueError,
         OSError,
     ) as exc:  # never the URL: it may hold a password
-        yield PolicyUnreadable(f"the payops database could not be opened ({type(exc).__name__})")
+        yield NoDatabase(f"the payops database could not be opened ({type(exc).__name__})")
         return
     yield engine

@@ -12,6 +12,7 @@ import logging
 from datetime import UTC
 from typing import Any
 
+from payops.store.database import RunDatabase
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -33,7 +34,7 @@ def decisions_of(engine: Engine, flow_run_id: str) -> list[dict[str, Any]]:
     ]
 
 
-async def with_decisions(approval: dict[str, Any], store: Engine | object) -> dict[str, Any]:
+async def with_decisions(approval: dict[str, Any], store: RunDatabase) -> dict[str, Any]:
     """The summary's ``approval`` with ``decisions``: `decisions_of` the current flow run in the run's payops
     database ``store``, when any was recorded. A database that cannot be read (or was not opened) leaves them
     out with a warning: they are a report detail, the payouts do not wait on them."""

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from payops.store.database import RunDatabase
 from payops.store.retries import RetryRow, RetryRows
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -122,8 +123,8 @@ class FailureLog:
             )
 
 
-def retry_store(store: object) -> RetryRows | None:
-    """The retry rows of the payops database ``store`` (an Engine); None when the run has no database."""
+def retry_store(store: RunDatabase) -> RetryRows | None:
+    """The retry rows of the run's payops database; None when the run has none."""
     return RetryRows(store) if isinstance(store, Engine) else None
 
 
