@@ -185,9 +185,9 @@ async def variant(name: str, naive_rows: int) -> dict:
         elif name == "run":
             check = await reconcile_run(client, store, RUN_LABEL, "benchmark")
             out |= {
-                "transactions": check.summary["rows"],
-                "matched": check.summary["matched"],
-                "status": check.summary["status"],
+                "transactions": check.summary.rows,
+                "matched": check.summary.matched,
+                "status": check.summary.status,
                 "differences": len(check.differences),
             }
         elif name == "close":

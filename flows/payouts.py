@@ -84,10 +84,11 @@ from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried,
 from payops.tasks.payouts.run_summary import (
     ApprovalRecord,
     AttentionRow,
+    CurrencyMoved,
     Decision,
     PayoutRunSummary,
     PreflightFigures,
-    RunReconciliationFigures,
+    RateLimitFigures,
 )
 from payops.tasks.payouts.sheet_check import (
     intake_summary,
@@ -425,8 +426,7 @@ async def _not_approved(
     run: PayoutRun, store: RunDatabase, comment: str, decision: Decision | None
 ) -> PayoutRunSummary:
     """The end of a run that needed approval and got none: the summary's ``approval`` says why."""
-    approval = await with_decisions({"approved": False, "comment": comment}, store)
-    run.summary.approval = ApprovalRecord.model_validate(approval)
+    run.summary.approval = await with_decisions(ApprovalRecord(approved=False, comment=comment), store)
     return await _refused(run, run.finish(Outcome.NOT_APPROVED), decision)
 
 
@@ -664,8 +664,8 @@ async def _approval(
     if not answer.approved:
         run.logger.warning("run %s not approved: nothing sent", run.label)
         return await _not_approved(run, engine, answer.comment, answer.refusal)
-    approval = {"approved": True, "comment": answer.comment, "approvers": answer.approvers}
-    run.summary.approval = ApprovalRecord.model_validate(await with_decisions(approval, engine))
+    approval = ApprovalRecord(approved=True, comment=answer.comment, approvers=answer.approvers)
+    run.summary.approval = await with_decisions(approval, engine)
     return None
 
 
@@ -695,9 +695,10 @@ async def _close(
     params, label, intake, summary = run.params, run.label, sheet.intake, run.summary
     progress().phase("reporting")
     poll = ending.waiting
-    summary.rate_limit = LimiterStats.combine([x for x in ending.limiters if x is not None]).as_dict()
+    rate = LimiterStats.combine([x for x in ending.limiters if x is not None])
+    summary.rate_limit = RateLimitFigures.model_validate(rate.as_dict())
     not_final = sorted(poll.states)
-    reconciliation = await reconcile_at_run_end(
+    summary.reconciliation = await reconcile_at_run_end(
         settings,
         run.settings,
         label,
@@ -705,7 +706,6 @@ async def _close(
         params.rate_limit_per_s,
         ending.created.span,
     )
-    summary.reconciliation = RunReconciliationFigures.model_validate(reconciliation)
     by_status: Counter[str | None] = Counter()
     refused_by_code: Counter[str | None] = Counter()
     moved = MoneyMoved()
@@ -734,7 +734,7 @@ async def _close(
     summary.attention_rows = [AttentionRow.model_validate(a) for a in attention]
     summary.attention_total = total
     summary.fee_total = money(moved.fee_total)  # charged: a failed payout's fee was released
-    summary.moved = moved.as_json()
+    summary.moved = {c: CurrencyMoved.model_validate(m) for c, m in moved.as_json().items()}
     run.finish(Outcome.COMPLETED)
     paths = await asyncio.to_thread(
         write_reports,

@@ -123,7 +123,8 @@ async def _reconcile_run(params: ReconcileRunParams, payops: PayopsSettings) -> 
         label=label,
         outcome=Outcome.COMPLETED,
         scope="run",
-        **check.summary,  # the stored check's figures (`tasks.ledger.run_reconciliation.reconcile_run`)
+        # the check's figures, as the payout run's summary holds them (`RunReconciliationFigures`)
+        **check.summary.model_dump(exclude_unset=True),
         check_id=check.check_id,
         differences_list=_difference_rows(check.differences),
         api_calls=dict(sorted(check.api_calls.items())),

@@ -7,7 +7,7 @@ it does not declare is refused (docs/runs.md, *Other flows' summaries*).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.runtime.run_outcomes import Outcome
@@ -43,7 +43,7 @@ class PurchaseRunSummary(SheetRunSummary):
     api_calls: dict[str, int] = Field(default_factory=dict)
     phase_durations_s: dict[str, float] = Field(default_factory=dict)
     duration_s: float | int = 0
-    report_files: dict[str, Any] | None = None
+    report_files: dict[str, str] | None = None
 
     def lines(self) -> list[str]:
         lines = [f"{self.label}: {self.outcome}"]
@@ -107,7 +107,7 @@ class SettlementRunSummary(RunSummary):
     api_calls: dict[str, int] = Field(default_factory=dict)
     phase_durations_s: dict[str, float] = Field(default_factory=dict)
     duration_s: float | int = 0
-    report_files: dict[str, Any] | None = None
+    report_files: dict[str, str] | None = None
 
     def lines(self) -> list[str]:
         lines = [f"{self.label}: {self.outcome}"]
@@ -190,7 +190,7 @@ class TransactionsReportSummary(RunSummary):
     limits: list[LimitLine] = Field(default_factory=list)
     taken_at: str | None = None
     api_calls: dict[str, int] = Field(default_factory=dict)
-    report_files: dict[str, Any] | None = None
+    report_files: dict[str, str] | None = None
     phase_durations_s: dict[str, float] = Field(default_factory=dict)
     duration_s: float | int = 0
 
@@ -314,7 +314,7 @@ class ReconciliationSummary(RunSummary):
     #: the first 500 differences
     differences_list: list[DifferenceRow] = Field(default_factory=list)
     api_calls: dict[str, int] = Field(default_factory=dict)
-    report_files: dict[str, Any] | None = None
+    report_files: dict[str, str] | None = None
     phase_durations_s: dict[str, float] = Field(default_factory=dict)
     duration_s: float | int = 0
 

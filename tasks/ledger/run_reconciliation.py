@@ -41,6 +41,7 @@ from payops.store.reconciliation import Difference, IntendedPayout, Reconciliati
 from payops.store.settings import PayopsSettings
 from payops.tasks.ledger.run_match_file import RunMatchFile
 from payops.tasks.payouts.paid_before import digest_of
+from payops.tasks.payouts.run_summary import RunReconciliationFigures
 from payops.tasks.runtime.clients import payments_client
 from payops.tasks.runtime.retries import API_TASK_RETRY
 from payops.tasks.wire.money import money
@@ -573,7 +574,7 @@ class RunCheck:
     label: str
     check_id: int | None
     checked_at: datetime
-    summary: dict[str, Any]
+    summary: RunReconciliationFigures
     differences: list[Difference]
     api_calls: Counter[str] = field(default_factory=Counter)
 
@@ -604,9 +605,10 @@ async def reconcile_run(
         start, end = run.sent_from - WINDOW_MARGIN, (run.ended_at or now) + WINDOW_MARGIN
         await fetch_run_records(client, label, file, start, end, sending)
         match = await asyncio.to_thread(match_file, label, file, now, unchecked_after)
-    summary = {**match.as_summary(), "trigger": trigger, "checked_at": now.isoformat()}
+    summary = RunReconciliationFigures(**match.as_summary(), trigger=trigger, checked_at=now.isoformat())
+    stored = summary.model_dump(exclude_unset=True)
     check_id = await asyncio.to_thread(
-        store.save_check, "run", label, trigger, match.status, summary, match.differences, checked_at=now
+        store.save_check, "run", label, trigger, match.status, stored, match.differences, checked_at=now
     )
     return RunCheck(label, check_id, now, summary, match.differences, Counter(client.api_calls))
 
@@ -647,7 +649,7 @@ async def reconcile_at_run_end(
     refused: Iterable[str],
     rate_per_s: float,
     created: tuple[datetime, datetime] | None = None,
-) -> dict[str, Any]:
+) -> RunReconciliationFigures:
     """The payout flow's closing step: mark the run ended (the ``refused`` references were never paid: they
     leave the record; an iterable read once, as it goes, e.g. `refused_references(outcomes)`), reconcile
     it (``created``: when its payouts were created, `SentSpan`), and return the summary's
@@ -665,5 +667,5 @@ async def reconcile_at_run_end(
         check = await reconcile_run_task(settings, payops, label, "run-end", after, rate_per_s, created)
     except Exception as exc:  # noqa: BLE001 - reconciliation is re-run later (`payops reconcile --run`)
         log.error("run %s: reconciliation failed (%s: %s)", label, type(exc).__name__, exc)
-        return {"status": "failed", "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        return RunReconciliationFigures(status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}")
     return check.summary

@@ -27,6 +27,20 @@ class _Part(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class RateLimitFigures(_Part):
+    """What the request-rate limiter cost a phase (`tasks.runtime.ratelimit.LimiterStats.as_dict`)."""
+
+    source: str
+    acquires: int = 0
+    wait_ms_avg: float = 0.0
+    request_ms_avg: float = 0.0
+    throttled_429: int = 0
+    rate_reached_per_s: float | None = None
+    achieved_per_s: float | None = None
+    in_flight_max: int = 0
+    latency_ms_min: float | None = None
+
+
 class PreflightFigures(_Part):
     """The pre-flight's findings: ``problems`` (any refuses the run), notes, the payee-name verdicts
     counted, the lookups and quotes (cached, fresh, failed) and its request rate."""
@@ -35,7 +49,16 @@ class PreflightFigures(_Part):
     notes: list[str] = Field(default_factory=list)
     name_checks: dict[str, int] = Field(default_factory=dict)
     cache: dict[str, dict[str, int]] = Field(default_factory=dict)
-    rate_limit: dict[str, Any] | None = None
+    rate_limit: RateLimitFigures | None = None
+
+
+class ApproverDecision(_Part):
+    """One approver's decision on the run (`tasks.approval.run_approvals.decisions_of`)."""
+
+    by: str
+    decision: Literal["approved", "rejected"]
+    comment: str = ""
+    at: str
 
 
 class ApprovalRecord(_Part):
@@ -44,7 +67,7 @@ class ApprovalRecord(_Part):
     approved: bool
     comment: str = ""
     approvers: list[str] = Field(default_factory=list)
-    decisions: list[dict[str, Any]] = Field(default_factory=list)
+    decisions: list[ApproverDecision] = Field(default_factory=list)
 
 
 class RunReconciliationFigures(_Part):
@@ -80,6 +103,40 @@ class AttentionRow(_Part):
     next_step: str | None = None
 
 
+class CurrencyMoved(_Part):
+    """What a run moved in one currency (`tasks.reports.money_moved`), money as two-decimal strings."""
+
+    paid: str
+    paid_payouts: int
+    still_moving: int
+    not_paid: str
+    not_paid_payouts: int
+    fees: str
+    wallet_effect: str
+
+
+class EarlierRun(_Part):
+    """A run that paid this sheet or its rows lately (`tasks.payouts.paid_before.EarlierRun`), and ``said``:
+    the sentence a person reads."""
+
+    label: str
+    name: str
+    sent_at: str
+    rows: int
+    matched: int
+    same_sheet: bool
+    same_label: bool
+    paid_again: int
+    said: str
+
+
+class FollowUp(_Part):
+    """One `payout-followup` pass that moved payouts: when, and each payout's ``[from, to]`` status."""
+
+    at: str
+    moved: dict[str, list[str]] = Field(default_factory=dict)
+
+
 class Decision(BaseModel):
     """Why a run that needed approval sent nothing: rejected by a person, or no valid approval."""
 
@@ -96,13 +153,13 @@ class PayoutRunSummary(SheetRunSummary):
     amount_total: str = "0.00"
     fee_total: str = "0.00"
     #: what the run moved, by currency (`tasks.reports.money_moved`): paid, not paid, fees charged
-    moved: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    moved: dict[str, CurrencyMoved] = Field(default_factory=dict)
     ignored_columns: list[str] = Field(default_factory=list)
     column_map: str | None = None
     currency: str | None = None
     currency_header: str | None = None
     notes: list[str] = Field(default_factory=list)
-    paid_before: list[dict[str, Any]] = Field(default_factory=list)
+    paid_before: list[EarlierRun] = Field(default_factory=list)
     paid_twice_rows: int = 0
     preflight: PreflightFigures | None = None
     approvals_required: int = 0
@@ -123,12 +180,12 @@ class PayoutRunSummary(SheetRunSummary):
     attention_rows: list[AttentionRow] = Field(default_factory=list)
     attention_total: int = 0
     reconciliation: RunReconciliationFigures | None = None
-    rate_limit: dict[str, Any] | None = None
+    rate_limit: RateLimitFigures | None = None
     api_calls: dict[str, int] = Field(default_factory=dict)
     phase_durations_s: dict[str, float] = Field(default_factory=dict)
     duration_s: float | int = 0
-    report_files: dict[str, Any] | None = None
-    followed_up: list[dict[str, Any]] = Field(default_factory=list)
+    report_files: dict[str, str] | None = None
+    followed_up: list[FollowUp] = Field(default_factory=list)
     #: why a run that needed approval sent nothing; not a JSON field (the state name and message say it)
     decision: Decision | None = Field(None, exclude=True)
 
@@ -185,7 +242,7 @@ class PayoutRunSummary(SheetRunSummary):
             lines.append(f"  not final at the poll deadline: {len(self.not_final)}")
         if self.moved:
             lines.append(f"  sheet total: {self.amount_total}   time: {self.duration_s}s")
-            lines += [f"  {line}" for line in moved_lines(self.moved)]
+            lines += [f"  {line}" for line in moved_lines({c: m.model_dump() for c, m in self.moved.items()})]
         else:
             lines.append(f"  amount: {self.amount_total}   fees: {self.fee_total}   time: {self.duration_s}s")
         lines += self.column_lines()
@@ -195,11 +252,11 @@ class PayoutRunSummary(SheetRunSummary):
             lines.append(
                 f"  {kind.replace('_', ' ')}: {c['cached']} cached, {c['fresh']} fresh, {c['failed']} failed"
             )
-        rate = self.rate_limit or {}
-        if rate.get("rate_reached_per_s") or rate.get("throttled_429"):
+        rate = self.rate_limit
+        if rate is not None and (rate.rate_reached_per_s or rate.throttled_429):
             lines.append(
-                f"  request rate: reached {rate.get('rate_reached_per_s')}/s, "
-                f"429s: {rate.get('throttled_429', 0)} of {rate.get('acquires', 0)} requests"
+                f"  request rate: reached {rate.rate_reached_per_s}/s, "
+                f"429s: {rate.throttled_429} of {rate.acquires} requests"
             )
         for p in preflight.problems + preflight.notes:
             lines.append(f"  pre-flight: {p}")
@@ -245,7 +302,7 @@ class SheetCheckSummary(PayoutRunSummary):
     def paid_before_lines(self) -> list[str]:
         """The runs that sent this sheet or its rows lately (``paid_before``, each with ``said``, and
         ``paid_twice_rows``: tasks.payouts.paid_before), in words."""
-        lines = [f"  paid before: {e['said']}" for e in self.paid_before]
+        lines = [f"  paid before: {e.said}" for e in self.paid_before]
         if self.paid_twice_rows:
             lines.append(
                 f"  paying it would pay {counted(self.paid_twice_rows, 'row')} a second time: the approver "

@@ -27,7 +27,7 @@ from payops.tasks.intake import (
 from payops.tasks.intake.columns import format_column_map
 from payops.tasks.intake.streaming import stream_csv, streams
 from payops.tasks.payouts.paid_before import PaidBefore, paid_before
-from payops.tasks.payouts.run_summary import PayoutRunSummary, SheetCheckSummary
+from payops.tasks.payouts.run_summary import EarlierRun, PayoutRunSummary, SheetCheckSummary
 from payops.tasks.payouts.spill import RowSpill
 from payops.tasks.payouts.spill_views import SpilledRows, SpilledTable
 from payops.tasks.reports.run_reports import ensure_reports_spare_source, report_paths
@@ -204,7 +204,9 @@ def check_sheet(
             options = options or IntakeOptions()
             paid = _paid_before(engine, intake, str(summary.label), options, paid_before_days)
             said = paid.sheet_rows
-            summary.paid_before = [{**e.as_json(), "said": e.sentence(said)} for e in paid.earlier]
+            summary.paid_before = [
+                EarlierRun.model_validate({**e.as_json(), "said": e.sentence(said)}) for e in paid.earlier
+            ]
             if paid.unread:
                 summary.note(f"paid before: {paid.lines()[0]}")
             summary.paid_twice_rows = len(paid.second_rows) if paid.second_payment else 0

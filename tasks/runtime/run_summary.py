@@ -34,7 +34,7 @@ class RunSummary(BaseModel):
     label: str | None = None
     outcome: Outcome | None = None
     notes: list[str] = Field(default_factory=list)
-    report_files: dict[str, Any] | None = None
+    report_files: dict[str, str] | None = None
 
     #: the JSON fields' order when none was read: the order the family declares them (set for each family)
     JSON_ORDER: ClassVar[tuple[str, ...]] = ()

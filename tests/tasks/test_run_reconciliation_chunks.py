@@ -110,7 +110,7 @@ async def test_chunked_reconcile_equals_one_chunk_for_every_kind(
     assert list(tmp_path.glob("payops-run-match-*")) == []  # the match file is deleted after
 
     assert chunked.summary == whole.summary and chunked.differences == whole.differences
-    assert whole.summary["by_kind"] == {
+    assert whole.summary.by_kind == {
         "amount_different": 1,
         "fee_outside_bound": 1,
         "missing_at_service": 3,
@@ -133,8 +133,8 @@ async def test_chunked_reconcile_equals_one_chunk_for_every_kind(
         ("reversed_after_delivery", "chk-r6"),
     ]
     # 19 approved; 7..13, 19 (read by reference) and 16..18 (still moving, so open) match
-    assert (whole.summary["rows"], whole.summary["matched"], whole.summary["open"]) == (19, 11, 3)
-    assert whole.summary["status"] == "differences"
+    assert (whole.summary.rows, whole.summary.matched, whole.summary.open) == (19, 11, 3)
+    assert whole.summary.status == "differences"
     fee = next(d for d in whole.differences if d.kind == "fee_outside_bound")
     assert (fee.expected, fee.actual) == ("0.00..1.00", "19.99")
     refund = next(d for d in whole.differences if d.kind == "reversed_after_delivery")
@@ -197,7 +197,7 @@ async def test_a_run_recorded_in_parts_reconciles_as_one_recorded_at_once(
     one = await reconcile_run(emu.client, at_once, LABEL, "test", unchecked_after=timedelta(0), now=now)
     parts = await reconcile_run(emu.client, in_parts, LABEL, "test", unchecked_after=timedelta(0), now=now)
     assert parts.summary == one.summary and parts.differences == one.differences
-    assert parts.summary["rows"] == 19
+    assert parts.summary.rows == 19
 
 
 def test_a_later_part_needs_a_first_and_a_reference_is_recorded_once(
