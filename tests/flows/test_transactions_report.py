@@ -95,6 +95,7 @@ def test_report_totals_match_the_money_moved(prefect_harness, env, tmp_path: Pat
     assert s["wallet"][0]["currency"] == "GHS" and Decimal(s["wallet"][0]["balance"]) > 0
     daily_out = next(r for r in s["limits"] if r["period"] == "daily")
     assert Decimal(daily_out["out_used"]) >= Decimal("263.75")
+    assert Decimal(daily_out["per_transaction"]) > 0  # the service's `perTransaction`, read by its JSON name
 
     wb = load_workbook(s["report_files"]["xlsx"])
     assert {"transactions", "summary", "by kind", "by reconciliation", "wallet", "limits"} <= set(
