@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from payops.deployments.processes import ROOT, free_port, read_env_file, start_sandbox
+from payops.tasks.runtime.run_outcomes import Outcome
 
 SHEET = ROOT / "examples" / "payouts-demo.xlsx"
 DEMO_HOME = ROOT / ".payops-demo"
@@ -76,7 +77,7 @@ def main() -> int:
             summary = run_summary(run_on_server(lambda: payout_spreadsheet(params, return_state=True)))
             print(summary.text())
             not_final = summary.not_final
-            if summary.outcome != "completed" or not_final:
+            if summary.outcome != Outcome.COMPLETED or not_final:
                 print(f"demo incomplete: outcome {summary.outcome}, {len(not_final)} payouts not final")
                 return 1
             return 0

@@ -79,16 +79,16 @@ def _refusal_reason(summary: RunSummary) -> str:
 def state_name(summary: RunSummary) -> str:
     """The final state's name for this summary (the table above)."""
     outcome = summary.outcome
-    if outcome == "dry_run":
+    if outcome == Outcome.DRY_RUN:
         return DRY_RUN
-    if outcome == "not_approved":
+    if outcome == Outcome.NOT_APPROVED:
         decision = getattr(summary, "decision", None)
         return REJECTED if decision is not None and decision.kind == "rejected" else NOT_APPROVED
     if outcome in REFUSED_OUTCOMES:
         return REFUSED
-    if outcome == "incomplete":
+    if outcome == Outcome.INCOMPLETE:
         return INCOMPLETE
-    if outcome == "completed":
+    if outcome == Outcome.COMPLETED:
         return WITH_FAILURES if failed_items(summary) else COMPLETED
     return "Failed"
 

@@ -34,7 +34,7 @@ from payops.tasks.approval.approvals import ApprovalRefused, Start, read_start
 from payops.tasks.events import alerts
 from payops.tasks.reports.money_moved import moved_lines
 from payops.tasks.runtime.plurals import counted
-from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES
+from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES, Outcome
 from payops.tasks.wire.money import money_text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -197,9 +197,9 @@ def outcome_notice(summary: Mapping[str, Any], decision: Any = None) -> tuple[st
     not approved: `flows.summaries.Decision`); None for a dry run."""
     outcome = summary.get("outcome")
     label = str(summary.get("label") or "run")
-    if outcome == "completed":
+    if outcome == Outcome.COMPLETED:
         return "run_completed", completed_text(summary)
-    if outcome == "not_approved":
+    if outcome == Outcome.NOT_APPROVED:
         comment = str((summary.get("approval") or {}).get("comment") or "")
         if decision is not None and getattr(decision, "kind", None) == "rejected":
             text = rejected_text(label, decision.by, decision.reason or comment, _figures(summary))

@@ -48,7 +48,7 @@ from typing import Any
 from payops.connectors.payments.models import PAYOUT_FAILED_STATUSES
 from payops.store.settings import PayopsSettings
 from payops.tasks.events.payment_events import Emitter, default_emitter
-from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES
+from payops.tasks.runtime.run_outcomes import REFUSED_OUTCOMES, Outcome
 from payops.tasks.wire.money import money
 
 log = logging.getLogger(__name__)
@@ -172,9 +172,9 @@ def payout_run_event(summary: Mapping[str, Any]) -> tuple[str, dict[str, Any]] |
     """(event name, facts) for a finished payout run; None for a dry run."""
     facts = payout_facts(summary)
     outcome = facts["outcome"]
-    if outcome == "completed":
+    if outcome == Outcome.COMPLETED:
         return PAYOUT_COMPLETED, facts
-    if outcome == "not_approved":
+    if outcome == Outcome.NOT_APPROVED:
         comment = str((summary.get("approval") or {}).get("comment") or "")
         facts["reason"] = "timeout" if comment.startswith("no approval within") else "rejected"
         return PAYOUT_NOT_APPROVED, facts

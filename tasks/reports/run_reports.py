@@ -34,6 +34,7 @@ from payops.tasks.reports.table_workbook import PlainNumber, table_workbook
 from payops.tasks.reports.xlsx import neutralise, write_csv
 from payops.tasks.rows.outcome import RowFacts, RowOutcome, outcome_kind
 from payops.tasks.runtime.plurals import counted
+from payops.tasks.runtime.run_outcomes import Outcome
 from payops.tasks.wire.money import money
 
 RESULT_COLUMNS = [
@@ -329,11 +330,11 @@ _STATUS_WORDS = {
     None: "Payouts with no status read",
 }
 _OUTCOME_WORDS = {
-    "completed": "Completed",
-    "dry_run": "Dry run: checked, nothing sent",
-    "not_approved": "Not approved: nothing sent",
-    "invalid_input": "Refused: the sheet has invalid rows; nothing sent",
-    "preflight_failed": "Refused at pre-flight; nothing sent",
+    Outcome.COMPLETED: "Completed",
+    Outcome.DRY_RUN: "Dry run: checked, nothing sent",
+    Outcome.NOT_APPROVED: "Not approved: nothing sent",
+    Outcome.INVALID_INPUT: "Refused: the sheet has invalid rows; nothing sent",
+    Outcome.PREFLIGHT_FAILED: "Refused at pre-flight; nothing sent",
 }
 _MOVED = [
     ("paid", "Paid"),
@@ -366,7 +367,7 @@ def people_summary(summary: Mapping[str, Any], now: datetime | None = None) -> l
     refused = int(summary.get("refused_items") or 0)
     outcome = summary.get("outcome")
     words = _OUTCOME_WORDS.get(outcome, str(outcome or ""))
-    if outcome == "completed" and (failed or refused):
+    if outcome == Outcome.COMPLETED and (failed or refused):
         words = "Completed with failures"
     pairs: list[list[Any]] = [
         ["Run", summary.get("label")],

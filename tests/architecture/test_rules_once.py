@@ -2,7 +2,8 @@
 transient rule: tests/connectors/test_transient_rule.py; statuses: test_status_sets.py).
 
 - the serialisation a key hashes a body in: `tasks/wire/references.canonical_json`;
-- a run's clock: `tasks/runtime/run_meter.RunMeter` (the rate limiter times single requests, not runs).
+- a run's clock: `tasks/runtime/run_meter.RunMeter` (the rate limiter times single requests, not runs);
+- the outcomes a run ends with: `tasks/runtime/run_outcomes.Outcome`, compared by member, never by its text.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ast
 
 import pytest
+from payops.tasks.runtime.run_outcomes import Outcome
 
 from tests.architecture.source_scan import find_in_rooms
 
@@ -50,6 +52,30 @@ def run_clocks(source: str, filename: str = "<source>") -> list[str]:
     ]
 
 
+def _names_an_outcome(node: ast.AST) -> bool:
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        name = str(node.slice.value)
+    return "outcome" in name
+
+
+def bare_outcomes(source: str, filename: str = "<source>") -> list[str]:
+    """An outcome compared with its text: ``outcome == "completed"``, ``s["outcome"] in ("dry_run", ...)``."""
+    words = {o.value for o in Outcome}
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+        if not any(_names_an_outcome(side) for side in sides):
+            continue
+        texts = [side for side in sides if isinstance(side, ast.Constant)]
+        for side in sides:
+            if isinstance(side, ast.Tuple | ast.Set | ast.List):
+                texts += [e for e in side.elts if isinstance(e, ast.Constant)]
+        if any(t.value in words for t in texts):
+            found.append(f"{filename}:{node.lineno}")
+    return found
+
+
 def test_keys_hash_one_serialisation() -> None:
     assert find_in_rooms(hash_forms, ROOMS, "tasks/wire/references.py") == []
 
@@ -60,9 +86,17 @@ def test_runs_are_timed_by_the_meter() -> None:
     assert [f for f in found if not f.startswith("tasks/runtime/ratelimit.py:")] == []
 
 
+def test_outcomes_are_compared_by_member() -> None:
+    assert (
+        find_in_rooms(bare_outcomes, ("tasks", "flows", "deployments"), "tasks/runtime/run_outcomes.py") == []
+    )
+
+
 @pytest.mark.parametrize(
     ("checker", "source"),
     [
+        (bare_outcomes, 'if summary.outcome == "completed":\n    done()\n'),
+        (bare_outcomes, 'if s["outcome"] in ("dry_run", "not_approved"):\n    skip()\n'),
         (hash_forms, "key = digest(json.dumps(body, sort_keys=True).encode())\n"),
         (hash_forms, 'b = json.dumps(x, sort_keys=True, separators=(",", ":")).encode("utf-8")\n'),
         (run_clocks, "started = time.perf_counter()\nsummary.duration_s = time.perf_counter() - started\n"),
@@ -77,6 +111,8 @@ def test_each_checker_finds_a_copy(checker, source: str) -> None:
     [
         (hash_forms, "text = json.dumps(summary, sort_keys=True)\nprint(text)\n"),  # shown, not hashed
         (run_clocks, "deadline = time.monotonic() + 30\n"),
+        (bare_outcomes, "if outcome == Outcome.COMPLETED:\n    done()\n"),
+        (bare_outcomes, 'if run.status == "completed":\n    settle()\n'),  # a settlement run's status
     ],
 )
 def test_other_code_passes(checker, source: str) -> None:
