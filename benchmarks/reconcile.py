@@ -229,7 +229,7 @@ async def variant(name: str, naive_rows: int) -> dict:
                 "extrapolated_wall_s": round(listed + per_row * len(refs), 1),
             }
         out["api_calls"] = dict(sorted(client.api_calls.items()))
-        out["limiter"] = transport.stats.as_dict()
+        out["limiter"] = transport.stats.figures().model_dump()
     out["wall_s"] = out.pop("close_wall_s", round(time.perf_counter() - t0, 3))
     out["cpu_s"] = out.pop("close_cpu_s", round(_cpu() - cpu0, 3))
     out["peak_rss_mb"] = _peak_rss_mb()

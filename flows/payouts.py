@@ -88,7 +88,6 @@ from payops.tasks.payouts.run_summary import (
     Decision,
     PayoutRunSummary,
     PreflightFigures,
-    RateLimitFigures,
 )
 from payops.tasks.payouts.sheet_check import (
     intake_summary,
@@ -609,7 +608,7 @@ async def _preflight(
             notes=pf.notes,
             name_checks=pf.name_counts,
             cache=pf.cache_counts(),
-            rate_limit=pf.limiter.as_dict() if pf.limiter else None,
+            rate_limit=pf.limiter.figures() if pf.limiter else None,
         )
         lookups = pf.cache_counts()
         logger.info(
@@ -696,7 +695,7 @@ async def _close(
     progress().phase("reporting")
     poll = ending.waiting
     rate = LimiterStats.combine([x for x in ending.limiters if x is not None])
-    summary.rate_limit = RateLimitFigures.model_validate(rate.as_dict())
+    summary.rate_limit = rate.figures()
     not_final = sorted(poll.states)
     summary.reconciliation = await reconcile_at_run_end(
         settings,

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal
 from payops.tasks.intake.columns import currency_note
 from payops.tasks.reports.money_moved import moved_lines
 from payops.tasks.runtime.plurals import counted
+from payops.tasks.runtime.ratelimit import RateLimitFigures
 from payops.tasks.runtime.run_outcomes import Outcome
 from payops.tasks.runtime.run_summary import (
     EXIT_OK,
@@ -25,20 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class _Part(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class RateLimitFigures(_Part):
-    """What the request-rate limiter cost a phase (`tasks.runtime.ratelimit.LimiterStats.as_dict`)."""
-
-    source: str
-    acquires: int = 0
-    wait_ms_avg: float = 0.0
-    request_ms_avg: float = 0.0
-    throttled_429: int = 0
-    rate_reached_per_s: float | None = None
-    achieved_per_s: float | None = None
-    in_flight_max: int = 0
-    latency_ms_min: float | None = None
 
 
 class PreflightFigures(_Part):

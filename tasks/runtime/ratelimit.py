@@ -31,6 +31,7 @@ from typing import Protocol
 import httpx
 from payops.connectors.payments import parse_retry_after
 from payops.tasks.runtime.inflight import DEFAULT_CAP, InFlight, InFlightWindow, RoundTrip
+from pydantic import BaseModel, ConfigDict
 
 LIMIT_NAME = "payments-api"
 _EPSILON_S = 1e-6  # clocks with microsecond steps: a sleep shorter than this would never end the wait
@@ -287,6 +288,22 @@ async def resolve_limiter(fallback_per_s: float, name: str = LIMIT_NAME) -> Limi
     return AdaptiveRate(fallback_per_s)
 
 
+class RateLimitFigures(BaseModel):
+    """What the request-rate limiter cost a phase, as a run's summary reports it (`LimiterStats.figures`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    acquires: int = 0
+    wait_ms_avg: float = 0.0
+    request_ms_avg: float = 0.0
+    throttled_429: int = 0
+    rate_reached_per_s: float | None = None
+    achieved_per_s: float | None = None
+    in_flight_max: int = 0
+    latency_ms_min: float | None = None
+
+
 @dataclass
 class LimiterStats:
     """What the limiter cost: acquisitions, the time spent waiting for them, 429s and the rate reached."""
@@ -350,21 +367,22 @@ class LimiterStats:
             return None
         return self.acquires / (self.last_s - self.first_s)
 
-    def as_dict(self) -> dict[str, object]:
+    def figures(self) -> RateLimitFigures:
+        """These stats as a summary reports them: averages in milliseconds, rates per second, rounded."""
         avg_wait = self.wait_s / self.acquires if self.acquires else 0.0
         avg_req = self.request_s / self.acquires if self.acquires else 0.0
         achieved = self.achieved_per_s
-        return {
-            "source": self.source,
-            "acquires": self.acquires,
-            "wait_ms_avg": round(avg_wait * 1000, 2),
-            "request_ms_avg": round(avg_req * 1000, 2),
-            "throttled_429": self.throttled,
-            "rate_reached_per_s": round(self.rate_max_per_s, 1) if self.rate_max_per_s else None,
-            "achieved_per_s": round(achieved, 1) if achieved else None,
-            "in_flight_max": self.in_flight_max,
-            "latency_ms_min": round(self.latency_ms_min, 1) if self.latency_ms_min is not None else None,
-        }
+        return RateLimitFigures(
+            source=self.source,
+            acquires=self.acquires,
+            wait_ms_avg=round(avg_wait * 1000, 2),
+            request_ms_avg=round(avg_req * 1000, 2),
+            throttled_429=self.throttled,
+            rate_reached_per_s=round(self.rate_max_per_s, 1) if self.rate_max_per_s else None,
+            achieved_per_s=round(achieved, 1) if achieved else None,
+            in_flight_max=self.in_flight_max,
+            latency_ms_min=round(self.latency_ms_min, 1) if self.latency_ms_min is not None else None,
+        )
 
 
 def _is_round_trip(request: httpx.Request, status: int | None) -> bool:

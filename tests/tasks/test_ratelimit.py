@@ -25,7 +25,7 @@ async def test_transport_acquires_once_per_request_and_reports_cost() -> None:
         for _ in range(5):
             await client.get("/v1/wallet")
     assert len(seen) == 5 and transport.stats.acquires == 5
-    assert transport.stats.as_dict()["source"] == "local"
+    assert transport.stats.figures().source == "local"
 
 
 async def test_without_a_prefect_limit_the_local_bucket_is_used(prefect_harness) -> None:
