@@ -83,7 +83,6 @@ from payops.tasks.payouts.preflight import Preflight, PreflightOptions, prefligh
 from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
 from payops.tasks.payouts.run_summary import (
     ApprovalRecord,
-    AttentionRow,
     CurrencyMoved,
     Decision,
     PayoutRunSummary,
@@ -730,7 +729,7 @@ async def _close(
     summary.poll_calls_per_round = poll.calls_per_round
     no_names = no_name_column(intake) if params.check_names else None
     attention, total = attention_rows(intake.rows, outcomes, pf.names, no_names)
-    summary.attention_rows = [AttentionRow.model_validate(a) for a in attention]
+    summary.attention_rows = attention  # typed by the producer (`AttentionRow`), kept as it is made
     summary.attention_total = total
     summary.fee_total = money(moved.fee_total)  # charged: a failed payout's fee was released
     summary.moved = {c: CurrencyMoved.model_validate(m) for c, m in moved.as_json().items()}

@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
 from payops.tasks.intake.columns import currency_note
+from payops.tasks.reports.attention import AttentionRow
 from payops.tasks.reports.money_moved import moved_lines
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.runtime.ratelimit import RateLimitFigures
@@ -73,23 +74,6 @@ class RunReconciliationFigures(_Part):
     error: str | None = None
 
 
-class AttentionRow(_Part):
-    """A row needing a person (`tasks.reports.attention.attention_rows`)."""
-
-    row: int | None
-    kind: str
-    reference: str | None = None
-    payee: str | None = None
-    amount: str | None = None
-    currency: str | None = None
-    status: str | None = None
-    paid: str | None = None
-    code: str | None = None
-    reason: str = ""
-    detail: str | None = None
-    next_step: str | None = None
-
-
 class CurrencyMoved(_Part):
     """What a run moved in one currency (`tasks.reports.money_moved`), money as two-decimal strings."""
 
@@ -134,6 +118,8 @@ class Decision(BaseModel):
 
 class PayoutRunSummary(SheetRunSummary):
     """``payout-spreadsheet``: its fields in the order the run writes them (docs/runs.md)."""
+
+    JSON_AS_IS: ClassVar[frozenset[str]] = frozenset({"attention_rows"})
 
     batches: int = 0
     payouts_by_status: dict[str, int] = Field(default_factory=dict)
@@ -253,8 +239,8 @@ class PayoutRunSummary(SheetRunSummary):
         """The failed payouts listed among the rows needing a person, counted by code."""
         counts: dict[str | None, int] = {}
         for a in self.attention_rows:
-            if a.kind == "failed":
-                counts[a.code] = counts.get(a.code, 0) + 1
+            if a["kind"] == "failed":
+                counts[a.get("code")] = counts.get(a.get("code"), 0) + 1
         return counts
 
     def column_lines(self) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Required
 
 from payops.connectors.payments.failure_words import FailureWords, failure_words, retried_next_step
 from payops.connectors.payments.models import (
@@ -21,6 +21,7 @@ from payops.connectors.payments.models import (
     PAYOUT_FINAL_STATUSES,
 )
 from payops.tasks.rows.outcome import outcome_kind
+from typing_extensions import TypedDict  # pydantic reads its fields on Python < 3.12
 
 if TYPE_CHECKING:
     from payops.tasks.rows.name_check import NameCheck
@@ -103,6 +104,25 @@ def _name_reason(n: NameCheck) -> str:
     return f"sheet name {n.sheet_name!r} {what} the account holder {n.holder_name!r}"
 
 
+class AttentionRow(TypedDict, total=False):
+    """A row needing a person, as the run summary lists it (`attention_rows`; `attention_rows` below gives
+    every key, a summary read back may lack all but ``row`` and ``kind``). A plain dict, typed: a
+    million-row run lists 10,000 of them, and a model each would hold ~1.3 KB more (12.8 MB measured)."""
+
+    row: Required[int | None]
+    kind: Required[str]
+    reference: str | None
+    payee: str | None
+    amount: str | None
+    currency: str | None
+    status: str | None
+    paid: str | None
+    code: str | None
+    reason: str
+    detail: str | None
+    next_step: str | None
+
+
 ATTENTION_ROWS_KEPT = 10_000
 """The most rows a run summary lists (the first by kind, then row); ``attention_total`` counts them all, and
 the reports highlight every one. A million-row run's summary stays the size of a 100,000-row one's."""
@@ -114,7 +134,7 @@ def attention_rows(
     names: Iterable[NameCheck],
     no_name_column: str | None = None,
     keep: int = ATTENTION_ROWS_KEPT,
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[AttentionRow], int]:
     """The first ``keep`` entries (one per row and kind, ordered by kind, failed first, then row number) and
     how many there are in all; each says the row's reference, status, whether it was paid, its ``code``,
     the ``reason`` in words (a name check's own sentence), the ``detail`` the words leave out and the
@@ -136,7 +156,7 @@ def attention_rows(
     del flagged[keep:]
     wanted = {row for _, _, row, _ in flagged}
     by_row = {r.row: r for r in rows if r.row in wanted}  # only the listed rows: rows may be a spill's
-    found: list[dict[str, Any]] = []
+    found: list[AttentionRow] = []
     for _, _, row, kind in flagged:
         payout = by_row.get(row) if row is not None else None
         o = outcomes.get(row) if row is not None else None

@@ -38,6 +38,9 @@ class RunSummary(BaseModel):
 
     #: the JSON fields' order when none was read: the order the family declares them (set for each family)
     JSON_ORDER: ClassVar[tuple[str, ...]] = ()
+    #: fields whose values are JSON already (lists of typed plain dicts), handed over by ``as_json`` as they
+    #: are, not copied: a million-row payout run's 10,000 attention rows would be copied at every dump
+    JSON_AS_IS: ClassVar[frozenset[str]] = frozenset()
     #: the order the summary's keys were read in: ``as_json`` keeps it for a summary read back from JSON
     _written: list[str] = PrivateAttr(default_factory=list)
 
@@ -75,8 +78,10 @@ class RunSummary(BaseModel):
     def as_json(self) -> dict[str, Any]:
         """The documented JSON fields (docs/runs.md) set in this run, in the order they were read (a summary
         read back from JSON, or the keywords it was made with), then in the family's ``JSON_ORDER``."""
-        dumped = self.model_dump(by_alias=True, exclude_unset=True)
+        as_is = self.JSON_AS_IS & self.model_fields_set
+        dumped = self.model_dump(by_alias=True, exclude_unset=True, exclude=set(as_is) or None)
         fields = type(self).model_fields
+        dumped |= {fields[n].alias or n: getattr(self, n) for n in as_is}
         written = [(fields[k].alias or k) if k in fields else k for k in self._written]  # `from_` → `from`
         order = [k for k in dict.fromkeys([*written, *self.JSON_ORDER]) if k in dumped]
         return {k: dumped[k] for k in [*order, *(k for k in dumped if k not in order)]}
