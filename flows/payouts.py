@@ -83,7 +83,6 @@ from payops.tasks.payouts.preflight import Preflight, PreflightOptions, prefligh
 from payops.tasks.payouts.retry_rows import FailureLog, RetryRows, mark_retried, retry_store
 from payops.tasks.payouts.run_summary import (
     ApprovalRecord,
-    CurrencyMoved,
     Decision,
     PayoutRunSummary,
     PreflightFigures,
@@ -732,7 +731,7 @@ async def _close(
     summary.attention_rows = attention  # typed by the producer (`AttentionRow`), kept as it is made
     summary.attention_total = total
     summary.fee_total = money(moved.fee_total)  # charged: a failed payout's fee was released
-    summary.moved = {c: CurrencyMoved.model_validate(m) for c, m in moved.as_json().items()}
+    summary.moved = moved.figures()
     run.finish(Outcome.COMPLETED)
     paths = await asyncio.to_thread(
         write_reports,

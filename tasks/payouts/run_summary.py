@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from payops.tasks.intake.columns import currency_note
 from payops.tasks.reports.attention import AttentionRow
-from payops.tasks.reports.money_moved import moved_lines
+from payops.tasks.reports.money_moved import MovedFigures, moved_lines
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.runtime.ratelimit import RateLimitFigures
 from payops.tasks.runtime.run_outcomes import Outcome
@@ -74,18 +74,6 @@ class RunReconciliationFigures(_Part):
     error: str | None = None
 
 
-class CurrencyMoved(_Part):
-    """What a run moved in one currency (`tasks.reports.money_moved`), money as two-decimal strings."""
-
-    paid: str
-    paid_payouts: int
-    still_moving: int
-    not_paid: str
-    not_paid_payouts: int
-    fees: str
-    wallet_effect: str
-
-
 class EarlierRun(_Part):
     """A run that paid this sheet or its rows lately (`tasks.payouts.paid_before.EarlierRun`), and ``said``:
     the sentence a person reads."""
@@ -126,7 +114,7 @@ class PayoutRunSummary(SheetRunSummary):
     amount_total: str = "0.00"
     fee_total: str = "0.00"
     #: what the run moved, by currency (`tasks.reports.money_moved`): paid, not paid, fees charged
-    moved: dict[str, CurrencyMoved] = Field(default_factory=dict)
+    moved: dict[str, MovedFigures] = Field(default_factory=dict)
     ignored_columns: list[str] = Field(default_factory=list)
     column_map: str | None = None
     currency: str | None = None

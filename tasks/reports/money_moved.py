@@ -26,11 +26,26 @@ from typing import TYPE_CHECKING, Any
 from payops.tasks.reports.attention import charged_fee, paid
 from payops.tasks.runtime.plurals import counted
 from payops.tasks.wire.money import money, money_text
+from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:  # `payops runs show` reads `moved_lines` without loading the report writers
     from payops.tasks.rows.outcome import RowFacts, RowOutcome
 
 ZERO = Decimal(0)
+
+
+class MovedFigures(BaseModel):
+    """One currency's figures as a run's summary holds them (``moved``), money as two-decimal strings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paid: str
+    paid_payouts: int
+    still_moving: int
+    not_paid: str
+    not_paid_payouts: int
+    fees: str
+    wallet_effect: str
 
 
 @dataclass
@@ -48,16 +63,16 @@ class CurrencyMoved:
     def wallet_effect(self) -> Decimal:
         return -(self.paid + self.fees)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "paid": money(self.paid),
-            "paid_payouts": self.paid_payouts,
-            "still_moving": self.still_moving,
-            "not_paid": money(self.not_paid),
-            "not_paid_payouts": self.not_paid_payouts,
-            "fees": money(self.fees),
-            "wallet_effect": money(self.wallet_effect),
-        }
+    def figures(self) -> MovedFigures:
+        return MovedFigures(
+            paid=money(self.paid),
+            paid_payouts=self.paid_payouts,
+            still_moving=self.still_moving,
+            not_paid=money(self.not_paid),
+            not_paid_payouts=self.not_paid_payouts,
+            fees=money(self.fees),
+            wallet_effect=money(self.wallet_effect),
+        )
 
 
 @dataclass
@@ -95,10 +110,9 @@ class MoneyMoved:
     def fee_total(self) -> Decimal:
         return sum((c.fees for c in self.currencies.values()), ZERO)
 
-    def as_json(self) -> dict[str, dict[str, Any]]:
-        """The summary's ``moved`` field: ``{currency: {paid, paid_payouts, still_moving, not_paid,
-        not_paid_payouts, fees, wallet_effect}}``, money as two-decimal strings."""
-        return {cur: c.as_json() for cur, c in sorted(self.currencies.items())}
+    def figures(self) -> dict[str, MovedFigures]:
+        """The summary's ``moved`` field: ``{currency: MovedFigures}``."""
+        return {cur: c.figures() for cur, c in sorted(self.currencies.items())}
 
 
 def moved_lines(moved: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
