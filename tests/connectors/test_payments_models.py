@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 
 import pytest
@@ -178,6 +179,46 @@ def test_responses_parse_money_as_decimal_and_keep_unknown_fields_and_enum_value
 def test_response_money_refuses_floats() -> None:
     with pytest.raises(ValidationError):
         m.Payout.model_validate({**PAYOUT, "amount": 12.5})
+
+
+@pytest.mark.parametrize(
+    "amount",
+    [
+        '"12.50"',
+        "12",
+        '" 7.5 "',
+        '"-3.10"',
+        '"1e3"',
+        "12.5",
+        "12.0",
+        "1e2",
+        '"NaN"',
+        '"-Infinity"',
+        '"abc"',
+        "true",
+        '""',
+        "null",
+        "[]",
+    ],
+)
+def test_response_money_reads_the_wire_as_python_does(amount: str) -> None:
+    """A listed page's amounts are checked inside pydantic-core (`_RESPONSE_MONEY_JSON`), a Python value by
+    `_parse_response_money`: the two agree on every input, and a JSON float is refused naming its field."""
+    wire = '{"reference": "po-1", "status": "accepted", "fee": ' + amount + "}"
+
+    def outcome(parse: Callable[[], m.Payout]) -> object:
+        try:
+            return parse().fee
+        except ValidationError as e:
+            return ("refused", e.errors()[0]["loc"])
+
+    from_json = outcome(lambda: m.Payout.model_validate_json(wire))
+    assert from_json == outcome(lambda: m.Payout.model_validate(json.loads(wire)))
+    if amount in ("12.5", "12.0", "1e2", '"NaN"', '"-Infinity"', '"abc"', "true", '""', "[]"):
+        assert from_json == ("refused", ("fee",))
+    if amount in ("12.5", "12.0", "1e2"):  # a JSON float's refusal says what money must be
+        with pytest.raises(ValidationError, match="money must be a decimal string, not a floating point"):
+            m.Payout.model_validate_json(wire)
 
 
 def test_left_out_fields_are_none_and_stay_left_out() -> None:
