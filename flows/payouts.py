@@ -678,6 +678,47 @@ class Ending:
     retried: dict[str, str]
 
 
+@dataclass
+class _Tally:
+    """Every row's outcome counted: accepted payouts by status, refused items by code, the money moved."""
+
+    by_status: Counter[str | None]
+    refused_by_code: Counter[str | None]
+    moved: MoneyMoved
+
+
+def _tally(outcomes: Mapping[int, RowOutcome], facts: Mapping[int, RowFacts]) -> _Tally:
+    tally = _Tally(Counter(), Counter(), MoneyMoved())
+    for o in outcomes.values():
+        if o.submission == "accepted":
+            tally.by_status[o.status] += 1
+        elif o.submission == "refused":
+            tally.refused_by_code[o.error_code] += 1
+        if (f := facts.get(o.row)) is not None:
+            tally.moved.add(o, f)
+    return tally
+
+
+def _write_ending(summary: PayoutRunSummary, ending: Ending, tally: _Tally) -> None:
+    """The summary's figures of the send, the wait and the money: what `ending` and `tally` hold."""
+    poll = ending.waiting
+    not_final = sorted(poll.states)
+    summary.payouts_by_status = {str(k): v for k, v in sorted(tally.by_status.items())}
+    summary.refused_items = sum(tally.refused_by_code.values())
+    summary.refused_by_code = dict(tally.refused_by_code)
+    summary.replayed_payouts = ending.created.replayed
+    summary.retried_rows = ending.retried
+    summary.awaiting_review = sorted(poll.awaiting_review)
+    summary.not_final = not_final
+    summary.waiting_statuses = {r: poll.states[r].status for r in not_final}  # tasks.payouts.followup
+    summary.deadline_reached = poll.deadline_reached
+    summary.settle_window_reached = poll.settle_window_reached
+    summary.poll_rounds = poll.rounds
+    summary.poll_calls_per_round = poll.calls_per_round
+    summary.fee_total = money(tally.moved.fee_total)  # charged: a failed payout's fee was released
+    summary.moved = tally.moved.figures()
+
+
 async def _close(
     run: PayoutRun,
     sheet: Sheet,
@@ -691,10 +732,7 @@ async def _close(
     a spill a window at a time); the run's final summary."""
     params, label, intake, summary = run.params, run.label, sheet.intake, run.summary
     progress().phase("reporting")
-    poll = ending.waiting
-    rate = LimiterStats.combine([x for x in ending.limiters if x is not None])
-    summary.rate_limit = rate.figures()
-    not_final = sorted(poll.states)
+    summary.rate_limit = LimiterStats.combine([x for x in ending.limiters if x is not None]).figures()
     summary.reconciliation = await reconcile_at_run_end(
         settings,
         run.settings,
@@ -703,40 +741,32 @@ async def _close(
         params.rate_limit_per_s,
         ending.created.span,
     )
-    by_status: Counter[str | None] = Counter()
-    refused_by_code: Counter[str | None] = Counter()
-    moved = MoneyMoved()
-    for o in outcomes.values():
-        if o.submission == "accepted":
-            by_status[o.status] += 1
-        elif o.submission == "refused":
-            refused_by_code[o.error_code] += 1
-        if (f := facts.get(o.row)) is not None:
-            moved.add(o, f)
-    refused_items = sum(refused_by_code.values())
-    summary.payouts_by_status = {str(k): v for k, v in sorted(by_status.items())}
-    summary.refused_items = refused_items
-    summary.refused_by_code = dict(refused_by_code)
-    summary.replayed_payouts = ending.created.replayed
-    summary.retried_rows = ending.retried
-    summary.awaiting_review = sorted(poll.awaiting_review)
-    summary.not_final = not_final
-    summary.waiting_statuses = {r: poll.states[r].status for r in not_final}  # tasks.payouts.followup
-    summary.deadline_reached = poll.deadline_reached
-    summary.settle_window_reached = poll.settle_window_reached
-    summary.poll_rounds = poll.rounds
-    summary.poll_calls_per_round = poll.calls_per_round
+    tally = _tally(outcomes, facts)
+    _write_ending(summary, ending, tally)
     no_names = no_name_column(intake) if params.check_names else None
     attention, total = attention_rows(intake.rows, outcomes, pf.names, no_names)
     summary.attention_rows = attention  # typed by the producer (`AttentionRow`), kept as it is made
     summary.attention_total = total
-    summary.fee_total = money(moved.fee_total)  # charged: a failed payout's fee was released
-    summary.moved = moved.figures()
     run.finish(Outcome.COMPLETED)
+    await _report(run, sheet, outcomes, facts)
+    run.logger.info(
+        "run %s done: %s; %d refused by the service",
+        label,
+        ", ".join(f"{k} {v}" for k, v in sorted(tally.by_status.items())) or "no payouts",
+        summary.refused_items,
+    )
+    return summary
+
+
+async def _report(
+    run: PayoutRun, sheet: Sheet, outcomes: Mapping[int, RowOutcome], facts: Mapping[int, RowFacts]
+) -> None:
+    """The run's reports (files) and Prefect artifacts from its finished summary."""
+    summary, intake = run.summary, sheet.intake
     paths = await asyncio.to_thread(
         write_reports,
-        params.report_dir,
-        label,
+        run.params.report_dir,
+        run.label,
         intake.columns,
         intake.table,
         outcomes,
@@ -748,17 +778,10 @@ async def _close(
     summary.report_files = paths
     run.meter.phase("report")
     summary.duration_s = run.meter.elapsed
-    await publish_run_artifacts(label, summary.as_json(), attention_table(outcomes), run.settings)
+    await publish_run_artifacts(run.label, summary.as_json(), attention_table(outcomes), run.settings)
     run.logger.info(
-        "reports written for %s: %s", label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items())
+        "reports written for %s: %s", run.label, ", ".join(f"{k} {v}" for k, v in (paths or {}).items())
     )
-    run.logger.info(
-        "run %s done: %s; %d refused by the service",
-        label,
-        ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())) or "no payouts",
-        refused_items,
-    )
-    return summary
 
 
 async def _mark_retried_parts(retries: RetryRows | None, label: str, spill: RunRows) -> dict[str, str]:
