@@ -12,11 +12,13 @@ Answers "is the code slower than it was at REV?" for two paths every payroll tak
 REV is checked out in a temporary ``git worktree`` and run with this checkout's virtualenv (its packages
 are the same pins); its ``PYTHONPATH`` puts its own tree first (a tree with the one import name ``payops``
 gets a folder where ``payops`` holds that tree's folders; an older tree imports its folders by their
-names). Samples alternate base/head ``--repeat`` times and medians are compared. The default base is the
-last commit before the structural clean-up of issue 20 (typed summaries, one home for references and
-polling, the CLI as a package).
+names). Samples alternate base/head ``--repeat`` times and medians are compared, each ratio with a 95%
+bootstrap interval (``over_base_95``): a ratio within 3% is shown only when its interval is. The default
+base is the last commit before the structural clean-up of issue 20 (typed summaries, one home for
+references and polling, the CLI as a package).
 
-Usage: python benchmarks/revisions.py [--base REV] [--intake-rows 100000] [--payout-rows 2000] [--repeat 3]
+Usage: python benchmarks/revisions.py [--base REV] [--intake-rows 100000] [--payout-rows 2000 (0: intake
+       alone)] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -162,9 +165,14 @@ def interleave(repeat: int, sides: dict[str, Callable[[int], dict]]) -> dict:
             samples[name].append(sample(i))
     medians = {name: statistics.median(s["seconds"] for s in runs) for name, runs in samples.items()}
     base = medians[next(iter(sides))]
+    base_runs = [s["seconds"] for s in samples[next(iter(sides))]]
     result = {
         "median_seconds": {name: round(m, 3) for name, m in medians.items()},
         "over_base": {name: round(m / base, 3) for name, m in medians.items()},
+        "over_base_95": {
+            name: ratio_interval(base_runs, [s["seconds"] for s in runs])
+            for name, runs in list(samples.items())[1:]
+        },
     }
     first = samples[next(iter(sides))]
     cpu_key = next((k for k in ("cpu_seconds", "cpu_with_children") if k in first[0]), None)
@@ -176,11 +184,23 @@ def interleave(repeat: int, sides: dict[str, Callable[[int], dict]]) -> dict:
     return {**result, "samples": samples}
 
 
+def ratio_interval(base: list[float], head: list[float], draws: int = 4000) -> list[float]:
+    """A 95% bootstrap interval of median(head) / median(base): how far the ratio of medians could move
+    were the samples taken again (a machine whose samples spread by 20% gives a ratio that alone says
+    little). Hand-rolled: the percentile bootstrap is a few lines, and the benchmark needs no scipy."""
+    rng = random.Random(0)  # the same samples give the same interval
+    ratios = sorted(
+        statistics.median(rng.choices(head, k=len(head))) / statistics.median(rng.choices(base, k=len(base)))
+        for _ in range(draws)
+    )
+    return [round(ratios[int(0.025 * draws)], 3), round(ratios[int(0.975 * draws) - 1], 3)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default=PRE_CLEANUP, help=f"the earlier revision (default {PRE_CLEANUP})")
     ap.add_argument("--intake-rows", type=int, default=100_000)
-    ap.add_argument("--payout-rows", type=int, default=2000)
+    ap.add_argument("--payout-rows", type=int, default=2000, help="0: intake alone")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -203,7 +223,8 @@ def main() -> None:
                     "head_parser_in_process": lambda _: intake_sample(head, sheet, "in-process"),
                 },
             )
-            result["payouts"] = _payouts(args, base, head, tmp)
+            if args.payout_rows:
+                result["payouts"] = _payouts(args, base, head, tmp)
             result["load_avg_1m_at_end"] = os.getloadavg()[0]
         finally:
             subprocess.run([*git, "remove", "--force", str(base)], check=False, stdout=sys.stderr)
