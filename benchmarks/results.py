@@ -197,9 +197,13 @@ def _revisions(r: Mapping[str, Any]) -> tuple[str, str]:
         m, over = _get(r, f"{part}.median_seconds") or {}, _get(r, f"{part}.over_base") or {}
         cpu = _get(r, f"{part}.cpu_over_base.head")
         cpu_text = f", CPU {cpu}×" if cpu is not None else ""
-        return f"{part}: head {m.get('head')} s, base {m.get('base')} s (**{over.get('head')}×**{cpu_text})"
+        interval = _get(r, f"{part}.over_base_95.head")
+        interval_text = f", 95% interval {interval[0]}× to {interval[1]}×" if interval else ""
+        ratio = f"**{over.get('head')}×**{interval_text}{cpu_text}"
+        return f"{part}: head {m.get('head')} s, base {m.get('base')} s ({ratio})"
 
-    return f"{side('intake')}; {side('payouts')}", f"revision `{r['base']}`, interleaved in the same run"
+    parts = [side(part) for part in ("intake", "payouts") if part in r]
+    return "; ".join(parts), f"revision `{r['base']}`, interleaved in the same run"
 
 
 def _reconcile(r: Mapping[str, Any]) -> tuple[str, str]:
@@ -219,6 +223,12 @@ def _reconcile(r: Mapping[str, Any]) -> tuple[str, str]:
         figure += (
             f"; against the latency floor {floor['wall_s']} s: close **{r['close_over_latency_floor']}×**, "
             f"run **{r['run_over_latency_floor']}×**"
+        )
+    cpu_floor = _get(r, "cpu_floor.wall_s")
+    if cpu_floor:
+        figure += (
+            f"; CPU floor on this machine (the client's CPU, or its and the emulator's over the cores): "
+            f"close {cpu_floor['close']} s, run {cpu_floor['run']} s, slices alone {cpu_floor['sliced']} s"
         )
     baseline = (
         f"paging cursor by cursor {paging['wall_s']} s ({paging['cpu_s']} s CPU, {paging['api_calls']:,} "
