@@ -307,7 +307,7 @@ _RESPONSE_MONEY_JSON = core_schema.chain_schema(
             [core_schema.str_schema(strict=True), core_schema.int_schema(strict=True)],
             mode="left_to_right",
             custom_error_type="money_type",
-            custom_error_message="money must be a decimal string, not a floating point number",
+            custom_error_message='money must be a decimal string like "12.50" (a JSON float is refused)',
         ),
         core_schema.decimal_schema(allow_inf_nan=False),
     ]
