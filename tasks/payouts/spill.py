@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import astuple, fields
 from datetime import datetime
@@ -28,6 +29,7 @@ from payops.tasks.payouts.batching import MAX_BATCH, PayoutBatch, batch_of
 from payops.tasks.payouts.fee_pricing import FeeRange
 from payops.tasks.rows.outcome import RowOutcome
 from payops.tasks.rows.payout_row import PayoutRow, RowIssue
+from payops.tasks.rows.trusted_row import row_constructor
 from payops.tasks.wire.money import money
 
 if TYPE_CHECKING:  # imported where used: they import Prefect, which `payops check` never loads
@@ -372,17 +374,17 @@ class RowSpill:
 
 def _row(values: tuple[object, ...]) -> PayoutRow:
     row, reference, amount, currency, provider, dtype, destination, name, note, extra = values
-    return PayoutRow.model_construct(
-        row=row,
-        reference=reference,
-        amount=Decimal(str(amount)),
-        currency=currency,
-        provider=provider,
-        destination_type=dtype,
-        destination=destination,
-        payee_name=name,
-        note=note,
-        extra=json.loads(str(extra)) if extra else {},
+    return row_constructor()(  # as the intake builds them: a row read back costs what a row read did
+        row,
+        reference,
+        Decimal(str(amount)),
+        sys.intern(currency),  # the same few codes on every row: one string each, not one per row
+        sys.intern(provider),
+        sys.intern(dtype),
+        destination,
+        name,
+        note,
+        json.loads(str(extra)) if extra else {},
     )
 
 
