@@ -5,6 +5,9 @@ finished phase freed handed back to the operating system, for large sheets.
 sheet (millions of cells and rows) and a CLI command's imports (Prefect, pydantic and SQLAlchemy build
 hundreds of thousands of objects); the collector's passes over them find nothing to free.
 
+:func:`share_one_malloc_arena` keeps every thread's allocations in one glibc heap, so memory one thread
+freed is memory another can reuse.
+
 :func:`collect_cycles_less_often` makes full collections rarer in a process that runs flows: with Prefect,
 pydantic and SQLAlchemy loaded and a run's rows held, Python's defaults walk that whole heap again and
 again (docs/performance.md, *The cyclic collector during a run*).
@@ -37,13 +40,39 @@ RUN_GC_THRESHOLDS = (700, 10, 100)
 soon as ever); a full collection is considered after 100 collections of the middle generation, not 10."""
 
 
+M_ARENA_MAX = -8
+"""glibc's ``mallopt`` parameter for the most heaps ("arenas") its malloc keeps (``<malloc.h>``)."""
+RUN_MALLOC_ARENAS = 1
+"""Heaps glibc keeps while flows run: one, shared by every thread."""
+
+
 @cache
-def _malloc_trim() -> Callable[[int], int] | None:
+def _glibc(function: str) -> Callable[[int], int] | Callable[[int, int], int] | None:
     name = ctypes.util.find_library("c")
     try:
-        return ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim
+        return getattr(ctypes.CDLL(name), function) if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
         return None
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    return _glibc("malloc_trim")  # type: ignore[return-value]
+
+
+def share_one_malloc_arena() -> None:
+    """Have glibc serve every thread started from now on from one heap (``mallopt(M_ARENA_MAX, 1)``).
+
+    By default glibc gives each thread that allocates its own heap, up to eight per core, and memory freed in
+    one is reused only there. A run's threads (``asyncio.to_thread``: the pre-flight's and the reports'
+    SQLite work, the payops database's writes) each kept tens of megabytes of freed pages that the main
+    thread could not reuse: a 100,000-row run peaked at 266.7 MB with a heap per thread and 221.7 MB with
+    one (docs/performance.md, *One heap for every thread*). The threads take turns at Python's lock
+    anyway, so sharing one heap costs them no parallelism worth having. Called by every flow's first step
+    (`tasks.runtime.clients.open_clients`); threads that already have their heap keep it.
+    Hand-rolled: no library wraps ``mallopt``; elsewhere than glibc it does nothing."""
+    mallopt = _glibc("mallopt")
+    if mallopt is not None:
+        mallopt(M_ARENA_MAX, RUN_MALLOC_ARENAS)  # type: ignore[call-arg]
 
 
 def release_freed_memory(rows: int) -> None:

@@ -84,3 +84,51 @@ def test_a_flow_run_collects_cycles_less_often_and_keeps_a_higher_or_disabled_se
     )
     lines = _in_a_child(probe, check=True).stdout.split("\n")[:4]
     assert lines == ["defaults True", "in a run True", "higher kept True", "off kept True"]
+
+
+_HEAPS_PROBE = """
+import ctypes, ctypes.util, re, sys, tempfile, threading
+from payops.tasks.runtime.memory import share_one_malloc_arena
+if sys.argv[1] == "shared":
+    share_one_malloc_arena()
+def work():  # 4 KB blocks come from glibc's heap, not pymalloc's
+    kept = [bytes(4096) + bytes([i % 256]) for i in range(2000)]
+    del kept
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.fopen.restype = ctypes.c_void_p
+with tempfile.NamedTemporaryFile(suffix=".xml") as out:
+    f = libc.fopen(out.name.encode(), b"w")
+    libc.malloc_info(0, ctypes.c_void_p(f))
+    libc.fclose(ctypes.c_void_p(f))
+    print(len(re.findall(r'<heap nr="', open(out.name).read())))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+@pytest.mark.parametrize("mode", ["shared", "default"])
+def test_a_runs_threads_share_one_heap(mode: str) -> None:
+    # Each thread of a run once kept its own glibc heap, tens of megabytes of freed pages the others could
+    # not reuse (docs/performance.md, *One heap for every thread*); a flow's first step shares one.
+    root = Path(__file__).resolve().parents[2]
+    heaps = subprocess.run(
+        [sys.executable, "-c", _HEAPS_PROBE, mode],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert (int(heaps) == 1) == (mode == "shared"), heaps
+
+
+async def test_every_flows_first_step_shares_one_heap(monkeypatch) -> None:
+    from payops.tasks.runtime import clients
+
+    calls: list[int] = []
+    monkeypatch.setattr(clients, "share_one_malloc_arena", lambda: calls.append(1))
+    async with clients.open_clients():
+        pass
+    assert calls == [1]
