@@ -77,16 +77,16 @@ def _peak_rss_mb() -> float:
 
 def _client():
     """A client as the flows open it: the adaptive shared rate (no Prefect limit here), its transport's
-    in-flight sizing, and the process's collector set as every flow's `open_clients` sets it."""
+    in-flight sizing, and the process set for runs as every flow's `open_clients` sets it."""
     import httpx
     from payops.connectors.payments import PaymentsClient, PaymentsSettings
     from payops.flows.run_params import DEFAULT_RATE_PER_S
     from payops.tasks.runtime.clients import PooledTransport
     from payops.tasks.runtime.inflight import MAX_IN_FLIGHT
-    from payops.tasks.runtime.memory import collect_cycles_less_often
+    from payops.tasks.runtime.memory import set_for_runs
     from payops.tasks.runtime.ratelimit import AdaptiveRate, RateLimitedTransport
 
-    collect_cycles_less_often()
+    set_for_runs()
     pool = PooledTransport(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT))
     transport = RateLimitedTransport(pool, AdaptiveRate(DEFAULT_RATE_PER_S))
     return PaymentsClient(PaymentsSettings(), transport=transport), transport

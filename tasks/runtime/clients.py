@@ -25,7 +25,7 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 from payops.connectors.payments import PaymentsClient, PaymentsSettings
 from payops.tasks.runtime.inflight import MAX_IN_FLIGHT
-from payops.tasks.runtime.memory import collect_cycles_less_often, share_one_malloc_arena
+from payops.tasks.runtime.memory import set_for_runs
 from payops.tasks.runtime.ratelimit import Limiter, RateLimitedTransport, resolve_limiter
 
 _Opened = tuple[PaymentsClient, RateLimitedTransport]
@@ -85,11 +85,9 @@ _current: ContextVar[ClientPool | None] = ContextVar("payops_client_pool", defau
 @asynccontextmanager
 async def open_clients() -> AsyncIterator[ClientPool]:
     """The clients of the tasks run inside this block (a flow's body), closed when it ends. Every flow enters
-    it first, wherever it was started (a command, `payops serve`, a worker): the process's collector is set
-    for runs there (`tasks.runtime.memory.collect_cycles_less_often`), and its threads share one heap
-    (`share_one_malloc_arena`)."""
-    collect_cycles_less_often()
-    share_one_malloc_arena()
+    it first, wherever it was started (a command, `payops serve`, a worker): the process is set for runs
+    there (`tasks.runtime.memory.set_for_runs`: rarer full collections, one heap for every thread)."""
+    set_for_runs()
     pool = ClientPool()
     token = _current.set(pool)
     try:

@@ -102,6 +102,14 @@ def collect_cycles_less_often() -> None:
     gc.set_threshold(*(max(now, wanted) for now, wanted in zip(current, RUN_GC_THRESHOLDS, strict=True)))
 
 
+def set_for_runs() -> None:
+    """What a process that runs flows sets, at every flow's first step (`tasks.runtime.clients.open_clients`;
+    benchmarks that run payops' reads without a flow call it too): rarer full collections
+    (`collect_cycles_less_often`) and one heap for every thread (`share_one_malloc_arena`)."""
+    collect_cycles_less_often()
+    share_one_malloc_arena()
+
+
 def heap_frozen_for_exit() -> None:
     """At the very end of a process: move every object to the permanent generation and stop the collector, so
     the collections the interpreter runs while shutting down find nothing to walk. Finalisation itself still

@@ -87,16 +87,19 @@ def test_a_flow_run_collects_cycles_less_often_and_keeps_a_higher_or_disabled_se
 
 
 _HEAPS_PROBE = """
-import ctypes, ctypes.util, re, sys, tempfile, threading
-from payops.tasks.runtime.memory import share_one_malloc_arena
-if sys.argv[1] == "shared":
-    share_one_malloc_arena()
+import asyncio, ctypes, ctypes.util, re, sys, tempfile, threading
+from payops.tasks.runtime.clients import open_clients
 def work():  # 4 KB blocks come from glibc's heap, not pymalloc's
     kept = [bytes(4096) + bytes([i % 256]) for i in range(2000)]
     del kept
-threads = [threading.Thread(target=work) for _ in range(4)]
-for t in threads: t.start()
-for t in threads: t.join()
+def threads():
+    started = [threading.Thread(target=work) for _ in range(4)]
+    for t in started: t.start()
+    for t in started: t.join()
+async def flow_body():
+    async with open_clients():
+        threads()
+asyncio.run(flow_body()) if sys.argv[1] == "in a run" else threads()
 libc = ctypes.CDLL(ctypes.util.find_library("c"))
 libc.fopen.restype = ctypes.c_void_p
 with tempfile.NamedTemporaryFile(suffix=".xml") as out:
@@ -108,27 +111,17 @@ with tempfile.NamedTemporaryFile(suffix=".xml") as out:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
-@pytest.mark.parametrize("mode", ["shared", "default"])
-def test_a_runs_threads_share_one_heap(mode: str) -> None:
+@pytest.mark.parametrize("where", ["in a run", "outside a run"])
+def test_a_runs_threads_share_one_heap(where: str) -> None:
     # Each thread of a run once kept its own glibc heap, tens of megabytes of freed pages the others could
-    # not reuse (docs/performance.md, *One heap for every thread*); a flow's first step shares one.
+    # not reuse (docs/performance.md, *One heap for every thread*); every flow's first step shares one.
     root = Path(__file__).resolve().parents[2]
-    heaps = subprocess.run(
-        [sys.executable, "-c", _HEAPS_PROBE, mode],
+    done = subprocess.run(
+        [sys.executable, "-c", _HEAPS_PROBE, where],
         cwd=root,
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
-    ).stdout
-    assert (int(heaps) == 1) == (mode == "shared"), heaps
-
-
-async def test_every_flows_first_step_shares_one_heap(monkeypatch) -> None:
-    from payops.tasks.runtime import clients
-
-    calls: list[int] = []
-    monkeypatch.setattr(clients, "share_one_malloc_arena", lambda: calls.append(1))
-    async with clients.open_clients():
-        pass
-    assert calls == [1]
+    )
+    assert (int(done.stdout) == 1) == (where == "in a run"), done.stdout
