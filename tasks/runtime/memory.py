@@ -66,9 +66,10 @@ def share_one_malloc_arena() -> None:
     one is reused only there. A run's threads (``asyncio.to_thread``: the pre-flight's and the reports'
     SQLite work, the payops database's writes) each kept tens of megabytes of freed pages that the main
     thread could not reuse: a 100,000-row run peaked at 266.7 MB with a heap per thread and 221.7 MB with
-    one (docs/performance.md, *One heap for every thread*). The threads take turns at Python's lock
-    anyway, so sharing one heap costs them no parallelism worth having. Called by every flow's first step
-    (`tasks.runtime.clients.open_clients`); threads that already have their heap keep it.
+    one (docs/performance.md, *One heap for every thread*). It costs CPU: about 10% of a 30,000-row run's
+    (its pre-flight's SQLite thread and the main thread share the heap's lock), kept for the memory of
+    large runs. Called by every flow's first step (`tasks.runtime.clients.open_clients`); threads that
+    already have their heap keep it.
     Hand-rolled: no library wraps ``mallopt``; elsewhere than glibc it does nothing."""
     mallopt = _glibc("mallopt")
     if mallopt is not None:
