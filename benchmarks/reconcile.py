@@ -76,20 +76,24 @@ def _peak_rss_mb() -> float:
 
 
 def _client():
-    """A client as the flows open it: the adaptive shared rate (no Prefect limit here), its transport's
-    in-flight sizing, and the process set for runs as every flow's `open_clients` sets it."""
+    """A client as the flows open it: the adaptive shared rate (no Prefect limit here) starting at the pace
+    the last variant learned (`tasks.runtime.service_pace`; `keep_pace` when the variant ends), its
+    transport's in-flight sizing, and the process set for runs as every flow's `open_clients` sets it."""
     import httpx
     from payops.connectors.payments import PaymentsClient, PaymentsSettings
     from payops.flows.run_params import DEFAULT_RATE_PER_S
-    from payops.tasks.runtime.clients import PooledTransport
+    from payops.tasks.runtime.clients import PooledTransport, service_key
     from payops.tasks.runtime.inflight import MAX_IN_FLIGHT
     from payops.tasks.runtime.memory import set_for_runs
-    from payops.tasks.runtime.ratelimit import AdaptiveRate, RateLimitedTransport
+    from payops.tasks.runtime.ratelimit import RateLimitedTransport, adaptive_rate
+    from payops.tasks.runtime.service_pace import remembered
 
     set_for_runs()
     pool = PooledTransport(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT))
-    transport = RateLimitedTransport(pool, AdaptiveRate(DEFAULT_RATE_PER_S))
-    return PaymentsClient(PaymentsSettings(), transport=transport), transport
+    settings = PaymentsSettings()
+    limiter = adaptive_rate(DEFAULT_RATE_PER_S, remembered(service_key(settings)))
+    transport = RateLimitedTransport(pool, limiter)
+    return PaymentsClient(settings, transport=transport), transport
 
 
 async def seed(n: int) -> dict:
@@ -164,6 +168,7 @@ async def variant(name: str, naive_rows: int) -> dict:
     from payops.store.reconciliation import ReconciliationStore
     from payops.tasks.ledger.daily_close import run_close, write_close_reports
     from payops.tasks.ledger.run_reconciliation import READS_AT_ONCE, cents, reconcile_run, wallet_effect
+    from payops.tasks.runtime.clients import keep_pace
 
     engine = open_database(PayopsSettings.from_env())  # seeded (and upgraded) by the parent
     store = ReconciliationStore(engine)
@@ -237,6 +242,8 @@ async def variant(name: str, naive_rows: int) -> dict:
             }
         out["api_calls"] = dict(sorted(client.api_calls.items()))
         out["limiter"] = transport.stats.figures().model_dump()
+        out["limiter"]["started_at_per_s"] = transport.limiter.started_at
+    keep_pace(client.settings, transport)
     out["wall_s"] = out.pop("close_wall_s", round(time.perf_counter() - t0, 3))
     out["cpu_s"] = out.pop("close_cpu_s", round(_cpu() - cpu0, 3))
     out["peak_rss_mb"] = _peak_rss_mb()

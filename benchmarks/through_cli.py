@@ -39,6 +39,7 @@ def operator_run(sheet: Path, label: str, env: dict[str, str]) -> dict[str, Any]
         "wall_s": round(wall, 2),
         "flow_s": summary.get("duration_s"),
         "around_the_flow_s": round(wall - float(summary.get("duration_s") or 0), 2),
+        "phases_s": summary.get("phase_durations_s"),
         "outcome": summary.get("outcome"),
         "rows": summary.get("rows_total"),
         "payouts_by_status": summary.get("payouts_by_status"),

@@ -8,7 +8,8 @@ A task called outside such a block (a test, a script) gets a client of its own, 
 counting scope, so ``client.api_calls`` and ``transport.stats`` inside it are that task's alone.
 
 The request rate is shared by every task of the process (one limiter per event loop): two flows running in
-one process (``payops serve``) stay within one rate together.
+one process (``payops serve``) stay within one rate together. An adaptive rate starts at the pace the last run
+learned of the service (`tasks.runtime.service_pace`), and what it learned is kept when the flow ends.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from httpx_aiohttp import AiohttpTransport
 from payops.connectors.payments import PaymentsClient, PaymentsSettings
 from payops.tasks.runtime.inflight import MAX_IN_FLIGHT
 from payops.tasks.runtime.memory import set_for_runs
-from payops.tasks.runtime.ratelimit import Limiter, RateLimitedTransport, resolve_limiter
+from payops.tasks.runtime.ratelimit import AdaptiveRate, Limiter, RateLimitedTransport, resolve_limiter
+from payops.tasks.runtime.service_pace import pace_key, remember, remembered
 
 _Opened = tuple[PaymentsClient, RateLimitedTransport]
 _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Limiter] = weakref.WeakKeyDictionary()
@@ -66,17 +68,19 @@ class ClientPool:
         key = (asyncio.get_running_loop(), _credential_key(settings))
         if key not in self._opened:
             pool = PooledTransport(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT))
-            transport = RateLimitedTransport(pool, await shared_limiter(rate_per_s))
+            transport = RateLimitedTransport(pool, await shared_limiter(rate_per_s, service_key(settings)))
             self._opened[key] = (PaymentsClient(settings, transport=transport), transport)
         return self._opened[key]
 
     async def aclose(self) -> None:
-        """Close the clients opened on the running loop; those of other (finished) loops are dropped."""
+        """Close the clients opened on the running loop, keeping the pace each rate learned; those of other
+        (finished) loops are dropped."""
         loop = asyncio.get_running_loop()
         opened, self._opened = self._opened, {}
-        for (owner, _), (client, _t) in opened.items():
+        for (owner, _), (client, transport) in opened.items():
             if owner is loop:
                 await client.aclose()
+                await asyncio.to_thread(keep_pace, client.settings, transport)
 
 
 _current: ContextVar[ClientPool | None] = ContextVar("payops_client_pool", default=None)
@@ -97,6 +101,20 @@ async def open_clients() -> AsyncIterator[ClientPool]:
         await pool.aclose()
 
 
+def service_key(settings: PaymentsSettings) -> str:
+    """The service and credential a learned pace belongs to (`tasks.runtime.service_pace.pace_key`)."""
+    return pace_key(str(settings.base_url), settings.client_id)
+
+
+def keep_pace(settings: PaymentsSettings, transport: RateLimitedTransport) -> None:
+    """Keep what ``transport``'s adaptive rate learned of the service for the next run (nothing for Prefect's
+    global limit, whose rate is the operator's)."""
+    limiter = transport.limiter
+    learned = limiter.learned if isinstance(limiter, AdaptiveRate) else None
+    if learned is not None:
+        remember(service_key(settings), learned)
+
+
 def _credential_key(settings: PaymentsSettings) -> str:
     secret = hashlib.sha256(settings.client_secret.get_secret_value().encode()).hexdigest()
     return "|".join(
@@ -104,12 +122,14 @@ def _credential_key(settings: PaymentsSettings) -> str:
     )
 
 
-async def shared_limiter(fallback_per_s: float) -> Limiter:
-    """One limiter per event loop, so every task of a process shares one request rate."""
+async def shared_limiter(fallback_per_s: float, service: str | None = None) -> Limiter:
+    """One limiter per event loop, so every task of a process shares one request rate; an adaptive one
+    starts at the pace last learned of ``service`` (`service_key`)."""
     loop = asyncio.get_running_loop()  # weak keys: a closed loop's limiter goes with it
     async with _locks.setdefault(loop, asyncio.Lock()):
         if loop not in _limiters:
-            _limiters[loop] = await resolve_limiter(fallback_per_s)
+            pace = await asyncio.to_thread(remembered, service) if service else None
+            _limiters[loop] = await resolve_limiter(fallback_per_s, pace=pace)
     return _limiters[loop]
 
 

@@ -31,9 +31,13 @@ from typing import Protocol
 import httpx
 from payops.connectors.payments import parse_retry_after
 from payops.tasks.runtime.inflight import DEFAULT_CAP, InFlight, InFlightWindow, RoundTrip
+from payops.tasks.runtime.service_pace import Pace
 from pydantic import BaseModel, ConfigDict
 
 LIMIT_NAME = "payments-api"
+START_PER_S = 50.0
+"""Where a rate that knows nothing of the service starts (`AdaptiveRate`), and the most requests its bucket
+lets go at once until the first 429: one second's worth at this rate."""
 _EPSILON_S = 1e-6  # clocks with microsecond steps: a sleep shorter than this would never end the wait
 log = logging.getLogger(__name__)
 
@@ -81,8 +85,10 @@ class _RetryAfterGate:
 class AdaptiveRate:
     """AIMD request rate: as fast as the service answers, slower after each 429, never above `ceiling`.
 
-    * Slow start: from `start` the rate doubles every `doubling_s` that the limiter is the bottleneck
-      (requests waited for a token), until the first 429: 50 to 1000 per second in about a second. A slower
+    * Slow start: from `start` (`START_PER_S`, or the pace the last run learned: `tasks.runtime.service_pace`;
+      ``slow_start=False`` when that pace came from the service's 429s) the rate doubles every `doubling_s`
+      that the limiter is the bottleneck (requests waited for a token), until the first 429: 50 to 1000 per
+      second in about a second. A slower
       ramp makes a cold pre-flight wait; a faster one overshoots a limited service more before its first 429
       (docs/performance.md, *Request rate*). Over a long round trip it doubles no faster than every
       `doubling_round_trips` of it: the first 429 comes back a round trip after the service's limit was met,
@@ -99,7 +105,8 @@ class AdaptiveRate:
       once instead of one every 1/rate seconds; a sustained stream is paced evenly. Until the first 429 it
       holds at least one second at `start` (so a poll round's list reads go at once, not one every
       1/rate seconds); once
-      the service has said 429, only `burst_s` of the rate. After a pause the bucket starts empty, so a
+      the service has said 429, only `burst_s` of the rate. A rate that starts higher (a remembered pace)
+      still starts with at most one second at `START_PER_S`. After a pause the bucket starts empty, so a
       pause's end is no storm.
     """
 
@@ -109,7 +116,8 @@ class AdaptiveRate:
         self,
         ceiling: float,
         *,
-        start: float = 50.0,
+        start: float = START_PER_S,
+        slow_start: bool = True,
         floor: float = 1.0,
         increase: float = 0.03,
         decrease: float = 0.85,
@@ -127,7 +135,8 @@ class AdaptiveRate:
         self.ceiling = ceiling
         self.floor = min(floor, ceiling)
         self.rate = min(start, ceiling)
-        self.start_burst = self.rate  # one second at the starting rate, until the first 429
+        self.started_at = self.rate
+        self.start_burst = min(self.rate, START_PER_S)  # until the first 429
         self.rate_max = self.rate
         self.increase = increase
         self.decrease = decrease
@@ -139,7 +148,7 @@ class AdaptiveRate:
         self.doubling_s = doubling_s
         self.doubling_round_trips = doubling_round_trips
         self.round_trip = RoundTrip(clock=clock)
-        self.slow_start = True
+        self.slow_start = slow_start
         self.throttled = 0
         self.cuts = 0
         self._step = self.rate * increase
@@ -160,6 +169,17 @@ class AdaptiveRate:
     @property
     def pace_per_s(self) -> float | None:
         return self.rate
+
+    @property
+    def learned(self) -> Pace | None:
+        """What this rate learned of the service, for the next run (`tasks.runtime.service_pace`): after a
+        429, the rate its cuts arrived at; else the highest rate it was driven above where it started; None
+        when it was never driven."""
+        if self.cuts:
+            return Pace(self.rate, limited=True)
+        if self.rate_max > self.started_at:
+            return Pace(self.rate_max, limited=False)
+        return None
 
     @property
     def doubling_period_s(self) -> float:
@@ -270,9 +290,9 @@ class PrefectRateLimit:
         return self.limit_per_s
 
 
-async def resolve_limiter(fallback_per_s: float, name: str = LIMIT_NAME) -> Limiter:
+async def resolve_limiter(fallback_per_s: float, name: str = LIMIT_NAME, pace: Pace | None = None) -> Limiter:
     """Prefect's limit when the server has an active one with a slot decay, else an adaptive rate whose
-    ceiling is `fallback_per_s`."""
+    ceiling is `fallback_per_s`, starting at ``pace`` (what an earlier run learned) when known."""
     try:
         from prefect.client.orchestration import get_client
 
@@ -285,7 +305,16 @@ async def resolve_limiter(fallback_per_s: float, name: str = LIMIT_NAME) -> Limi
         log.info(
             "no usable global concurrency limit %r (%s); using a local limiter", name, type(exc).__name__
         )
-    return AdaptiveRate(fallback_per_s)
+    return adaptive_rate(fallback_per_s, pace)
+
+
+def adaptive_rate(ceiling: float, pace: Pace | None) -> AdaptiveRate:
+    """An `AdaptiveRate` under ``ceiling`` starting at ``pace`` when known (no slow start past a pace the
+    service's 429s set), else at `START_PER_S`."""
+    if pace is None:
+        return AdaptiveRate(ceiling)
+    start = pace.per_s if pace.limited else max(pace.per_s, START_PER_S)
+    return AdaptiveRate(ceiling, start=start, slow_start=not pace.limited)
 
 
 class RateLimitFigures(BaseModel):
