@@ -82,6 +82,7 @@ def _client():
     import httpx
     from payops.connectors.payments import PaymentsClient, PaymentsSettings
     from payops.flows.run_params import DEFAULT_RATE_PER_S
+    from payops.store import PayopsSettings
     from payops.tasks.runtime.clients import PooledTransport, service_key
     from payops.tasks.runtime.inflight import MAX_IN_FLIGHT
     from payops.tasks.runtime.memory import set_for_runs
@@ -91,7 +92,8 @@ def _client():
     set_for_runs()
     pool = PooledTransport(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT))
     settings = PaymentsSettings()
-    limiter = adaptive_rate(DEFAULT_RATE_PER_S, remembered(service_key(settings)))
+    home = PayopsSettings.from_env().home_dir()
+    limiter = adaptive_rate(DEFAULT_RATE_PER_S, remembered(service_key(settings), home=home))
     transport = RateLimitedTransport(pool, limiter)
     return PaymentsClient(settings, transport=transport), transport
 
@@ -243,7 +245,7 @@ async def variant(name: str, naive_rows: int) -> dict:
         out["api_calls"] = dict(sorted(client.api_calls.items()))
         out["limiter"] = transport.stats.figures().model_dump()
         out["limiter"]["started_at_per_s"] = transport.limiter.started_at
-    keep_pace(client.settings, transport)
+    keep_pace(client.settings, transport, PayopsSettings.from_env().home_dir())
     out["wall_s"] = out.pop("close_wall_s", round(time.perf_counter() - t0, 3))
     out["cpu_s"] = out.pop("close_cpu_s", round(_cpu() - cpu0, 3))
     out["peak_rss_mb"] = _peak_rss_mb()

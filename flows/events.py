@@ -87,8 +87,9 @@ async def events_catch_up(params: EventsCatchUpParams = EventsCatchUpParams()) -
     """Emit every event after the saved cursor once, then save the cursor.
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `EventsCatchUpSummary`."""
-    async with open_clients():
-        summary = await _events_catch_up(params, PayopsSettings.from_env())
+    payops = PayopsSettings.from_env()
+    async with open_clients(payops):
+        summary = await _events_catch_up(params, payops)
     return end_run(summary)
 
 

@@ -55,7 +55,7 @@ async def payout_followup(params: FollowupParams = FollowupParams()) -> State:
     moved: dict[str, dict[str, list[str]]] = {}
     waiting = 0
     notes: list[str] = []
-    async with open_clients():
+    async with open_clients(payops):
         for label, report_dir in targets:
             try:
                 result = await follow_up_task(settings, report_dir, label, params.reference)

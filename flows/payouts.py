@@ -369,7 +369,7 @@ async def payout_spreadsheet(params: PayoutRunParams) -> State:
     if (stop := _too_many_starts()) is not None:
         return stop
     try:
-        async with open_clients(), payops_store(settings) as store:
+        async with open_clients(settings), payops_store(settings) as store:
             summary = await _pay(params, store, settings)
             await keep_summary(store, summary)
             # whose run it is: told the outcome by notice, named in the alert (tasks.approval.outcome_notices)

@@ -90,7 +90,7 @@ async def reconcile_run(params: ReconcileRunParams) -> State:
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
     payops = PayopsSettings.from_env()
-    async with open_clients():
+    async with open_clients(payops):
         summary = await _reconcile_run(params, payops)
     await _keep(payops, summary)
     return end_run(summary)
@@ -190,7 +190,7 @@ async def reconcile_day(params: ReconcileDayParams = ReconcileDayParams()) -> St
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `ReconciliationSummary`."""
     payops = PayopsSettings.from_env()
-    async with open_clients():
+    async with open_clients(payops):
         summary = await _reconcile_day(params, payops)
     await _keep(payops, summary)
     return end_run(summary)

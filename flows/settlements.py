@@ -274,8 +274,9 @@ async def retry_failed_settlements(
     """Retry each failed settlement run of the window exactly once, poll the retries, report.
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `SettlementRunSummary`."""
-    async with open_clients():
-        summary, message = await _retry_failed_settlements(params, PayopsSettings.from_env())
+    payops = PayopsSettings.from_env()
+    async with open_clients(payops):
+        summary, message = await _retry_failed_settlements(params, payops)
     return end_run(summary, message)
 
 
@@ -426,8 +427,9 @@ async def settle_now(params: SettleNowParams = SettleNowParams()) -> State:
     """Start an on-demand settlement run, poll it to completed, report.
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `SettlementRunSummary`."""
-    async with open_clients():
-        summary, message = await _settle_now(params, PayopsSettings.from_env())
+    payops = PayopsSettings.from_env()
+    async with open_clients(payops):
+        summary, message = await _settle_now(params, payops)
     return end_run(summary, message)
 
 

@@ -110,8 +110,9 @@ async def transactions_report(
     """Read every page of the window, sum, write the report and artifacts.
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `TransactionsReportSummary`."""
-    async with open_clients():
-        summary = await _transactions_report(params, PayopsSettings.from_env())
+    payops = PayopsSettings.from_env()
+    async with open_clients(payops):
+        summary = await _transactions_report(params, payops)
     return end_run(summary)
 
 

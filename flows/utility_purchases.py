@@ -129,15 +129,16 @@ async def utility_purchases(params: UtilityRunParams) -> State:
     """Read, validate against the products, quote, buy in chunks, poll to final, report.
 
     Ends in the state `flows.outcomes.end_run` gives its outcome, carrying the `PurchaseRunSummary`."""
-    async with open_clients():
-        summary = await _utility_purchases(params)
+    payops = PayopsSettings.from_env()
+    async with open_clients(payops):
+        summary = await _utility_purchases(params, payops)
     return end_run(summary)
 
 
-async def _utility_purchases(params: UtilityRunParams) -> PurchaseRunSummary:
+async def _utility_purchases(params: UtilityRunParams, payops: PayopsSettings) -> PurchaseRunSummary:
     """sheet → quotes (the pre-flight) → buy → poll → report, the payout flow's skeleton (flows/pipeline.py);
     a phase that ends the run returns its summary."""
-    run: PurchaseRun = SheetRun.begin(params, PayopsSettings.from_env(), PurchaseRunSummary())
+    run: PurchaseRun = SheetRun.begin(params, payops, PurchaseRunSummary())
     settings = load_settings(params.credentials_block, run.settings)
     if isinstance(sheet := await _read(run, settings), PurchaseRunSummary):
         return sheet

@@ -86,8 +86,9 @@ async def wallet_watch(params: WalletWatchParams = WalletWatchParams()) -> Walle
     """Balance and headroom per currency vs the threshold and the payout runs ahead; alert on crossing."""
     params = params or WalletWatchParams()
     logger = get_run_logger()
-    settings = load_settings(params.credentials_block, PayopsSettings.from_env())
-    async with open_clients():
+    payops = PayopsSettings.from_env()
+    settings = load_settings(params.credentials_block, payops)
+    async with open_clients(payops):
         rooms = await read_headroom_task(settings, params.rate_limit_per_s)
     upcoming = await upcoming_totals_task(params.horizon_hours)
     watches = assess(rooms, upcoming.totals, params.threshold, params.thresholds)

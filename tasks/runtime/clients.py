@@ -1,7 +1,7 @@
 """The Payments clients tasks use, opened and closed by the flow that runs them.
 
-A flow opens its clients with ``async with open_clients():``; every task of that flow run then shares one
-client per credential (and event loop), so they share one connection pool and one access token (renewed
+A flow opens its clients with ``async with open_clients(payops):``; every task of that flow run then shares
+one client per credential (and event loop), so they share one connection pool and one access token (renewed
 before it expires) instead of building both per task, and the clients close when the flow's block ends.
 A task called outside such a block (a test, a script) gets a client of its own, closed when the task's
 ``async with payments_client(...)`` ends. Each task still gets its own figures: ``payments_client`` opens a
@@ -20,11 +20,13 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
+from pathlib import Path
 
 import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 from payops.connectors.payments import PaymentsClient, PaymentsSettings
+from payops.store.settings import PayopsSettings
 from payops.tasks.runtime.inflight import MAX_IN_FLIGHT
 from payops.tasks.runtime.memory import set_for_runs
 from payops.tasks.runtime.ratelimit import AdaptiveRate, Limiter, RateLimitedTransport, resolve_limiter
@@ -60,15 +62,17 @@ class PooledTransport(AiohttpTransport):
 class ClientPool:
     """The clients of one flow run: one per event loop and credential, all closed by :meth:`aclose`."""
 
-    def __init__(self) -> None:
+    def __init__(self, home: Path | None = None) -> None:
         self._opened: dict[tuple[asyncio.AbstractEventLoop, str], _Opened] = {}
+        self.home = home  # where the service's pace is kept (None: rates start afresh, nothing is kept)
 
     async def get(self, settings: PaymentsSettings, rate_per_s: float) -> _Opened:
         """The pool's client for these credentials on the running loop (opened on first use)."""
         key = (asyncio.get_running_loop(), _credential_key(settings))
         if key not in self._opened:
             pool = PooledTransport(limits=httpx.Limits(max_connections=MAX_IN_FLIGHT))
-            transport = RateLimitedTransport(pool, await shared_limiter(rate_per_s, service_key(settings)))
+            limiter = await shared_limiter(rate_per_s, service_key(settings), self.home)
+            transport = RateLimitedTransport(pool, limiter)
             self._opened[key] = (PaymentsClient(settings, transport=transport), transport)
         return self._opened[key]
 
@@ -80,19 +84,21 @@ class ClientPool:
         for (owner, _), (client, transport) in opened.items():
             if owner is loop:
                 await client.aclose()
-                await asyncio.to_thread(keep_pace, client.settings, transport)
+                if self.home is not None:
+                    await asyncio.to_thread(keep_pace, client.settings, transport, self.home)
 
 
 _current: ContextVar[ClientPool | None] = ContextVar("payops_client_pool", default=None)
 
 
 @asynccontextmanager
-async def open_clients() -> AsyncIterator[ClientPool]:
+async def open_clients(payops: PayopsSettings | None = None) -> AsyncIterator[ClientPool]:
     """The clients of the tasks run inside this block (a flow's body), closed when it ends. Every flow enters
     it first, wherever it was started (a command, `payops serve`, a worker): the process is set for runs
-    there (`tasks.runtime.memory.set_for_runs`: rarer full collections, one heap for every thread)."""
+    there (`tasks.runtime.memory.set_for_runs`: rarer full collections, one heap for every thread). With the
+    flow's ``payops`` settings, its rates start at the pace kept in their home, and keep what they learn."""
     set_for_runs()
-    pool = ClientPool()
+    pool = ClientPool(payops.home_dir() if payops is not None else None)
     token = _current.set(pool)
     try:
         yield pool
@@ -106,13 +112,13 @@ def service_key(settings: PaymentsSettings) -> str:
     return pace_key(str(settings.base_url), settings.client_id)
 
 
-def keep_pace(settings: PaymentsSettings, transport: RateLimitedTransport) -> None:
-    """Keep what ``transport``'s adaptive rate learned of the service for the next run (nothing for Prefect's
-    global limit, whose rate is the operator's)."""
+def keep_pace(settings: PaymentsSettings, transport: RateLimitedTransport, home: Path) -> None:
+    """Keep what ``transport``'s adaptive rate learned of the service in the payops ``home``, for the next
+    run (nothing for Prefect's global limit, whose rate is the operator's)."""
     limiter = transport.limiter
     learned = limiter.learned if isinstance(limiter, AdaptiveRate) else None
     if learned is not None:
-        remember(service_key(settings), learned)
+        remember(service_key(settings), learned, home=home)
 
 
 def _credential_key(settings: PaymentsSettings) -> str:
@@ -122,13 +128,17 @@ def _credential_key(settings: PaymentsSettings) -> str:
     )
 
 
-async def shared_limiter(fallback_per_s: float, service: str | None = None) -> Limiter:
+async def shared_limiter(
+    fallback_per_s: float, service: str | None = None, home: Path | None = None
+) -> Limiter:
     """One limiter per event loop, so every task of a process shares one request rate; an adaptive one
-    starts at the pace last learned of ``service`` (`service_key`)."""
+    starts at the pace last learned of ``service`` (`service_key`), as kept in the payops ``home``."""
     loop = asyncio.get_running_loop()  # weak keys: a closed loop's limiter goes with it
     async with _locks.setdefault(loop, asyncio.Lock()):
         if loop not in _limiters:
-            pace = await asyncio.to_thread(remembered, service) if service else None
+            pace = None
+            if service is not None and home is not None:
+                pace = await asyncio.to_thread(remembered, service, home=home)
             _limiters[loop] = await resolve_limiter(fallback_per_s, pace=pace)
     return _limiters[loop]
 

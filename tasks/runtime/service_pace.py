@@ -31,8 +31,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from payops.store.settings import PayopsSettings, SettingsError
-
 PACE_FILE = "service-pace.json"
 KEEP_FOR_S = 24 * 3600.0
 log = logging.getLogger(__name__)
@@ -49,16 +47,6 @@ class Pace:
 def pace_key(base_url: str, client_id: str) -> str:
     """The service and credential a pace belongs to, as the file names them (a hash: no URL or id kept)."""
     return hashlib.sha256(f"{base_url}\n{client_id}".encode()).hexdigest()[:32]
-
-
-def _file(home: Path | None) -> Path | None:
-    if home is not None:
-        return home / PACE_FILE
-    try:
-        return PayopsSettings.from_env().home_dir() / PACE_FILE
-    except (SettingsError, OSError) as exc:  # no usable home: runs start from the default rate
-        log.info("no payops home for the service's pace (%s): the rate starts from its default", exc)
-        return None
 
 
 def _read(path: Path) -> dict[str, dict[str, float | bool]]:
@@ -80,10 +68,9 @@ def _kept_at(entry: object) -> float:
         return 0.0
 
 
-def remembered(key: str, *, home: Path | None = None, now: float | None = None) -> Pace | None:
-    """The pace kept for ``key`` within `KEEP_FOR_S`, else None."""
-    path = _file(home)
-    entry = _read(path).get(key) if path else None
+def remembered(key: str, *, home: Path, now: float | None = None) -> Pace | None:
+    """The pace kept for ``key`` in the payops ``home`` within `KEEP_FOR_S`, else None."""
+    entry = _read(home / PACE_FILE).get(key)
     if not isinstance(entry, dict):
         return None
     try:
@@ -94,15 +81,13 @@ def remembered(key: str, *, home: Path | None = None, now: float | None = None) 
     return Pace(per_s, limited) if fresh and per_s > 0 else None
 
 
-def remember(key: str, learned: Pace, *, home: Path | None = None, now: float | None = None) -> None:
+def remember(key: str, learned: Pace, *, home: Path, now: float | None = None) -> None:
     """Keep ``learned`` for ``key``: a limited pace replaces what was kept; an unlimited one only raises it
     (a run that needed less says nothing of the service)."""
-    path = _file(home)
-    if path is None:
-        return
+    path = home / PACE_FILE
     now = now if now is not None else time.time()
     data = _read(path)
-    before = remembered(key, home=path.parent, now=now)
+    before = remembered(key, home=home, now=now)
     if not learned.limited and before is not None and before.per_s >= learned.per_s:
         learned = before
     data[key] = {"per_s": round(learned.per_s, 1), "limited": learned.limited, "at": now}

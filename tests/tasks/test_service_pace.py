@@ -65,11 +65,11 @@ def test_a_remembered_pace_starts_the_rate_there_and_a_limited_one_without_slow_
 
 
 def test_a_second_run_against_the_same_service_starts_at_the_pace_the_first_reached(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    """Two flows' client pools, each on an event loop of its own as two runs' processes have: the first
-    drives its rate up against a service that keeps up, the second starts there."""
-    monkeypatch.setenv("PAYOPS_HOME", str(tmp_path))
+    """Two flows' client pools in one payops home, each on an event loop of its own as two runs' processes
+    have: the first drives its rate up against a service that keeps up, the second starts there; a pool
+    without a home (a task called outside a flow) starts afresh."""
 
     async def answer(request: httpx.Request) -> httpx.Response:
         await asyncio.sleep(0.01)
@@ -77,8 +77,8 @@ def test_a_second_run_against_the_same_service_starts_at_the_pace_the_first_reac
 
     settings = PaymentsSettings(base_url="https://api.example", client_id="c", client_secret="s")
 
-    async def one_run(requests: int) -> AdaptiveRate:
-        pool = clients.ClientPool()
+    async def one_run(requests: int, home: Path | None = tmp_path) -> AdaptiveRate:
+        pool = clients.ClientPool(home)
         _client, transport = await pool.get(settings, 1000.0)
         transport.inner = httpx.MockTransport(answer)
         request = httpx.Request("GET", "https://api.example/v1/x", headers={"Authorization": "Bearer t"})
@@ -98,3 +98,12 @@ def test_a_second_run_against_the_same_service_starts_at_the_pace_the_first_reac
     assert first.started_at == START_PER_S and first.rate_max > 2 * START_PER_S
     second = asyncio.run(one_run(10))
     assert second.started_at == pytest.approx(first.rate_max, rel=0.01)
+    assert asyncio.run(one_run(10, home=None)).started_at == START_PER_S
+
+
+def test_every_flow_opens_its_clients_with_its_home() -> None:
+    """A flow that opened its clients without its settings would start every run from the default rate."""
+    flows = Path(__file__).resolve().parents[2] / "flows"
+    bare = [p.name for p in flows.glob("*.py") if "open_clients()" in p.read_text()]
+    opened = [p.name for p in flows.glob("*.py") if "open_clients(" in p.read_text()]
+    assert bare == [] and len(opened) >= 8, (bare, opened)
