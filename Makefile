@@ -41,18 +41,12 @@ TEST_WORKERS ?= 3
 # The shuffled unit tests keep both cores busy themselves: a third process only adds contention.
 UNIT_WORKERS ?= 2
 ALONE := tests/sandbox/test_sandbox_schemathesis.py
-# The longest files go to the workers first (xdist hands files out in the order collected; a path named
-# twice is collected once): the scale-out files spend 6 to 10 minutes mostly waiting (a 3-a-second rate
-# limit, a worker's heartbeat window), and started last they were the run's tail, alone.
-LONGEST := tests/deployments/test_scaleout.py tests/deployments/test_scaleout_approvals.py \
-  tests/deployments/test_prefect_ui_operator.py tests/deployments/test_approval_channels.py \
-  tests/deployments/test_payops_homes.py tests/flows/test_payout_crash.py
 
 test: $(DEV_STAMP) browser-deps
 	@seed=$${SEED:-$$RANDOM}; echo "shuffled: $(SHUFFLED) (SEED=$$seed)"; \
 	  $(PY) -m pytest -q -n $(UNIT_WORKERS) --dist loadfile --random-order-bucket=module \
 	    --random-order-seed=$$seed $(SHUFFLED)
-	@$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(addprefix --ignore=,$(SHUFFLED) $(ALONE)) $(LONGEST) tests
+	@$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
 	@$(PY) -m pytest -q $(ALONE)
 
 # ruff, and the import contracts of pyproject.toml ([tool.importlinter]): lint-imports reads the installed
