@@ -68,12 +68,19 @@ def log_in(page: Any, name: str, password: str) -> None:
 
 
 def reload_until(page: Any, selector: str, timeout_s: float) -> None:
-    """Reload the page until ``selector`` shows (paused run pages do not refresh themselves)."""
+    """Reload the page until ``selector`` shows (paused run pages do not refresh themselves). A running
+    run's page refreshes itself: a bare look could land mid-navigation ("Execution context was destroyed",
+    seen in CI), so each look is Playwright's wait, which looks again in the page that loads."""
+    from playwright.sync_api import TimeoutError as LookTimedOut
+
     deadline = time.monotonic() + timeout_s
-    while page.query_selector(selector) is None:
-        assert time.monotonic() < deadline, f"{selector} never appeared on {page.url}"
-        time.sleep(1)
-        page.reload()
+    while True:
+        try:
+            page.wait_for_selector(selector, state="attached", timeout=1000)
+            return
+        except LookTimedOut:
+            assert time.monotonic() < deadline, f"{selector} never appeared on {page.url}"
+            page.reload()
 
 
 def payouts_at(emulator: SandboxServer) -> int:
