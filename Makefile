@@ -29,24 +29,20 @@ $(DEV_STAMP): $(STAMP)
 demo: $(STAMP)
 	@$(PY) -m payops.deployments.demo
 
-# Every test passes alone and in any order: these run shuffled (the modules, and the tests in each), the rest
-# in file order. `make test SEED=N` replays the order a run printed.
-SHUFFLED := tests/architecture tests/connectors tests/store tests/tasks tests/deployments/test_alerts_e2e.py
-# Most of the time goes to end-to-end tests that wait (for payouts to settle, servers to start, approvals):
-# the suite runs on TEST_WORKERS processes at once (pytest-xdist), each test file on one worker with its own
-# fixtures and its own Prefect test server (shuffled files stay shuffled). On 2 cores the 2-process run kept
-# them about half busy (CPU time = wall time): a third process fills the waits. schemathesis' run counts its
-# requests across its tests, which xdist folds into one item: it runs alone, in one process.
+# One pytest session on TEST_WORKERS processes (pytest-xdist), each test file on one worker with its own
+# fixtures and one Prefect test server per worker. Most of the time goes to end-to-end tests that wait (for
+# payouts to settle, servers to start, approvals): on 2 cores the unit tests fill those waits, so they run in
+# the same session, shuffled (tests/conftest.py SHUFFLED: their modules and the tests in each; the rest in file
+# order, the longest files first). `make test SEED=N` replays the order a run printed. A third process fills
+# the waits that two left (CPU time = wall time at two). schemathesis' run counts its requests across its
+# tests, which xdist folds into one item: it runs alone, in one process.
 TEST_WORKERS ?= 3
-# The shuffled unit tests keep both cores busy themselves: a third process only adds contention.
-UNIT_WORKERS ?= 2
 ALONE := tests/sandbox/test_sandbox_schemathesis.py
 
 test: $(DEV_STAMP) browser-deps
-	@seed=$${SEED:-$$RANDOM}; echo "shuffled: $(SHUFFLED) (SEED=$$seed)"; \
-	  $(PY) -m pytest -q -n $(UNIT_WORKERS) --dist loadfile --random-order-bucket=module \
-	    --random-order-seed=$$seed $(SHUFFLED)
-	@$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(addprefix --ignore=,$(SHUFFLED) $(ALONE))
+	@seed=$${SEED:-$$RANDOM}; echo "shuffle seed $$seed (make test SEED=$$seed replays this order)"; \
+	  $(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+	    --shuffle-seed=$$seed --ignore=$(ALONE)
 	@$(PY) -m pytest -q $(ALONE)
 
 # ruff, and the import contracts of pyproject.toml ([tool.importlinter]): lint-imports reads the installed

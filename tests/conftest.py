@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import shutil
 import tempfile
@@ -34,10 +35,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
-    """One temporary Prefect server for every test that runs flows (~15 s to start)."""
-    from prefect.testing.utilities import prefect_test_harness
+    """One temporary Prefect server for every test that runs flows, on a migrated copy of its database
+    (tests/prefect_template.py: ~7 s to start instead of ~18)."""
+    from tests.prefect_template import seeded_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    with seeded_test_harness(server_startup_timeout=120):
         yield
 
 
@@ -61,6 +63,17 @@ def payops_policy_and_operator() -> Iterator[None]:
     yield
 
 
+SHUFFLED = (
+    "tests/architecture/",
+    "tests/connectors/",
+    "tests/store/",
+    "tests/tasks/",
+    "tests/deployments/test_alerts_e2e.py",
+)
+"""The tests `make test` shuffles (`--shuffle-seed`): their modules' order and the order of the tests in each.
+Every test passes alone and in any order; these are proven so on every run, the end-to-end files (minutes of
+servers and workers each) keep their file order."""
+
 LONGEST_FIRST = (
     "tests/deployments/test_scaleout.py",
     "tests/deployments/test_scaleout_approvals.py",
@@ -78,8 +91,49 @@ frees up, so none of them starts last and runs alone at the end of the suite (wi
 `--no-loadscope-reorder`: xdist otherwise sorts the files by their number of tests, and these have few)."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move the tests of `LONGEST_FIRST` to the front, in that order; every other test keeps its place (a
-    stable sort: the shuffled runs stay shuffled)."""
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--shuffle-seed",
+        type=int,
+        default=None,
+        help="shuffle the SHUFFLED tests (tests/conftest.py) with this seed: the run prints it to replay",
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.getoption("--shuffle-seed")
+    return None if seed is None else f"shuffled: {' '.join(SHUFFLED)} (--shuffle-seed={seed})"
+
+
+def _path(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def shuffled(items: list[pytest.Item], seed: int) -> list[pytest.Item]:
+    """``items`` with the tests of `SHUFFLED` shuffled among the places they hold: their modules' order, and
+    the tests' order within each module (what pytest-random-order's module bucket does, for a part of the
+    session only: it shuffles a whole session, and the end-to-end files run in the same xdist session so
+    their waits fill with these). The same seed gives the same order in every xdist worker."""
+    rng = random.Random(seed)
+    places = [i for i, item in enumerate(items) if _path(item).startswith(SHUFFLED)]
+    modules: dict[str, list[pytest.Item]] = {}
+    for i in places:
+        modules.setdefault(_path(items[i]), []).append(items[i])
+    order = list(modules.values())
+    rng.shuffle(order)
+    for tests in order:
+        rng.shuffle(tests)
+    out = list(items)
+    for i, item in zip(places, [item for tests in order for item in tests], strict=True):
+        out[i] = item
+    return out
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Shuffle the `SHUFFLED` tests when asked (`--shuffle-seed`), then move the tests of `LONGEST_FIRST` to
+    the front, in that order; every other test keeps its place (a stable sort)."""
+    seed = config.getoption("--shuffle-seed")
+    if seed is not None:
+        items[:] = shuffled(items, seed)
     first = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))
+    items.sort(key=lambda item: first.get(_path(item), len(first)))

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 
 def log_in(page: Any, ui: str, auth_string: str) -> None:
@@ -64,7 +65,11 @@ def open_flow_run(page: Any, ui: str, run_id: str, attempts: int = 3) -> None:
         except PlaywrightError as exc:
             if "interrupted by another navigation" not in str(exc) or attempt == attempts:
                 raise
-    state_badge(page).wait_for()
+    try:
+        state_badge(page).wait_for(timeout=60_000)
+    except PlaywrightTimeout:  # the app rendered nothing under a full suite's load (seen in CI): once more
+        page.reload()
+        state_badge(page).wait_for(timeout=60_000)
 
 
 def state_badge(page: Any) -> Any:

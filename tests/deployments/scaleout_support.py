@@ -88,3 +88,22 @@ async def final_state(
                 return seen
             await asyncio.sleep(1)
     return seen
+
+
+async def flow_runs_of(cluster: LoopbackCluster, flow_name: str) -> list[str]:
+    """Each run of ``flow_name`` as a line for a failure's reader: name, state, expected start, start, end
+    (oldest first)."""
+    from prefect.client.orchestration import PrefectClient
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    async with PrefectClient(api=cluster.api_url) as client:
+        runs = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])))
+
+    def at(when: Any) -> str:
+        return when.strftime("%H:%M:%S") if when else "-"
+
+    return [
+        f"{r.name} {r.state.name if r.state else None} expected {at(r.expected_start_time)} "
+        f"started {at(r.start_time)} ended {at(r.end_time)}"
+        for r in sorted(runs, key=lambda r: r.expected_start_time or r.created)
+    ]

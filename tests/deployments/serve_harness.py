@@ -25,6 +25,7 @@ from payops.deployments.processes import ROOT, prefect_server_command, read_env_
 from payops.store.home import read_serve_record
 
 from tests.deployments.console_harness import PASSWORD
+from tests.prefect_template import seed_prefect_db
 
 
 @dataclass
@@ -251,14 +252,21 @@ def serve_env(tmp_path: Path, settings: dict[str, str] | None = None) -> dict[st
 
 @contextmanager
 def all_in_one(
-    tmp_path: Path, users: dict[str, str], settings: dict[str, str] | None = None, policy: str | None = None
+    tmp_path: Path,
+    users: dict[str, str],
+    settings: dict[str, str] | None = None,
+    policy: str | None = None,
+    fresh_prefect: bool = False,
 ) -> Iterator[AllInOne]:
     """``payops serve --sandbox`` with ``users`` (name → role) added first with their tokens, the approval
     ``policy`` stated when given (else a new install's default), and ``settings`` over the environment
     (Prefect's UI on unless they turn it off), on the free ports serve picks itself (read back from the
     record it keeps in its payops home); yields once it serves its deployments and stops it, and every
-    process under it, when the block ends, whatever happened in it."""
+    process under it, when the block ends, whatever happened in it. Its Prefect server starts on a migrated
+    copy of Prefect's database (tests/prefect_template.py), or on none with ``fresh_prefect``."""
     env = serve_env(tmp_path, settings)
+    if not fresh_prefect:
+        seed_prefect_db(Path(env["PREFECT_HOME"]) / "prefect.db")
     tokens = host_setup(env, users, policy)
     log = tmp_path / "serve.log"
     with log.open("wb") as fh:

@@ -28,6 +28,7 @@ from tests.deployments.console_harness import payroll_rows, write_sheet
 from tests.deployments.scaleout_support import (
     BLOCK,
     final_state,
+    flow_runs_of,
     save_credentials,
     server_payouts,
     start_payout,
@@ -131,7 +132,8 @@ def test_runs_waiting_for_approval_hold_no_worker_and_outlive_a_dead_one(tmp_pat
             workers=2,
             worker_python=python,
             limit=20,
-            worker_env={**workers_env, **home_env},
+            # the runs' and the sweep's steps in the workers' logs, for a failure's reader
+            worker_env={**workers_env, **home_env, "PREFECT_LOGGING_LEVEL": "INFO"},
             deployments=None,  # `prefect deploy --all`: schedules and triggers too, as on a payroll day
             log_dir=tmp_path / "cluster",
             variables={"payops_credentials_block": BLOCK},
@@ -188,7 +190,10 @@ def test_runs_waiting_for_approval_hold_no_worker_and_outlive_a_dead_one(tmp_pat
             # at its deadline; it reminds, then ends Not approved.
             left = EXPIRES_S - (time.monotonic() - suspended_at) + 60 + 90  # the sweep's minute, a start
             state = asyncio.run(final_state(cluster, expiring, timeout=max(left, 60), ends=ENDS))
-            assert state == "CANCELLED", f"the unapproved run ended {state}; logs in {cluster.log_dir}"
+            sweeps = "\n".join(asyncio.run(flow_runs_of(cluster, "approval-deadlines")))
+            assert state == "CANCELLED", (
+                f"the unapproved run ended {state}; logs in {cluster.log_dir}; the sweeps:\n{sweeps}"
+            )
             assert asyncio.run(state_name(cluster, expiring)) == "Not approved"
             assert server_payouts(server) - before == WAITING * ROWS  # nothing sent for it
             history = asyncio.run(state_types(cluster, expiring))

@@ -30,13 +30,16 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def all_in_one(tmp_path: Path) -> Iterator[AllInOne]:
-    # An operator to upload with; the first admin is created by `payops serve` itself.
+    # An operator to upload with; the first admin is created by `payops serve` itself. Prefect's database
+    # too: this home's first start migrates it (the other serves of the suite start on a migrated copy).
     settings = {
         "PAYOPS_UPLOAD_URL": str(tmp_path / "uploads"),
         "PAYOPS_REPORT_URL": str(tmp_path / "reports"),
         "PREFECT_SERVER_UI_ENABLED": "false",
     }
-    with serve_all_in_one(tmp_path, {"olu": "operator"}, settings, policy="none") as served:
+    with serve_all_in_one(
+        tmp_path, {"olu": "operator"}, settings, policy="none", fresh_prefect=True
+    ) as served:
         yield served
 
 
