@@ -90,14 +90,18 @@ async def final_state(
     return seen
 
 
-async def flow_runs_of(cluster: LoopbackCluster, flow_name: str) -> list[str]:
-    """Each run of ``flow_name`` as a line for a failure's reader: name, state, expected start, start, end
-    (oldest first)."""
+async def runs_of(cluster: LoopbackCluster, flow_name: str) -> list[Any]:
+    """Every run of ``flow_name`` on the cluster's Prefect, oldest expected start first."""
     from prefect.client.orchestration import PrefectClient
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 
     async with PrefectClient(api=cluster.api_url) as client:
         runs = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])))
+    return sorted(runs, key=lambda r: r.expected_start_time or r.created)
+
+
+async def flow_runs_of(cluster: LoopbackCluster, flow_name: str) -> list[str]:
+    """Each run of ``flow_name`` as a line for a failure's reader: name, state, expected start, start, end."""
 
     def at(when: Any) -> str:
         return when.strftime("%H:%M:%S") if when else "-"
@@ -105,5 +109,5 @@ async def flow_runs_of(cluster: LoopbackCluster, flow_name: str) -> list[str]:
     return [
         f"{r.name} {r.state.name if r.state else None} expected {at(r.expected_start_time)} "
         f"started {at(r.start_time)} ended {at(r.end_time)}"
-        for r in sorted(runs, key=lambda r: r.expected_start_time or r.created)
+        for r in await runs_of(cluster, flow_name)
     ]

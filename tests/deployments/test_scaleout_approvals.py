@@ -30,6 +30,7 @@ from tests.deployments.scaleout_support import (
     BLOCK,
     final_state,
     flow_runs_of,
+    runs_of,
     save_credentials,
     server_payouts,
     start_payout,
@@ -123,26 +124,19 @@ async def between_sweeps(cluster: LoopbackCluster, within_s: float = 120) -> Non
     Prefect's lease ends (300 s): every sweep in between is cancelled, so reminders and deadlines come late.
     This test is about suspended payout runs outliving a dead worker, so it kills the worker between sweeps.
     """
-    from prefect.client.orchestration import PrefectClient
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
-
     deadline = time.monotonic() + within_s
-    async with PrefectClient(api=cluster.api_url) as client:
-        while time.monotonic() < deadline:
-            runs = await client.read_flow_runs(
-                flow_filter=FlowFilter(name=FlowFilterName(any_=["approval-deadlines"]))
-            )
-            soon = datetime.now(UTC) + timedelta(seconds=20)
-            busy = [
-                r
-                for r in runs
-                if r.state
-                and not r.state.is_final()
-                and (not r.state.is_scheduled() or (r.expected_start_time and r.expected_start_time < soon))
-            ]
-            if not busy:
-                return
-            await asyncio.sleep(1)
+    while time.monotonic() < deadline:
+        soon = datetime.now(UTC) + timedelta(seconds=20)
+        busy = [
+            r
+            for r in await runs_of(cluster, "approval-deadlines")
+            if r.state
+            and not r.state.is_final()
+            and (not r.state.is_scheduled() or (r.expected_start_time and r.expected_start_time < soon))
+        ]
+        if not busy:
+            return
+        await asyncio.sleep(1)
     raise AssertionError(f"a sweep was always being submitted or run for {within_s} s")
 
 
