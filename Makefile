@@ -15,6 +15,9 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test lint bench serve browser-deps clean scaleout-check
 
+# Independent prerequisites are made at once: `make test` installs the venv while apt-get fetches chromium.
+MAKEFLAGS += --jobs=2
+
 # The demo needs the runtime only; tests and lint add the dev extras.
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -22,9 +25,12 @@ $(STAMP): pyproject.toml setup.py
 	@$(PY) -m pip install -q -e .
 	@touch $(STAMP)
 
-$(DEV_STAMP): $(STAMP)
+# One resolution for the runtime and the dev extras (two pip runs resolved and installed twice).
+$(DEV_STAMP): pyproject.toml setup.py
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q -e '.[dev]'
-	@touch $(DEV_STAMP)
+	@touch $(STAMP) $(DEV_STAMP)
 
 demo: $(STAMP)
 	@$(PY) -m payops.deployments.demo

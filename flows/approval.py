@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from payops.flows.approval_deadlines import SWEEP_GRACE_S
 from payops.store.settings import PayopsSettings
 from payops.tasks.approval.approval_gate import FINDING_TITLES, ApprovalDesk
 from payops.tasks.approval.approvals import (
@@ -265,12 +266,6 @@ async def _decided(
     await _tell_approved(ask, desk, approvers, comment)
     return Answer(True, comment, approvers)
 
-
-SWEEP_GRACE_S = 300
-"""A suspended run's pause outlives its next due time (the reminder, else the deadline) by this long. The
-approval-deadlines deployment (`flows.approval_deadlines`) resumes the run at the due time, so that the run
-itself reminds its approvers or ends "Not approved"; where that deployment is not running, Prefect fails the
-run once the pause ends ("paused and never resumed")."""
 
 
 async def wait_suspended(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, description: str) -> Answer:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from payops.flows.approval import SWEEP_GRACE_S
 from payops.flows.flow_decorator import flow
 from prefect import get_run_logger
 from prefect.client.orchestration import PrefectClient, get_client
@@ -27,6 +26,12 @@ from prefect.client.schemas.filters import (
 )
 from prefect.client.schemas.objects import FlowRun, StateType
 from pydantic import BaseModel
+
+SWEEP_GRACE_S = 300  # here, not in flows.approval: the sweep imports none of a payout run's modules
+"""A suspended run's pause outlives its next due time (the reminder, else the deadline) by this long. This
+sweep resumes the run at the due time, so that the run itself reminds its approvers or ends "Not approved";
+where the approval-deadlines deployment is not running, Prefect fails the run once the pause ends ("paused
+and never resumed")."""
 
 PAYOUT_FLOW = "payout-spreadsheet"
 PAGE = 200

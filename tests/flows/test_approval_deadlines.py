@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from payops.flows.approval import SWEEP_GRACE_S
-from payops.flows.approval_deadlines import NOT_A_DECISION, resume_due
+from payops.flows.approval_deadlines import NOT_A_DECISION, SWEEP_GRACE_S, resume_due
 
 
 async def _suspended_runs() -> dict[str, str]:
