@@ -24,6 +24,7 @@ from .errors import (
     NotFoundError,
     PaymentsError,
 )
+from .ledger_page import LedgerTransaction, LedgerTransactionPage
 from .models import (
     CheckoutCancel,
     CheckoutCreate,
@@ -71,6 +72,7 @@ T = TypeVar("T")
 ReqT = TypeVar("ReqT", bound=RequestModel)
 RecT = TypeVar("RecT")
 M = TypeVar("M")
+P = TypeVar("P", TransactionPage, LedgerTransactionPage)
 
 #: "METHOD /v1/path/{template}" of the spec → client method (``group.method``).
 ENDPOINTS: dict[str, str] = {
@@ -540,8 +542,10 @@ class Transactions(_Group):
         to: datetime | None = None,
         limit: int | None = None,
         cursor: str | None = None,
-    ) -> TransactionPage:
-        """GET /v1/transactions: one page (``next_cursor`` None on the last page)."""
+        page: type[P] = TransactionPage,  # type: ignore[assignment]
+    ) -> P:
+        """GET /v1/transactions: one page (``next_cursor`` None on the last page), parsed as ``page``
+        (`TransactionPage`, or the ledger's lighter `LedgerTransactionPage`)."""
         params = {
             "kind": kind,
             "status": status,
@@ -553,7 +557,7 @@ class Transactions(_Group):
             "limit": limit,
             "cursor": cursor,
         }
-        return await self._client.call(TransactionPage, "GET", "/v1/transactions", params=params)
+        return await self._client.call(page, "GET", "/v1/transactions", params=params)
 
     def iterate(
         self,
@@ -589,7 +593,7 @@ class Transactions(_Group):
 
     async def read_window(
         self,
-        on_page: Callable[[list[Transaction]], None],
+        on_page: Callable[[list[Transaction]], None] | Callable[[list[LedgerTransaction]], None],
         *,
         from_: datetime,
         to: datetime,
@@ -602,11 +606,13 @@ class Transactions(_Group):
         settlement_status: str | None = None,
         reconciliation_status: str | None = None,
         limit: int = 100,
+        page: type[TransactionPage] | type[LedgerTransactionPage] = TransactionPage,
     ) -> SlicedRead:
         """Every matching transaction created in ``[from_, to)``, in slices read at once and cut where the
         list is dense (`_slices`); ``on_page`` gets each page as it arrives (not in the list's order).
         ``slices``: a first cut of the window (they must partition it); ``width``: how many slices may read
-        at once; ``gate``: held around each request (the caller's in-flight sizing)."""
+        at once; ``gate``: held around each request (the caller's in-flight sizing); ``page``: the model a
+        page is parsed as (`LedgerTransactionPage` for the ledger's reads)."""
         filters = {
             "kind": kind,
             "status": status,
@@ -618,10 +624,10 @@ class Transactions(_Group):
 
         async def fetch(
             low: datetime, high: datetime, cursor: str | None
-        ) -> tuple[list[Transaction], str | None]:
+        ) -> tuple[list[Transaction] | list[LedgerTransaction], str | None]:
             async with gate() if gate is not None else contextlib.nullcontext():
-                page = await self.list(**filters, from_=low, to=high, cursor=cursor)
-            return page.items, page.next_cursor
+                found = await self.list(**filters, from_=low, to=high, cursor=cursor, page=page)
+            return found.items, found.next_cursor
 
         return await read_sliced(
             fetch,
