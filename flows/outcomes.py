@@ -42,6 +42,11 @@ from prefect.states import Cancelled, Completed, Failed, State
 
 COMPLETED, WITH_FAILURES, DRY_RUN = "Completed", "Completed with failures", "Dry run"
 REJECTED, NOT_APPROVED, REFUSED, INCOMPLETE = "Rejected", "Not approved", "Refused", "Incomplete"
+FAILED = "Failed"
+FINAL_STATE_NAMES = (COMPLETED, WITH_FAILURES, DRY_RUN, REJECTED, NOT_APPROVED, REFUSED, INCOMPLETE, FAILED)
+"""Every name a payops run's final state takes (`state_name`). Prefect names a state's event after the state's
+name (``prefect.flow-run.Not approved``), so an automation that waits for a run's end expects each of these
+(deployments/automations/recovery; tests/deployments/test_prefect_yaml.py holds them to it)."""
 
 
 def failed_items(summary: RunSummary) -> int:
@@ -90,7 +95,7 @@ def state_name(summary: RunSummary) -> str:
         return INCOMPLETE
     if outcome == Outcome.COMPLETED:
         return WITH_FAILURES if failed_items(summary) else COMPLETED
-    return "Failed"
+    return FAILED
 
 
 def state_message(summary: RunSummary) -> str:
@@ -142,7 +147,7 @@ def end_run(summary: RunSummary, message: str | None = None) -> State:
     name, message = state_name(summary), message or state_message(summary)
     if name in (REJECTED, NOT_APPROVED, REFUSED):
         return Cancelled(name=name, message=message, data=summary)
-    if name == "Failed":
+    if name == FAILED:
         return Failed(message=message, data=summary)
     return Completed(name=name, message=message, data=summary)
 

@@ -306,6 +306,23 @@ def test_runs_beat_often_enough_for_the_recovery_automation_to_find_a_dead_one()
     assert "prefect.flow-run.Suspended" in gone.trigger.expect
 
 
+def test_automations_that_wait_for_a_runs_end_know_every_end_payops_names() -> None:
+    """Prefect names a state's event after the state ("prefect.flow-run.Not approved"): an automation waiting
+    for a run's end that knew only Prefect's own names took a rejected or a partly failed payout run for a
+    silent one (the server then logged a failed action 100 s after each), and could force a run that ended
+    "Completed with failures" while it was asked to cancel to Cancelled."""
+    from payops.deployments.alerts import load_recovery_automations
+    from payops.flows.outcomes import FINAL_STATE_NAMES
+
+    ends = {f"prefect.flow-run.{name}" for name in FINAL_STATE_NAMES}
+    waiting = [a for a in load_recovery_automations() if a.trigger.posture == "Proactive"]
+    names = {"payops: payout run whose process is gone", "payops: run stuck cancelling"}
+    assert {a.name for a in waiting} == names
+    for automation in waiting:
+        missing = ends - set(automation.trigger.expect)
+        assert not missing, (automation.name, missing)
+
+
 def test_workers_suspend_approval_waits_and_serve_leaves_their_sweep_out() -> None:
     """The pool's runs suspend while they wait for approval; the approval-deadlines sweep that resumes them
     for reminders and deadlines is a workers' deployment: `payops serve`'s runs pause in their process."""
