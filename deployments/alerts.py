@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 AUTOMATIONS_DIR = Path(__file__).with_name("automations")
 RECOVERY_DIR = AUTOMATIONS_DIR / "recovery"
 """Automations that act on runs rather than tell people (a payout run whose process is gone is marked
-Crashed and started again; a run stuck cancelling is ended): applied with the alerts, and by `payops serve`
-whether or not alerts are on. Each file holds its own actions."""
+Crashed and started again, as is one a dead worker took but never started; a run stuck cancelling is
+ended): applied with the alerts, and by `payops serve` whether or not alerts are on. Each file holds its own
+actions."""
 NAME_PREFIX = "payops: "
 DEFAULT_CONSOLE_URL = "http://127.0.0.1:8400"
 TEST_SUBJECT = "payops test alert"

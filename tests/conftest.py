@@ -79,6 +79,7 @@ LONGEST_FIRST = (
     "tests/deployments/test_scaleout_approvals.py",
     "tests/deployments/test_approval_channels.py",
     "tests/deployments/test_payops_homes.py",
+    "tests/deployments/test_run_stuck_starting.py",
     "tests/flows/test_payout_crash.py",
     "tests/deployments/test_prefect_ui_operator.py",
     "tests/deployments/test_console_browser.py",

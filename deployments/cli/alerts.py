@@ -48,7 +48,7 @@ def apply(
     recovery = {a.name for a in load_recovery_automations()}
     told = [name for name, _ in done if name not in recovery]
     gone = len(done) - len(told)
-    typer.echo(f"{len(told)} automations notify through {chosen}; {gone} recover runs whose process is gone")
+    typer.echo(f"{len(told)} automations notify through {chosen}; {gone} recover runs a dead host left")
 
 
 @app.command("test")

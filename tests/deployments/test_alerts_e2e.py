@@ -318,7 +318,9 @@ def test_cli_reapplies_in_place_sends_a_test_and_names_a_wrong_block(
     assert r.exit_code == 0, r.output
     applied_count = len(load_alert_specs()) + len(load_recovery_automations())
     assert r.output.count("updated: payops: ") == applied_count and "created" not in r.output
-    said = f"{len(load_alert_specs())} automations notify through {BLOCK}; 3 recover runs whose process"
+    recover = len(load_recovery_automations())
+    told = len(load_alert_specs())
+    said = f"{told} automations notify through {BLOCK}; {recover} recover runs a dead host left"
     assert said in r.output
     r = runner.invoke(app, ["alerts", "test", "--block", f"custom-webhook/{BLOCK}"])
     assert r.exit_code == 0 and f"sent through custom-webhook/{BLOCK}" in r.output, r.output

@@ -316,7 +316,11 @@ def test_automations_that_wait_for_a_runs_end_know_every_end_payops_names() -> N
 
     ends = {f"prefect.flow-run.{name}" for name in FINAL_STATE_NAMES}
     waiting = [a for a in load_recovery_automations() if a.trigger.posture == "Proactive"]
-    names = {"payops: payout run whose process is gone", "payops: run stuck cancelling"}
+    names = {
+        "payops: payout run whose process is gone",
+        "payops: run stuck cancelling",
+        "payops: run stuck starting",
+    }
     assert {a.name for a in waiting} == names
     for automation in waiting:
         missing = ends - set(automation.trigger.expect)

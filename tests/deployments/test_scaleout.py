@@ -157,7 +157,7 @@ def a_worker_dies_mid_send(cluster: LoopbackCluster, server: SandboxServer, tmp_
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings({PREFECT_API_URL: cluster.api_url}):
-        assert len(asyncio.run(apply_recovery())) == 3
+        assert len(asyncio.run(apply_recovery())) == 4
     run_id, before = sending_run(cluster, server, tmp_path, "dies-mid-send")
     workers = [p for name, p in cluster.sup.children if name.startswith("worker-") and p.poll() is None]
     busy = [w for w in workers if psutil.Process(w.pid).children(recursive=True)]

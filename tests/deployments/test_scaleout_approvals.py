@@ -166,7 +166,7 @@ def test_runs_waiting_for_approval_hold_no_worker_and_outlive_a_dead_one(tmp_pat
         ) as cluster:
             save_credentials(cluster, server)
             with temporary_settings({PREFECT_API_URL: cluster.api_url}):
-                assert len(asyncio.run(apply_recovery())) == 3
+                assert len(asyncio.run(apply_recovery())) == 4
 
             def params(i: int, **more: object) -> dict[str, object]:
                 sheet = write_sheet(tmp_path / f"wait-{i}.xlsx", payroll_rows(ROWS, prefix=f"AW{i}"))
