@@ -220,7 +220,11 @@ def test_an_operator_pays_a_sheet_from_prefects_own_ui(served: AllInOne, tmp_pat
 
             # The Event Feed, filtered to the payments.* types, shows what the webhooks brought in (the relay
             # posts them within seconds; 90 s ran out once on a CI machine loaded 7 deep).
-            served.wait_for(served.payment_events, 150, "payments.payout.* events in Prefect")
+            try:
+                served.wait_for(served.payment_events, 150, "payments.payout.* events in Prefect")
+            except AssertionError as missing:  # say where the relayed events stopped (a rare CI failure)
+                inbox = served.payops("webhooks", "status", "--json")
+                raise AssertionError(f"{missing}\nwebhook inbox: {inbox.stdout}{inbox.stderr}") from None
             feed = f"{served.ui}/events?events=" + quote(json.dumps(["payments.*"]))
             seen = reload_until_text(page, feed, re.compile(r"^payments\.payout\.[a-z_]+$"), 60)
             shot(page, "event-feed")
