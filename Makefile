@@ -18,18 +18,21 @@ unexport PYTHONDONTWRITEBYTECODE
 # Independent prerequisites are made at once: `make test` installs the venv while apt-get fetches chromium.
 MAKEFLAGS += --jobs=2
 
+# The venv with payops installed editable as $(1) (".", or ".[dev]": one resolution for the runtime and the
+# dev extras, where two pip runs resolved and installed twice).
+define install
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -e '$(1)'
+endef
+
 # The demo needs the runtime only; tests and lint add the dev extras.
 $(STAMP): pyproject.toml setup.py
-	@test -x $(PY) || python3 -m venv $(VENV)
-	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e .
+	$(call install,.)
 	@touch $(STAMP)
 
-# One resolution for the runtime and the dev extras (two pip runs resolved and installed twice).
 $(DEV_STAMP): pyproject.toml setup.py
-	@test -x $(PY) || python3 -m venv $(VENV)
-	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e '.[dev]'
+	$(call install,.[dev])
 	@touch $(STAMP) $(DEV_STAMP)
 
 demo: $(STAMP)

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 from payops.connectors.payments import PaymentsClient, PaymentsSettings, Transaction
-from payops.connectors.payments.ledger_page import LedgerTransactionPage
+from payops.connectors.payments.ledger_page import LedgerTransactionPage, cents
 from payops.store.reconciliation import Check, Difference, ReconciliationStore
 from payops.store.settings import PayopsSettings
 from payops.tasks.ledger.run_reconciliation import (
@@ -35,7 +35,6 @@ from payops.tasks.ledger.run_reconciliation import (
     PAGE,
     READS_AT_ONCE,
     RecordColumns,
-    cents,
     open_store,
 )
 from payops.tasks.runtime.clients import payments_client
