@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import httpx
 import jwt
 import pytest
+from payops.sandbox import SandboxConfig, create_app
 
 from tests.sandbox.sandbox_support import Api, payout
 
@@ -72,6 +74,19 @@ async def test_missing_invalid_and_expired_tokens_are_401(client, clock) -> None
     clock.advance(1)
     r = await api.get("/v1/wallet")
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated"
+
+
+async def test_a_token_one_emulator_accepted_is_refused_by_another_with_its_own_key(client, config) -> None:
+    """The emulator remembers the tokens whose signature it checked (`sandbox.auth`); a token it signed and
+    accepted still means nothing to an emulator that signs with another key, before or after."""
+    api = Api(client)
+    await api.login()
+    assert (await api.get("/v1/wallet")).status_code == 200
+    other = create_app(SandboxConfig(clock=config.clock))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=other), base_url="http://other") as c:
+        r = await c.get("/v1/wallet", headers={"Authorization": f"Bearer {api.token}"})
+        assert r.status_code == 401 and r.json()["error"]["message"] == "access token is invalid", r.text
+    assert (await api.get("/v1/wallet")).status_code == 200
 
 
 async def test_a_caller_without_a_valid_token_gets_401_even_for_a_malformed_body(client, clock) -> None:
