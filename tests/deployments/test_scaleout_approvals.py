@@ -44,7 +44,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 WAITING, ROWS = 5, 3
 APPROVER = "abena"
 QUIET_S = 100  # a run without a heartbeat this long is taken for gone (recovery/payout-run-gone.yaml)
-EXPIRES_S, REMIND_S = 120, 75  # the sweep (every 60 s) reminds before the deadline whenever its minute falls
+EXPIRES_S, REMIND_S = 120, 100
+"""The reminder is due 20 s after the run suspends: the sweep (every 60 s) resumes it by 80 s, which leaves a
+resumed run 40 s to start on a loaded worker and still find its deadline ahead (a run that starts after its
+deadline ends Not approved without reminding: with 75 s, a sweep at 105 s and a slow start missed it)."""
 ENDS = frozenset({"COMPLETED", "FAILED", "CANCELLED"})  # Crashed is restarted by the recovery automation
 
 
