@@ -37,12 +37,18 @@ async def _suspended_runs() -> dict[str, str]:
 
 def test_the_sweep_resumes_only_the_payout_runs_whose_due_time_came(prefect_harness: None) -> None:
     from prefect.client.orchestration import get_client
+    from prefect.states import Cancelled
 
     async def scenario() -> tuple[dict[str, str], list[str], dict[str, str | None]]:
         runs = await _suspended_runs()
-        summary = await resume_due()
-        async with get_client() as client:
-            states = {n: (await client.read_flow_run(r)).state for n, r in runs.items()}
+        try:
+            summary = await resume_due()
+            async with get_client() as client:
+                states = {n: (await client.read_flow_run(r)).state for n, r in runs.items()}
+        finally:  # nothing of this test left waiting on the session's server (wallet-watch counts paused
+            async with get_client() as client:  # and scheduled payout runs as upcoming: test_alerts_e2e)
+                for run_id in runs.values():
+                    await client.set_flow_run_state(run_id, Cancelled(), force=True)
         assert summary.suspended == 2  # the payout runs only
         return runs, summary.resumed, {n: s.name if s else None for n, s in states.items()}
 
