@@ -1,12 +1,12 @@
 """A worker that dies between taking a run (Pending, then Submitting) and its flow process starting leaves the
 run there for good: no heartbeat ever comes, and its deployment's concurrency slot stays held (seen in the
 scale-out test: every approval-deadlines sweep was cancelled for Prefect's 300 s lease). The shipped recovery
-automations, on Prefect's own server, mark such a run Crashed after their window: the slot is freed, and a
-payout run is started again. A run whose flow process started is left alone.
+automations, on Prefect's own server, mark such a run Crashed after the stuck trigger's window: the slot is
+freed, and a payout run is started again. A run whose flow process started is left alone.
 
-The automations are the shipped ones with one change: their window is `WITHIN_S` instead of the shipped 120 s
-(checked here too), so the test waits 30 s rather than two minutes; what they match, expect and do is the
-YAML's.
+The automations are the shipped ones with one change: the stuck trigger's window is `WITHIN_S` instead of the
+shipped 120 s (checked here too), so the test waits 30 s rather than two minutes; what they match, expect and
+do is the YAML's.
 
 The states are set as the worker sets them (Pending, then Submitting) and the worker is not there: what a
 worker killed at that instant leaves, every time (killing one inside that window is a race).
