@@ -11,7 +11,9 @@ the in-flight sizing):
 * ``paging``: reading every page of the window cursor by cursor, doing nothing with them: the floor the API's
   paging sets for one reader (at a latency, run once: it is pages x latency);
 * ``sliced``: every page of the window read in slices at once (`Transactions.read_window`, at most
-  `READS_AT_ONCE` requests out), doing nothing with them;
+  `READS_AT_ONCE` requests out), doing nothing with them; at a latency the same cuts are then replayed
+  against the window's creation times held in memory, each request answered after exactly the latency and
+  costing no CPU (`replay_slices`): what the slicing costs by itself, this machine aside;
 * ``close``: the daily close as `reconcile-day` runs it, without Prefect: `tasks.ledger.daily_close.run_close`
   (the window in slices read at once, each page made columns and run labels as it arrives, pandas over
   integer cents, attribution, the store written), then its reports (`write_close_reports`: xlsx, csv and
@@ -165,7 +167,7 @@ def record_run(store: Any, n: int, sent_from: datetime, ended: datetime) -> None
     store.mark_ended(RUN_LABEL, ended)
 
 
-async def variant(name: str, naive_rows: int) -> dict:
+async def variant(name: str, naive_rows: int, latency_ms: int = 0) -> dict:
     from payops.store import PayopsSettings, open_database
     from payops.store.reconciliation import ReconciliationStore
     from payops.tasks.ledger.daily_close import run_close, write_close_reports
@@ -187,15 +189,22 @@ async def variant(name: str, naive_rows: int) -> dict:
             out["transactions"] = count
         elif name == "sliced":
             gate = transport.in_flight(READS_AT_ONCE)
-            counted: list[int] = []
+            created: list[datetime] = []
+            until = datetime.now(UTC)
             read = await client.transactions.read_window(
-                lambda page: counted.append(len(page)),
+                lambda page: created.extend(tx.created_at for tx in page if tx.created_at),
                 from_=since,
-                to=datetime.now(UTC),
+                to=until,
                 width=lambda: gate.size,
                 gate=lambda: gate,
             )
-            out |= {"transactions": sum(counted), "slices": read.slices, "widest": read.widest}
+            out |= {"transactions": len(created), "slices": read.slices, "widest": read.widest}
+            out["sliced_wall_s"], out["sliced_cpu_s"] = (
+                round(time.perf_counter() - t0, 3),
+                round(_cpu() - cpu0, 3),
+            )
+            if latency_ms:
+                out["replayed"] = await replay_slices(created, since, until, latency_ms, gate.size)
         elif name == "run":
             check = await reconcile_run(client, store, RUN_LABEL, "benchmark")
             out |= {
@@ -246,23 +255,55 @@ async def variant(name: str, naive_rows: int) -> dict:
         out["limiter"] = transport.stats.figures().model_dump()
         out["limiter"]["started_at_per_s"] = transport.limiter.started_at
     keep_pace(client.settings, transport, PayopsSettings.from_env().home_dir())
-    out["wall_s"] = out.pop("close_wall_s", round(time.perf_counter() - t0, 3))
-    out["cpu_s"] = out.pop("close_cpu_s", round(_cpu() - cpu0, 3))
+    ended = round(time.perf_counter() - t0, 3), round(_cpu() - cpu0, 3)
+    out["wall_s"] = out.pop("close_wall_s", out.pop("sliced_wall_s", ended[0]))
+    out["cpu_s"] = out.pop("close_cpu_s", out.pop("sliced_cpu_s", ended[1]))
     out["peak_rss_mb"] = _peak_rss_mb()
     out["rss_before_mb"] = rss_before
     engine.dispose()
     return out
 
 
+async def replay_slices(
+    created: list[datetime], low: datetime, high: datetime, latency_ms: int, width: int
+) -> dict:
+    """`read_sliced` over ``[low, high)`` against these creation times held newest first, as the service
+    pages them (100 a page, ``from``/``to`` filters, a cursor), every request answered after exactly the
+    latency: the wall time and requests the cuts cost by themselves, with no CPU or queueing of this
+    machine's (the client's, the emulator's) in them."""
+    from bisect import bisect_left
+
+    from payops.connectors.payments._slices import read_sliced
+    from payops.tasks.ledger.run_reconciliation import PAGE
+
+    times = sorted(created)
+
+    async def fetch(start: datetime, end: datetime, cursor: str | None) -> tuple[list[datetime], str | None]:
+        await asyncio.sleep(latency_ms / 1000)
+        top = bisect_left(times, end) if cursor is None else int(cursor)
+        bottom = max(bisect_left(times, start), top - PAGE)
+        page = times[bottom:top][::-1]
+        return page, (str(bottom) if len(page) == PAGE and bottom > bisect_left(times, start) else None)
+
+    t0 = time.perf_counter()
+    read = await read_sliced(
+        fetch, [(low, high)], lambda _page: None, width=lambda: width, page_size=PAGE, created_at=lambda t: t
+    )
+    wall = time.perf_counter() - t0
+    assert read.items == len(times), (read.items, len(times))  # every item once, as in the real read
+    return {"wall_s": round(wall, 3), "requests": read.requests, "slices": read.slices}
+
+
 def cents_to_text(value: int) -> str:
     return f"{Decimal(value).scaleb(-2):.2f}"
 
 
-def run_variant(name: str, naive_rows: int, emulator_pid: int) -> dict:
+def run_variant(name: str, naive_rows: int, emulator_pid: int, latency_ms: int) -> dict:
     """One variant in a process of its own, with the CPU the emulator spent meanwhile (answering it)."""
     emulator_before = process_cpu_s(emulator_pid)
     proc = subprocess.run(
-        [sys.executable, __file__, "--variant", name, "--naive-rows", str(naive_rows)],
+        [sys.executable, __file__, "--variant", name, "--naive-rows", str(naive_rows)]
+        + ["--latency-ms", str(latency_ms)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         check=True,
@@ -288,7 +329,7 @@ def main() -> None:
     args = ap.parse_args()
     naive_rows = args.naive_rows if args.naive_rows is not None else (0 if args.latency_ms else 2_000)
     if args.variant:
-        print(json.dumps(asyncio.run(variant(args.variant, naive_rows))))
+        print(json.dumps(asyncio.run(variant(args.variant, naive_rows, args.latency_ms))))
         return
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["PAYOPS_HOME"] = tmp
@@ -305,12 +346,12 @@ def main() -> None:
             results = []
             for k in range(args.repeat):  # alternating, so a change in the machine's load hits them all
                 if k == 0 or not args.latency_ms:  # at a latency, cursor by cursor is pages x latency
-                    results.append(run_variant("paging", naive_rows, proc.pid))
+                    results.append(run_variant("paging", naive_rows, proc.pid, args.latency_ms))
                 for name in ("sliced", "close", "run"):
                     shutil.copy(Path(tmp) / "baseline.sqlite3", database)  # the same day to close each time
-                    results.append(run_variant(name, naive_rows, proc.pid))
+                    results.append(run_variant(name, naive_rows, proc.pid, args.latency_ms))
             if naive_rows:
-                results.append(run_variant("naive", naive_rows, proc.pid))
+                results.append(run_variant("naive", naive_rows, proc.pid, args.latency_ms))
         finally:
             proc.terminate()
             proc.wait(10)
@@ -393,6 +434,14 @@ def summarise(results: list[dict], transactions: int, latency_ms: int) -> dict:
             f"over this machine's {cores} cores when more: the least wall time their work allows here, "
             "the latency aside",
             "above_the_target": {n: f > TARGET_OVER_LATENCY_FLOOR * floor for n, f in cpu_floors.items()},
+        }
+        replays = [r["replayed"] for r in rows("sliced")]
+        out["slices_replayed_at_the_latency"] = {
+            "wall_s": round(statistics.median(r["wall_s"] for r in replays), 3),
+            "requests": round(statistics.median(r["requests"] for r in replays)),
+            "over_latency_floor": round(statistics.median(r["wall_s"] for r in replays) / floor, 2),
+            "what": "the sliced read's cuts replayed on the window's creation times in memory, every request "
+            "answered after exactly the latency, no CPU: what slicing costs by itself, this machine aside",
         }
         out["close_over_latency_floor"] = round(close_s / floor, 2)
         out["run_over_latency_floor"] = round(run_s / floor, 2)

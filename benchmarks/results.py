@@ -224,6 +224,12 @@ def _reconcile(r: Mapping[str, Any]) -> tuple[str, str]:
             f"; against the latency floor {floor['wall_s']} s: close **{r['close_over_latency_floor']}×**, "
             f"run **{r['run_over_latency_floor']}×**"
         )
+    replayed = r.get("slices_replayed_at_the_latency")
+    if replayed:
+        figure += (
+            f"; the same cuts replayed at exactly the latency with no CPU (slicing's own cost) "
+            f"{replayed['wall_s']} s, {replayed['over_latency_floor']}×, {replayed['requests']:,} requests"
+        )
     cpu_floor = _get(r, "cpu_floor.wall_s")
     if cpu_floor:
         figure += (
