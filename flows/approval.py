@@ -267,7 +267,6 @@ async def _decided(
     return Answer(True, comment, approvers)
 
 
-
 async def wait_suspended(ask: Ask, key: Ed25519PublicKey, desk: ApprovalDesk, description: str) -> Answer:
     """Wait for the decision with no process waiting (a deployment's run on a worker): the run is
     suspended (Prefect's `suspend_flow_run`: its process ends, a worker slot is free) and started again from

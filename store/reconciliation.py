@@ -260,9 +260,7 @@ class ReconciliationStore:
                 )
             else:
                 grown = db.execute(
-                    update(ReconRun)
-                    .where(ReconRun.label == label)
-                    .values(rows=ReconRun.rows + len(payouts))
+                    update(ReconRun).where(ReconRun.label == label).values(rows=ReconRun.rows + len(payouts))
                 )
                 if grown.rowcount != 1:
                     raise LookupError(f"run {label!r}: a later part recorded before the first")
@@ -435,7 +433,9 @@ class ReconciliationStore:
             taken: dict[int, datetime] = {}
             if ids:
                 for d in db.scalars(
-                    select(ReconDifference).where(ReconDifference.check_id.in_(ids)).order_by(ReconDifference.id)
+                    select(ReconDifference)
+                    .where(ReconDifference.check_id.in_(ids))
+                    .order_by(ReconDifference.id)
                 ):
                     diffs[d.check_id].append(
                         Difference(d.kind, d.reference, d.label, d.currency, d.expected, d.actual, d.detail)

@@ -23,9 +23,7 @@ ROOMS = ("tasks", "flows", "deployments", "sandbox")
 STATUSES = PAYOUT_STATUSES | UTILITY_PURCHASE_STATUSES | COLLECTION_STATUSES
 
 
-def restated_sets(
-    source: str, filename: str = "<source>", words: frozenset[str] | None = None
-) -> list[str]:
+def restated_sets(source: str, filename: str = "<source>", words: frozenset[str] | None = None) -> list[str]:
     """``file:line: literal`` for every collection literal naming two or more of ``words`` (default: the
     payout, purchase and collection statuses)."""
     words = STATUSES if words is None else words

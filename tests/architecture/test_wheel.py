@@ -36,8 +36,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_the_wheel_holds_one_import_name(installed: tuple[Path, Path]) -> None:
     python, project = installed
-    site = Path(run([str(python), "-c", "import payops, os; print(os.path.dirname(payops.__path__[0]))"],
-                     cwd=project).stdout.strip())
+    site = Path(
+        run(
+            [str(python), "-c", "import payops, os; print(os.path.dirname(payops.__path__[0]))"], cwd=project
+        ).stdout.strip()
+    )
     record = next(site.glob("payops-*.dist-info")) / "top_level.txt"
     assert record.read_text().split() == ["payops"]
     assert not any((site / name).exists() for name in FOLDERS)

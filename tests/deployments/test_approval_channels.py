@@ -295,8 +295,9 @@ def test_an_operator_with_exactly_what_the_docs_give_them_cannot_get_around_the_
         subject = Subject(found.flow_run_id, found.fingerprint, {"GHS": "34.50"}, found.rows)
         forged = sign_approval(Ed25519PrivateKey.generate(), subject, "bea")
         with pytest.raises(ApprovalRefused, match="not signed by this installation's approval key"):
-            check_approvals(load_pem_public_key(published.json()["pem"].encode()), [forged], subject,
-                            Requirement(1))
+            check_approvals(
+                load_pem_public_key(published.json()["pem"].encode()), [forged], subject, Requirement(1)
+            )
         resume = httpx.post(f"{served.api}/flow_runs/{found.flow_run_id}/resume", json={}, timeout=30)
         assert resume.status_code == 401
 

@@ -184,8 +184,14 @@ def test_approvers_approve_through_the_server_and_the_operator_cannot(
         assert payouts_at(server["emulator"]) == before
         approved = payops(
             bare_env(server, "bea", tmp_path / "bea"),
-            "approve", "fd-approve", "--acknowledge", "no_name_column", "--comment", "checked",
-            "--acknowledge", "paid_before",  # this home paid these payees and amounts before (issue 47)
+            "approve",
+            "fd-approve",
+            "--acknowledge",
+            "no_name_column",
+            "--comment",
+            "checked",
+            "--acknowledge",
+            "paid_before",  # this home paid these payees and amounts before (issue 47)
         )
         assert approved.returncode == 0 and "continues" in approved.stdout, approved.stderr
         out, err = run.communicate(timeout=180)

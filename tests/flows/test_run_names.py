@@ -58,7 +58,6 @@ def test_runs_show_and_approve_take_the_one_name_of_a_run(
     assert by_sheet.stdout.startswith(f"run Payroll Nov ({runs[0]['id']}), label sheet-")
 
 
-
 def test_a_run_name_typed_in_prefects_form_is_kept(
     prefect_harness, server: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,9 @@ from payops.store.home import (
 )
 from payops.store.settings import PayopsSettings
 
-RECORD = ServeRecord(pid=os.getpid(), prefect_api_url="http://127.0.0.1:9/api", console_url="http://127.0.0.1:9")
+RECORD = ServeRecord(
+    pid=os.getpid(), prefect_api_url="http://127.0.0.1:9/api", console_url="http://127.0.0.1:9"
+)
 
 
 def test_a_record_is_written_0600_and_read_back_while_its_writer_runs(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def test_a_csv_report_keeps_money_a_number_and_guards_formula_text(tmp_path: Pat
     with path.open(newline="", encoding="utf-8") as fh:
         read = list(csv.reader(fh))
     assert read[1] == ["-29.48", "'-2+3+cmd|' /C calc'!A0"]
-    assert read[2] == ["1500.00", "'=HYPERLINK(\"http://x.example\",\"pay\")"]
+    assert read[2] == ["1500.00", '\'=HYPERLINK("http://x.example","pay")']
 
 
 def test_a_decimal_cell_is_a_number_and_text_is_guarded() -> None:
