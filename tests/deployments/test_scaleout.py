@@ -39,6 +39,8 @@ from tests.wheel_venv import wheel_venv
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 LIMIT, DECAY = 3, 3.0
+ARRIVAL_LAG_S = 0.5
+"""How much later than its slot's acquisition a request may reach the emulator on a loaded host."""
 RUNS, ROWS = 3, 300
 
 
@@ -265,7 +267,12 @@ def test_three_runs_on_two_workers_share_one_request_rate(
 
     assert len(times) > 4 * LIMIT, "too few requests to exercise the limit"
     for window in (1.0, 2.0, 5.0):
-        allowed = LIMIT + DECAY * window + 1  # +1: an acquired slot's request may land just after the window
+        # The limit holds where slots are acquired (the Prefect server); the emulator logs arrivals, which
+        # lag each acquisition by the time the flow process takes to send (+1: one may land just after the
+        # window). On a loaded 2-core host (two workers, three runs, a Prefect server, the emulator) that
+        # lag varied by a few hundred ms: a CI run saw 8 arrivals within 1 s against 7 without this
+        # allowance, while the sustained rate (below) stayed under the limit.
+        allowed = LIMIT + DECAY * (window + ARRIVAL_LAG_S) + 1
         seen = most_in_window(times, window)
         assert seen <= allowed, f"{seen} requests within {window}s; the limit allows {allowed}"
     sustained = (len(times) - LIMIT) / (max(times) - min(times))
