@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
@@ -33,14 +34,58 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HOME, onerror=report)
 
 
+_harness_up = False
+
+
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
     """One temporary Prefect server for every test that runs flows, on a migrated copy of its database
     (tests/prefect_template.py: ~7 s to start instead of ~18)."""
+    global _harness_up
     from tests.prefect_template import seeded_test_harness
 
     with seeded_test_harness(server_startup_timeout=120):
-        yield
+        _harness_up = True
+        try:
+            yield
+        finally:
+            _harness_up = False
+
+
+def _waiting_flow_runs() -> dict[UUID, str]:
+    """The session server's flow runs that wait (paused, suspended or scheduled): id -> name and state."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+
+    waiting = FlowRunFilterStateType(any_=[StateType.PAUSED, StateType.SCHEDULED])
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=waiting)))
+    return {r.id: f"{r.name} ({r.state.name if r.state else '?'})" for r in runs}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def leaves_no_flow_run_waiting() -> Iterator[None]:
+    """A test file leaves no flow run of its own waiting on the session's Prefect server: a later file on
+    the same worker would see it (a wallet watch counted two suspended payout runs another file left as
+    upcoming, and failed). Those left are cancelled and the file's teardown errs, naming them, so the leak
+    shows where it is made, whatever order the files run in."""
+    before = _waiting_flow_runs() if _harness_up else {}
+    yield
+    if not _harness_up:
+        return
+    left = {k: v for k, v in _waiting_flow_runs().items() if k not in before}
+    if not left:
+        return
+    from prefect.client.orchestration import get_client
+    from prefect.states import Cancelled
+
+    with get_client(sync_client=True) as client:
+        for run_id in left:
+            client.set_flow_run_state(run_id, Cancelled(message="left waiting by a test file"), force=True)
+    pytest.fail(
+        f"this file left {len(left)} flow run(s) waiting on the session's server: {sorted(left.values())}"
+    )
 
 
 OPERATOR = "ci-operator"
