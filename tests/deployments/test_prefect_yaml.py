@@ -206,6 +206,19 @@ def test_reconcile_trigger_matches_payouts_refunded_or_failed_after_the_run() ->
         assert event["payload"]["reference"] == "P-1"
 
 
+async def remove_deployment(deployment_id: Any) -> None:
+    """A deployment made on the session's server, with its runs and its automations, gone."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    async with get_client() as client:
+        made = DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))
+        for run in await client.read_flow_runs(deployment_filter=made):
+            await client.delete_flow_run(run.id)
+        await client.delete_resource_owned_automations(f"prefect.deployment.{deployment_id}")
+        await client.delete_deployment(deployment_id)
+
+
 @pytest.mark.e2e
 def test_receiver_event_starts_the_retry_deployment_with_the_reference(prefect_harness) -> None:
     """On Prefect's test server: the automation renders `{{ event.payload.reference | string }}`."""
@@ -221,21 +234,24 @@ def test_receiver_event_starts_the_retry_deployment_with_the_reference(prefect_h
         triggers=triggers_of({**spec, "name": "trigger-check"}),
     )
     deployment_id = deployment.apply()
-    time.sleep(3)  # the triggers service picks up the new automation
-    default_emitter(**_settlement_event("settled", "SET-OK"))
-    default_emitter(**_settlement_event("failed_partial", "SET-42"))
+    try:
+        time.sleep(3)  # the triggers service picks up the new automation
+        default_emitter(**_settlement_event("settled", "SET-OK"))
+        default_emitter(**_settlement_event("failed_partial", "SET-42"))
 
-    async def runs() -> list[Any]:
-        async with get_client() as client:
-            return await client.read_flow_runs(
-                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))
-            )
+        async def runs() -> list[Any]:
+            async with get_client() as client:
+                return await client.read_flow_runs(
+                    deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id]))
+                )
 
-    deadline = time.monotonic() + 60
-    found: list[Any] = []
-    while time.monotonic() < deadline and not found:
-        time.sleep(1)
-        found = asyncio.run(runs())
+        deadline = time.monotonic() + 60
+        found: list[Any] = []
+        while time.monotonic() < deadline and not found:
+            time.sleep(1)
+            found = asyncio.run(runs())
+    finally:  # its automation would start more runs on every later file's settlement events
+        asyncio.run(remove_deployment(deployment_id))
     assert len(found) == 1, "the automation did not start the retry deployment"
     params = found[0].parameters["params"]
     assert params["run_reference"] == "SET-42"
@@ -277,13 +293,16 @@ def test_a_catch_up_started_while_one_runs_is_cancelled(prefect_harness) -> None
     async def second_of_two(deployment: Any) -> Any:
         deployment.schedules = []  # only the runs made here
         deployment_id = await deployment.apply()
-        async with get_client() as client:
-            first = await client.create_flow_run_from_deployment(deployment_id)
-            second = await client.create_flow_run_from_deployment(deployment_id)
-            assert (await client.set_flow_run_state(first.id, Pending())).state.is_pending()
-            await client.set_flow_run_state(first.id, Running())
-            await client.set_flow_run_state(second.id, Pending())
-            return (await client.read_flow_run(second.id)).state
+        try:
+            async with get_client() as client:
+                first = await client.create_flow_run_from_deployment(deployment_id)
+                second = await client.create_flow_run_from_deployment(deployment_id)
+                assert (await client.set_flow_run_state(first.id, Pending())).state.is_pending()
+                await client.set_flow_run_state(first.id, Running())
+                await client.set_flow_run_state(second.id, Pending())
+                return (await client.read_flow_run(second.id)).state
+        finally:  # a run left running or waiting for its slot would be a later file's upcoming run
+            await remove_deployment(deployment_id)
 
     cancelled = asyncio.run(second_of_two(catch_up))
     assert cancelled.is_cancelled(), cancelled
